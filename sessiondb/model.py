@@ -1,0 +1,352 @@
+"""The data model: plain dataclasses and enums, and the validation of caller input.
+
+Nothing here does I/O. Input validation lives here so that every backend refuses the same
+bad input with the same message, before anything is written.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import uuid
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from enum import Enum
+from typing import Any, Mapping
+
+from .errors import InvalidInput
+
+MAX_TITLE_LENGTH = 100
+MAX_UID_LENGTH = 200
+MAX_NAME_LENGTH = 200  # source, model, tool names and other short labels
+
+
+class Role(str, Enum):
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+class MessageState(str, Enum):
+    ACTIVE = "active"
+    COMPACTED = "compacted"  # archived by a compaction: kept, searchable, not in the live view
+    REWOUND = "rewound"  # undone by a rewind: kept, never searchable
+
+
+#: Roles whose messages count as user activity (they move `last_activity_at`).
+ACTIVITY_ROLES = frozenset({Role.USER.value, Role.ASSISTANT.value})
+#: A display kind for notifications injected as synthetic user turns; not activity.
+INTERNAL_NOTIFICATION = "internal_notification"
+
+
+@dataclass(frozen=True)
+class Message:
+    """One stored message. `id` is the global order; `uid` is its identity in the session."""
+
+    id: int
+    session_id: str
+    uid: str
+    seq: int
+    role: str
+    content: str | list[Any] | None
+    tool_calls: list[Any] | None = None
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    reasoning: str | None = None
+    finish_reason: str | None = None
+    token_count: int | None = None
+    timestamp: float = 0.0
+    display_kind: str | None = None
+    state: str = MessageState.ACTIVE.value
+
+    @property
+    def text(self) -> str:
+        """The message's readable text: the content, or its text parts joined."""
+        return content_text(self.content)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Session:
+    id: str
+    source: str
+    profile: str | None
+    session_key: str | None
+    user_id: str | None
+    chat_id: str | None
+    chat_type: str | None
+    thread_id: str | None
+    title: str | None
+    model: str | None
+    parent_session_id: str | None
+    started_at: float
+    ended_at: float | None
+    end_reason: str | None
+    last_activity_at: float | None
+    message_count: int
+    tool_call_count: int
+    pinned: bool
+    archived: bool
+    hidden: bool
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class UsageRow:
+    model: str
+    provider: str
+    task: str
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    reasoning_tokens: int
+    cost_usd: float
+    calls: int
+
+
+@dataclass(frozen=True)
+class Usage:
+    """A session's accumulated usage: totals plus one row per (model, provider, task)."""
+
+    session_id: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    cost_usd: float = 0.0
+    calls: int = 0
+    rows: tuple[UsageRow, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a listing; pass `cursor` back to get the next one (None at the end)."""
+
+    items: list[Any]
+    cursor: str | None
+
+
+# --- text and JSON -------------------------------------------------------------------
+
+
+def content_text(content: str | list[Any] | None) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    texts = []
+    for part in content:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, Mapping) and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+    return "\n".join(texts)
+
+
+def dump_json(value: Any, what: str) -> str:
+    """Canonical JSON (sorted keys, no NaN): equal values always give equal strings."""
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"{what} is not JSON-serialisable: {exc}") from None
+
+
+def new_uid() -> str:
+    return uuid.uuid4().hex
+
+
+def new_session_id(now: float) -> str:
+    """A readable, time-sortable id: `20261129_101500_3f9a1c2b`."""
+    return f"{datetime.fromtimestamp(now).strftime('%Y%m%d_%H%M%S')}_{uuid.uuid4().hex[:8]}"
+
+
+# --- validation of caller input ------------------------------------------------------
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+
+
+def clean_title(title: str | None) -> str | None:
+    """Sanitise a title: control and bidi characters removed, whitespace collapsed.
+
+    An empty result means "no title". Over-long titles are refused, not truncated, so two
+    long titles never collide silently.
+    """
+    if title is None:
+        return None
+    if not isinstance(title, str):
+        raise InvalidInput(f"title must be text, not {type(title).__name__}")
+    cleaned = " ".join(_CONTROL.sub(" ", title).split())
+    if len(cleaned) > MAX_TITLE_LENGTH:
+        raise InvalidInput(f"title is {len(cleaned)} characters; the limit is {MAX_TITLE_LENGTH}")
+    return cleaned or None
+
+
+def check_label(value: Any, what: str, *, required: bool = False) -> str | None:
+    """A short free-text label (source, model, chat id...): text, bounded, no NUL."""
+    if value is None:
+        if required:
+            raise InvalidInput(f"{what} is required")
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what} must be text, not {type(value).__name__}")
+    if required and not value.strip():
+        raise InvalidInput(f"{what} must not be empty")
+    if len(value) > MAX_NAME_LENGTH or "\x00" in value:
+        raise InvalidInput(f"{what} must be at most {MAX_NAME_LENGTH} characters without NUL")
+    return value
+
+
+def check_timestamp(value: Any, what: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise InvalidInput(f"{what} must be timezone-aware (or seconds since the epoch)")
+        return value.timestamp()
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InvalidInput(f"{what} must be seconds since the epoch or an aware datetime")
+    return float(value)
+
+
+def check_metadata(metadata: Any) -> str:
+    if metadata is None:
+        return "{}"
+    if not isinstance(metadata, Mapping):
+        raise InvalidInput(f"metadata must be a mapping, not {type(metadata).__name__}")
+    return dump_json(dict(metadata), "metadata")
+
+
+@dataclass(frozen=True)
+class NewMessage:
+    """A validated message ready to store; JSON columns are already canonical strings."""
+
+    uid: str
+    role: str
+    content: str | None  # text content
+    parts: str | None  # JSON list, when the content is a list of parts
+    tool_calls: str | None
+    tool_call_id: str | None
+    tool_name: str | None
+    reasoning: str | None
+    finish_reason: str | None
+    token_count: int | None
+    timestamp: float | None  # None: stamped at commit
+    display_kind: str | None
+    state: str
+    tool_call_total: int  # how many tool calls this message makes
+
+    def same_payload(self, stored: Message) -> bool:
+        """Whether `stored` holds the same message (what was said, not when)."""
+        return (
+            self.role == stored.role
+            and self.content == (stored.content if isinstance(stored.content, str) else None)
+            and self.parts == (None if not isinstance(stored.content, list) else dump_json(stored.content, "content"))
+            and self.tool_calls == (None if stored.tool_calls is None else dump_json(stored.tool_calls, "tool_calls"))
+            and self.tool_call_id == stored.tool_call_id
+            and self.tool_name == stored.tool_name
+            and self.reasoning == stored.reasoning
+        )
+
+
+# Fields of a stored Message that may ride along in input (a loaded transcript handed back)
+# and are ignored: the store assigns them.
+_ASSIGNED_FIELDS = frozenset({"id", "session_id", "seq"})
+_INPUT_FIELDS = frozenset(
+    {
+        "uid", "role", "content", "tool_calls", "tool_call_id", "tool_name", "reasoning",
+        "finish_reason", "token_count", "timestamp", "display_kind", "state",
+    }
+)
+
+
+def prepare_message(raw: Message | Mapping[str, Any], index: int = 0) -> NewMessage:
+    """Validate one message of an append; `index` names it in error messages."""
+    where = f"message {index}"
+    if isinstance(raw, Message):
+        data: Mapping[str, Any] = raw.to_dict()
+    elif isinstance(raw, Mapping):
+        data = raw
+    else:
+        raise InvalidInput(f"{where}: expected a dict or Message, not {type(raw).__name__}")
+    unknown = set(data) - _INPUT_FIELDS - _ASSIGNED_FIELDS
+    if unknown:
+        raise InvalidInput(f"{where}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
+
+    role = data.get("role")
+    if role not in {r.value for r in Role}:
+        raise InvalidInput(f"{where}: role must be one of system, user, assistant, tool (got {role!r})")
+    role = Role(role).value
+
+    uid = data.get("uid")
+    if uid is None:
+        uid = new_uid()
+    elif not isinstance(uid, str) or not uid or len(uid) > MAX_UID_LENGTH or "\x00" in uid:
+        raise InvalidInput(f"{where}: uid must be non-empty text of at most {MAX_UID_LENGTH} characters")
+
+    content = data.get("content")
+    text: str | None = None
+    parts: str | None = None
+    if isinstance(content, str):
+        text = content
+    elif isinstance(content, list):
+        parts = dump_json(content, f"{where}: content")
+    elif content is not None:
+        raise InvalidInput(f"{where}: content must be text, a list of parts or None")
+
+    tool_calls = data.get("tool_calls")
+    if tool_calls is not None and not isinstance(tool_calls, list):
+        raise InvalidInput(f"{where}: tool_calls must be a list")
+    tool_calls_json = None if tool_calls is None else dump_json(tool_calls, f"{where}: tool_calls")
+
+    token_count = data.get("token_count")
+    if token_count is not None and (isinstance(token_count, bool) or not isinstance(token_count, int) or token_count < 0):
+        raise InvalidInput(f"{where}: token_count must be a non-negative integer")
+
+    state = data.get("state") or MessageState.ACTIVE.value
+    if state not in {s.value for s in MessageState}:
+        raise InvalidInput(f"{where}: state must be one of active, compacted, rewound")
+
+    reasoning = data.get("reasoning")
+    if reasoning is not None and not isinstance(reasoning, str):
+        raise InvalidInput(f"{where}: reasoning must be text")
+
+    return NewMessage(
+        uid=uid,
+        role=role,
+        content=text,
+        parts=parts,
+        tool_calls=tool_calls_json,
+        tool_call_id=check_label(data.get("tool_call_id"), f"{where}: tool_call_id"),
+        tool_name=check_label(data.get("tool_name"), f"{where}: tool_name"),
+        reasoning=reasoning,
+        finish_reason=check_label(data.get("finish_reason"), f"{where}: finish_reason"),
+        token_count=token_count,
+        timestamp=check_timestamp(data.get("timestamp"), f"{where}: timestamp"),
+        display_kind=check_label(data.get("display_kind"), f"{where}: display_kind"),
+        state=MessageState(state).value,
+        tool_call_total=len(tool_calls) if tool_calls else 0,
+    )
+
+
+def prepare_messages(messages: Any) -> list[NewMessage]:
+    """Validate an append's input: one message or an iterable of them."""
+    if isinstance(messages, (Message, Mapping)):
+        messages = [messages]
+    elif isinstance(messages, (str, bytes)) or not hasattr(messages, "__iter__"):
+        raise InvalidInput(f"messages must be a message or a list of messages, not {type(messages).__name__}")
+    batch = [prepare_message(m, i) for i, m in enumerate(messages)]
+    if not batch:
+        raise InvalidInput("no messages to append")
+    return batch

@@ -1,0 +1,145 @@
+"""Opening SQLite connections: the version gate, journal-mode policy, durability and patience.
+
+Policy, in one place:
+- SQLite builds with the WAL-reset corruption bug (before 3.51.3) are refused.
+- On a local filesystem the store runs in WAL. On network and virtual filesystems (NFS,
+  SMB, 9p, virtiofs, FUSE), where WAL's shared memory cannot be trusted, it uses the
+  rollback journal, except that a file already in WAL is never downgraded: another
+  process may be using it.
+- durability "full" is synchronous=FULL: an acknowledged commit survives power loss.
+  "normal" is synchronous=NORMAL: it survives the process dying, not the machine.
+- A locked database is waited for by a busy handler with jittered back-off, within a
+  patience budget; past it the caller gets StoreBusy.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from pathlib import Path
+from typing import Callable
+
+import apsw
+
+from ...errors import InvalidInput, UnsupportedSQLite
+
+MIN_SQLITE = (3, 51, 3)
+DURABILITY = {"full": "FULL", "normal": "NORMAL"}
+DEFAULT_PATIENCE = 30.0  # seconds a caller may wait for another process's lock
+
+NETWORK_FILESYSTEMS = frozenset(
+    {"nfs", "nfs4", "cifs", "smb", "smb2", "smb3", "smbfs", "9p", "virtiofs", "afs", "ceph",
+     "glusterfs", "lustre", "gpfs", "sshfs"}
+)
+
+# "SDB1": stamped into the header so a foreign SQLite file is recognised as one.
+APPLICATION_ID = 0x53444231
+
+
+def check_sqlite_version(version: str) -> None:
+    """Refuse SQLite builds that can corrupt a WAL database under concurrent writers."""
+    parts = tuple(int(p) for p in version.split(".")[:3])
+    if parts < MIN_SQLITE:
+        raise UnsupportedSQLite(
+            f"SQLite {version} has the WAL-reset corruption bug; sessiondb needs "
+            f"{'.'.join(map(str, MIN_SQLITE))} or newer: upgrade the apsw package "
+            "(pip install -U apsw), which bundles a fixed SQLite"
+        )
+
+
+def check_durability(durability: str) -> str:
+    if durability not in DURABILITY:
+        raise InvalidInput(f"durability must be 'full' or 'normal', not {durability!r}")
+    return durability
+
+
+def filesystem_type(path: Path, mountinfo: str = "/proc/self/mountinfo") -> str | None:
+    """The type of the filesystem holding `path` (longest mount-point prefix), or None."""
+    try:
+        with open(mountinfo, encoding="utf-8", errors="replace") as f:
+            lines = f.readlines()
+    except OSError:
+        return None
+    target = os.path.realpath(path)
+    best, best_type = "", None
+    for line in lines:
+        fields = line.split()
+        try:
+            sep = fields.index("-")
+            mount_point = _unescape(fields[4])
+            fstype = fields[sep + 1]
+        except (ValueError, IndexError):
+            continue
+        inside = target == mount_point or target.startswith(mount_point.rstrip("/") + "/")
+        if inside and len(mount_point) >= len(best):
+            best, best_type = mount_point, fstype
+    return best_type
+
+
+def _unescape(field: str) -> str:
+    # mountinfo escapes space, tab, newline and backslash as \ooo octal.
+    return field.encode().decode("unicode_escape") if "\\" in field else field
+
+
+def is_network_filesystem(fstype: str | None) -> bool:
+    return fstype is not None and (fstype in NETWORK_FILESYSTEMS or fstype.startswith("fuse"))
+
+
+def busy_handler(patience: float, sleep: Callable[[float], None] = time.sleep) -> Callable[[int], bool]:
+    """A busy handler retrying with jittered exponential back-off until `patience` runs out.
+
+    SQLite calls it with the number of prior calls for this lock wait (0 on the first).
+    Returning False makes SQLite raise BUSY, which the store turns into StoreBusy.
+    """
+    started = [0.0]
+
+    def handler(attempt: int) -> bool:
+        now = time.monotonic()
+        if attempt == 0:
+            started[0] = now
+        remaining = patience - (now - started[0])
+        if remaining <= 0:
+            return False
+        ceiling = min(0.1, 0.001 * (2 ** min(attempt, 10)))
+        sleep(min(remaining, random.uniform(ceiling / 2, ceiling)))
+        return True
+
+    return handler
+
+
+def connect(path: Path, *, patience: float, vfs: str | None = None) -> apsw.Connection:
+    """Open a connection with the settings every sessiondb connection shares."""
+    flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE | apsw.SQLITE_OPEN_NOFOLLOW
+    options = {"vfs": vfs} if vfs else {}
+    conn = apsw.Connection(str(path), flags=flags, statementcachesize=256, **options)
+    try:
+        conn.set_busy_handler(busy_handler(patience))
+        conn.execute("PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-16000")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def configure_writer(conn: apsw.Connection, path: Path, durability: str) -> str:
+    """Set the journal mode and durability of the writing connection; returns the mode."""
+    current = conn.execute("PRAGMA journal_mode").fetchone()[0].lower()
+    if is_network_filesystem(filesystem_type(path.parent)):
+        mode = current if current == "wal" else _set_journal_mode(conn, "delete")
+    else:
+        mode = _set_journal_mode(conn, "wal")
+    set_durability(conn, durability)
+    return mode
+
+
+def set_durability(conn: apsw.Connection, durability: str) -> None:
+    conn.execute(f"PRAGMA synchronous={DURABILITY[check_durability(durability)]}")
+
+
+def _set_journal_mode(conn: apsw.Connection, mode: str) -> str:
+    return conn.execute(f"PRAGMA journal_mode={mode}").fetchone()[0].lower()
+
+
+def configure_reader(conn: apsw.Connection) -> None:
+    conn.execute("PRAGMA query_only=ON")

@@ -1,0 +1,196 @@
+"""One shared handle per database file per process.
+
+Every `open_store` of a file gets the same SharedFile, keyed by the file's identity
+(device, inode), so two paths to one file (a symlinked home, a bind mount) still share one
+writer. Each open takes a reference; closing a store drops its reference and the last
+one stops the writer and closes the read connections, so a handle closed by one caller
+never tears down a writer another caller holds.
+
+After fork() the child must not touch connections it inherited (their locks belong to
+the parent): the registry forgets them without closing them.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from collections import Counter
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator, TypeVar
+
+import apsw
+
+from ... import home as homes
+from .connect import configure_reader, configure_writer, connect, set_durability
+from .errors import convert
+from .migrations import migrate
+from .writer import Writer
+
+T = TypeVar("T")
+READERS = 4  # read connections per file; readers never wait for the writer in WAL
+
+
+class SharedFile:
+    """The writer and the read pool of one database file, shared by every handle on it."""
+
+    def __init__(self, path: Path, *, durability: str, patience: float, vfs: str | None) -> None:
+        self.path = path
+        self.key: tuple[int, int] | None = None
+        self.refs = 0
+        self._durabilities: Counter[str] = Counter()
+        self._patience = patience
+        self._vfs = vfs
+        self._idle: queue.LifoQueue[apsw.Connection] = queue.LifoQueue()
+        self._readers = threading.BoundedSemaphore(READERS)
+        self._readers_lock = threading.Lock()
+        self._all_readers: list[apsw.Connection] = []
+        self.journal_mode = ""
+        self.writer = Writer(lambda: self._open_writer(durability), name=f"sessiondb-writer:{path}")
+
+    def _open_writer(self, durability: str) -> apsw.Connection:
+        homes.ensure_private_dir(self.path.parent)
+        conn = connect(self.path, patience=self._patience, vfs=self._vfs)
+        try:
+            # The file exists now; tighten it before the first write creates the WAL,
+            # which SQLite gives the main file's mode.
+            homes.make_private(self.path)
+            self.journal_mode = configure_writer(conn, self.path, durability)
+            migrate(conn)
+            homes.make_private(self.path)
+        except BaseException as exc:
+            conn.close()
+            raise convert(exc) from None
+        return conn
+
+    # --- durability: the strictest any open handle asked for --------------------------
+
+    def hold(self, durability: str) -> None:
+        self.refs += 1
+        before = self._effective()
+        self._durabilities[durability] += 1
+        self._apply_if_changed(before)
+
+    def unhold(self, durability: str) -> int:
+        before = self._effective()
+        self._durabilities[durability] -= 1
+        self.refs -= 1
+        if self.refs:
+            self._apply_if_changed(before)
+        return self.refs
+
+    def _effective(self) -> str:
+        return "full" if self._durabilities["full"] or not self._durabilities else "normal"
+
+    def _apply_if_changed(self, before: str) -> None:
+        after = self._effective()
+        if after != before:
+            self.writer.run(lambda conn: set_durability(conn, after), in_transaction=False)
+
+    # --- reads -------------------------------------------------------------------------
+
+    @contextmanager
+    def reader(self) -> Iterator[apsw.Connection]:
+        """A read connection for the duration of the block (at most READERS at once)."""
+        self._readers.acquire()
+        try:
+            try:
+                conn = self._idle.get_nowait()
+            except queue.Empty:
+                conn = connect(self.path, patience=self._patience, vfs=self._vfs)
+                configure_reader(conn)
+                with self._readers_lock:
+                    self._all_readers.append(conn)
+            try:
+                yield conn
+            finally:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                self._idle.put(conn)
+        finally:
+            self._readers.release()
+
+    def read(self, work: Callable[[apsw.Connection], T]) -> T:
+        """Run `work` in one read transaction (a consistent snapshot)."""
+        try:
+            with self.reader() as conn:
+                conn.execute("BEGIN")
+                try:
+                    return work(conn)
+                finally:
+                    conn.execute("COMMIT")
+        except apsw.Error as exc:
+            raise convert(exc) from None
+
+    def close(self) -> None:
+        self.writer.stop()
+        with self._readers_lock:
+            for conn in self._all_readers:
+                conn.close()
+            self._all_readers.clear()
+
+
+_lock = threading.Lock()
+_files: dict[tuple[int, int], SharedFile] = {}
+_opening: dict[Path, threading.Lock] = {}
+_forgotten_after_fork: list[SharedFile] = []
+
+
+def acquire(path: Path, *, durability: str, patience: float, vfs: str | None = None) -> SharedFile:
+    """The SharedFile for `path`, opened on first use; each call takes one reference."""
+    with _lock:
+        path_lock = _opening.setdefault(path, threading.Lock())
+    # Opening a new file can wait on other processes (migrations take the write lock):
+    # serialise per path only, so a slow store does not hold up opening the others.
+    with path_lock:
+        with _lock:
+            shared = _existing(path)
+            if shared is not None:
+                shared.hold(durability)
+                return shared
+        shared = SharedFile(path, durability=durability, patience=patience, vfs=vfs)
+        st = os.stat(path)
+        key = (st.st_dev, st.st_ino)
+        with _lock:
+            twin = _files.get(key)
+            if twin is None:
+                shared.key = key
+                _files[key] = shared
+        if twin is not None:  # the same file reached through another path
+            shared.close()
+            with _lock:
+                twin.hold(durability)
+            return twin
+        with _lock:
+            shared.hold(durability)
+        return shared
+
+
+def release(shared: SharedFile, durability: str) -> None:
+    """Drop one reference; the last one closes the file's writer and readers."""
+    with _lock:
+        remaining = shared.unhold(durability)
+        if remaining == 0 and _files.get(shared.key) is shared:
+            del _files[shared.key]
+    if remaining == 0:
+        shared.close()
+
+
+def _existing(path: Path) -> SharedFile | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return _files.get((st.st_dev, st.st_ino))
+
+
+def _forget_after_fork() -> None:
+    global _lock
+    _lock = threading.Lock()
+    _opening.clear()
+    _forgotten_after_fork.extend(_files.values())  # kept referenced: never closed here
+    _files.clear()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)

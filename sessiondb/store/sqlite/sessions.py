@@ -1,0 +1,175 @@
+"""Session rows: create, read, list with a cursor, end, reopen, flags, titles, delete.
+
+Functions take the connection they run on: the store runs writes on its writer thread
+(inside the group-commit transaction) and reads on a pooled read connection.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import apsw
+
+from ...errors import InvalidInput, NotFound, TitleConflict
+from ...model import Page, Session
+
+COLUMNS = (
+    "id, source, profile, session_key, user_id, chat_id, chat_type, thread_id, title, model, "
+    "parent_session_id, started_at, ended_at, end_reason, last_activity_at, message_count, "
+    "tool_call_count, pinned, archived, hidden, metadata"
+)
+_INSERTED = (
+    "id", "source", "profile", "session_key", "user_id", "chat_id", "chat_type", "thread_id",
+    "title", "model", "parent_session_id", "started_at", "metadata",
+)
+
+
+def from_row(row: tuple[Any, ...]) -> Session:
+    *head, pinned, archived, hidden, metadata = row
+    return Session(*head, bool(pinned), bool(archived), bool(hidden), json.loads(metadata))
+
+
+def create(conn: apsw.Connection, values: dict[str, Any]) -> Session:
+    if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (values["id"],)).fetchone():
+        raise InvalidInput(f"a session with id {values['id']!r} already exists")
+    if values["parent_session_id"] is not None:
+        require(conn, values["parent_session_id"])
+    _check_title_free(conn, values["title"], None)
+    conn.execute(
+        f"INSERT INTO sessions({', '.join(_INSERTED)}) VALUES ({', '.join('?' * len(_INSERTED))})",
+        tuple(values[name] for name in _INSERTED),
+    )
+    return get(conn, values["id"])
+
+
+def get(conn: apsw.Connection, session_id: str) -> Session:
+    row = conn.execute(f"SELECT {COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    if row is None:
+        raise NotFound(f"no session {session_id!r} in this store")
+    return from_row(row)
+
+
+def require(conn: apsw.Connection, session_id: str) -> None:
+    if not conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
+        raise NotFound(f"no session {session_id!r} in this store")
+
+
+def list_page(
+    conn: apsw.Connection,
+    *,
+    source: str | None,
+    include_archived: bool,
+    include_hidden: bool,
+    pinned: bool | None,
+    since: float | None,
+    until: float | None,
+    limit: int,
+    cursor: str | None,
+) -> Page:
+    """Sessions, most recently active first, `limit` at a time."""
+    where, params = [], []
+    if source is not None:
+        where.append("source = ?")
+        params.append(source)
+    if not include_archived:
+        where.append("archived = 0")
+    if not include_hidden:
+        where.append("hidden = 0")
+    if pinned is not None:
+        where.append("pinned = ?")
+        params.append(int(pinned))
+    if since is not None:
+        where.append("coalesce(last_activity_at, started_at) >= ?")
+        params.append(since)
+    if until is not None:
+        where.append("coalesce(last_activity_at, started_at) < ?")
+        params.append(until)
+    if cursor is not None:
+        active, sid = _decode_cursor(cursor)
+        where.append("(coalesce(last_activity_at, started_at), id) < (?, ?)")
+        params += [active, sid]
+    sql = f"SELECT {COLUMNS} FROM sessions"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += " ORDER BY coalesce(last_activity_at, started_at) DESC, id DESC LIMIT ?"
+    rows = [from_row(r) for r in conn.execute(sql, (*params, limit + 1))]
+    more = len(rows) > limit
+    rows = rows[:limit]
+    next_cursor = _encode_cursor(rows[-1]) if more else None
+    return Page(rows, next_cursor)
+
+
+def _encode_cursor(last: Session) -> str:
+    position = [last.last_activity_at if last.last_activity_at is not None else last.started_at, last.id]
+    return base64.urlsafe_b64encode(json.dumps(position).encode()).decode()
+
+
+def _decode_cursor(cursor: str) -> tuple[float, str]:
+    try:
+        active, sid = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        if isinstance(active, (int, float)) and isinstance(sid, str):
+            return float(active), sid
+    except (ValueError, TypeError):
+        pass
+    raise InvalidInput("the listing cursor is not one this store handed out; start the listing again")
+
+
+def end(conn: apsw.Connection, session_id: str, reason: str, now: float) -> Session:
+    require(conn, session_id)
+    conn.execute(
+        "UPDATE sessions SET ended_at = coalesce(ended_at, ?), end_reason = ? WHERE id = ?",
+        (now, reason, session_id),
+    )
+    return get(conn, session_id)
+
+
+def reopen(conn: apsw.Connection, session_id: str) -> Session:
+    require(conn, session_id)
+    conn.execute("UPDATE sessions SET ended_at = NULL, end_reason = NULL WHERE id = ?", (session_id,))
+    return get(conn, session_id)
+
+
+def set_title(conn: apsw.Connection, session_id: str, title: str | None) -> Session:
+    require(conn, session_id)
+    _check_title_free(conn, title, session_id)
+    conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
+    return get(conn, session_id)
+
+
+def _check_title_free(conn: apsw.Connection, title: str | None, session_id: str | None) -> None:
+    if title is None:
+        return
+    row = conn.execute("SELECT id FROM sessions WHERE title = ?", (title,)).fetchone()
+    if row is not None and row[0] != session_id:
+        raise TitleConflict(f"the title {title!r} is already used by session {row[0]}; choose another")
+
+
+def set_flags(conn: apsw.Connection, session_id: str, flags: dict[str, bool]) -> Session:
+    require(conn, session_id)
+    if flags:
+        # Column names come from a fixed set checked by the store, never from user text.
+        assignments = ", ".join(f"{name} = ?" for name in flags)
+        conn.execute(f"UPDATE sessions SET {assignments} WHERE id = ?", (*map(int, flags.values()), session_id))
+    return get(conn, session_id)
+
+
+def update_metadata(conn: apsw.Connection, session_id: str, patch: dict[str, Any]) -> Session:
+    """Merge `patch` into the metadata (a None value removes the key); not user activity."""
+    current = get(conn, session_id).metadata
+    for key, value in patch.items():
+        if value is None:
+            current.pop(key, None)
+        else:
+            current[key] = value
+    conn.execute(
+        "UPDATE sessions SET metadata = ? WHERE id = ?",
+        (json.dumps(current, sort_keys=True, ensure_ascii=False), session_id),
+    )
+    return get(conn, session_id)
+
+
+def delete(conn: apsw.Connection, session_id: str) -> None:
+    require(conn, session_id)
+    conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
