@@ -1,0 +1,21 @@
+"""The `sessiondb` command: one small module per command group, each a thin face over the library."""
+
+from __future__ import annotations
+
+import click
+
+from .context import CliContext
+from .demo import demo
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--home", type=click.Path(file_okay=False), envvar="SESSIONDB_HOME",
+              help="The sessiondb home (default: $SESSIONDB_HOME or ~/.sessiondb).")
+@click.option("-p", "--profile", default=None, help="The profile whose store to use (default: main).")
+@click.pass_context
+def main(ctx: click.Context, home: str | None, profile: str | None) -> None:
+    """sessiondb: the durable memory of AI agents."""
+    ctx.obj = CliContext(home=home, profile=profile)
+
+
+main.add_command(demo)
