@@ -263,6 +263,9 @@ class NewMessage:
 # Fields of a stored Message that may ride along in input (a loaded transcript handed back)
 # and are ignored: the store assigns them.
 _ASSIGNED_FIELDS = frozenset({"id", "session_id", "seq"})
+_ROLES = frozenset(r.value for r in Role)
+_STATES = frozenset(s.value for s in MessageState)
+_ACTIVE = MessageState.ACTIVE.value
 _INPUT_FIELDS = frozenset(
     {
         "uid", "role", "content", "tool_calls", "tool_call_id", "tool_name", "reasoning",
@@ -285,9 +288,9 @@ def prepare_message(raw: Message | Mapping[str, Any], index: int = 0) -> NewMess
         raise InvalidInput(f"{where}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
 
     role = data.get("role")
-    if role not in {r.value for r in Role}:
+    if role not in _ROLES:
         raise InvalidInput(f"{where}: role must be one of system, user, assistant, tool (got {role!r})")
-    role = Role(role).value
+    role = getattr(role, "value", role)  # a Role member becomes its plain string
 
     uid = data.get("uid")
     if uid is None:
@@ -314,8 +317,8 @@ def prepare_message(raw: Message | Mapping[str, Any], index: int = 0) -> NewMess
     if token_count is not None and (isinstance(token_count, bool) or not isinstance(token_count, int) or token_count < 0):
         raise InvalidInput(f"{where}: token_count must be a non-negative integer")
 
-    state = data.get("state") or MessageState.ACTIVE.value
-    if state not in {s.value for s in MessageState}:
+    state = data.get("state") or _ACTIVE
+    if state not in _STATES:
         raise InvalidInput(f"{where}: state must be one of active, compacted, rewound")
 
     reasoning = data.get("reasoning")
@@ -335,7 +338,7 @@ def prepare_message(raw: Message | Mapping[str, Any], index: int = 0) -> NewMess
         token_count=token_count,
         timestamp=check_timestamp(data.get("timestamp"), f"{where}: timestamp"),
         display_kind=check_label(data.get("display_kind"), f"{where}: display_kind"),
-        state=MessageState(state).value,
+        state=getattr(state, "value", state),
         tool_call_total=len(tool_calls) if tool_calls else 0,
     )
 

@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 import apsw
 
-from ...errors import InvalidInput, MessageConflict
+from ...errors import InvalidInput, MessageConflict, NotFound
 from ...model import ACTIVITY_ROLES, INTERNAL_NOTIFICATION, Message, MessageState, NewMessage
 from . import sessions
 
@@ -42,11 +42,15 @@ def from_row(row: tuple[Any, ...]) -> Message:
 
 def append(conn: apsw.Connection, session_id: str, batch: Sequence[NewMessage], now: float) -> list[Message]:
     """Store the messages not already stored; return the stored row for each, in order."""
-    sessions.require(conn, session_id)
-    last = conn.execute(
-        "SELECT seq FROM messages WHERE session_id = ? ORDER BY id DESC LIMIT 1", (session_id,)
+    # One query both proves the session exists and finds the last seq (an append's hot path).
+    found = conn.execute(
+        "SELECT (SELECT seq FROM messages WHERE session_id = ?1 ORDER BY id DESC LIMIT 1) "
+        "FROM sessions WHERE id = ?1",
+        (session_id,),
     ).fetchone()
-    seq = last[0] if last else 0
+    if found is None:
+        raise NotFound(f"no session {session_id!r} in this store")
+    seq = found[0] or 0
     stored: list[Message] = []
     added_active = added_tool_calls = 0
     activity: float | None = None

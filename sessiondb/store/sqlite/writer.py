@@ -49,7 +49,7 @@ class Writer:
 
     def __init__(self, opener: Callable[[], apsw.Connection], name: str) -> None:
         self._queue: deque[_Request] = deque()
-        self._wakeup = threading.Condition()
+        self._wakeup = threading.Condition(threading.Lock())
         self._connection_lock = threading.Lock()
         self._stopping = False
         self._committing = False  # set while COMMIT runs: tells an interrupt what happened
@@ -178,8 +178,10 @@ class Writer:
     # --- the writer thread -------------------------------------------------------------
 
     def _wake_writer_if_queued(self) -> None:
-        with self._wakeup:
-            if self._queue:
+        # Checked without the lock first: this runs after every write, and a request queued
+        # after the check is handled by its own caller, who finds the connection free.
+        if self._queue:
+            with self._wakeup:
                 self._wakeup.notify()
 
     def _serve(self) -> None:
