@@ -1,0 +1,284 @@
+"""How the sessions commands show things: rich tables and transcripts, JSON, Markdown.
+
+Nothing here calls the library; commands pass in what they got from it. Color follows the
+terminal and is off when NO_COLOR is set; message text is always printed as text, never
+interpreted as rich markup.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+from datetime import datetime, timezone
+from typing import Any, Iterable, Iterator
+
+import click
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ..model import Message, SearchHit, Session, StoreStats
+
+HIGHLIGHT = re.compile(r"<mark>(.*?)</mark>", re.S)
+TOOL_OUTPUT_SHOWN = 2000  # characters of a tool message `show` prints
+PIPE_WIDTH = 4096  # columns when stdout is not a terminal
+
+
+def console() -> Console:
+    """A console on the current stdout (click's, under tests), without color if NO_COLOR is set.
+
+    Into a pipe or file, lines are not cut to 80 columns: ids must reach `grep` whole.
+    """
+    out = sys.stdout
+    wide = None if _is_terminal(out) else PIPE_WIDTH
+    return Console(file=out, no_color=bool(os.environ.get("NO_COLOR")), highlight=False, width=wide)
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def emit_json(value: Any) -> None:
+    click.echo(json.dumps(value, ensure_ascii=False, indent=2))
+
+
+def ago(ts: float | None, now: float | None = None) -> str:
+    """A time as a person says it: just now, 5m ago, 3h ago, 2d ago, or the date."""
+    if ts is None:
+        return "never"
+    delta = (time.time() if now is None else now) - ts
+    if delta < 60:
+        return "just now"
+    if delta < 3600:
+        return f"{int(delta // 60)}m ago"
+    if delta < 86400:
+        return f"{int(delta // 3600)}h ago"
+    if delta < 30 * 86400:
+        return f"{int(delta // 86400)}d ago"
+    return datetime.fromtimestamp(ts).strftime("%Y-%m-%d")
+
+
+def when(ts: float | None) -> str:
+    return "" if ts is None else datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def flags(session: Session) -> str:
+    return " ".join(name for name in ("pinned", "archived", "hidden") if getattr(session, name))
+
+
+def label(session: Session, first_words: str | None = None) -> str:
+    """The title, or the first words the user said, or a placeholder."""
+    if session.title:
+        return session.title
+    if first_words:
+        words = " ".join(first_words.split())
+        return words if len(words) <= 60 else words[:59] + "…"
+    return "(untitled)"
+
+
+# --- sessions ---------------------------------------------------------------------------
+
+
+def session_table(rows: list[tuple[Session, str | None]]) -> None:
+    table = Table(show_edge=False, pad_edge=False)
+    table.add_column("title", overflow="ellipsis", no_wrap=True, max_width=48)
+    table.add_column("source", no_wrap=True)
+    table.add_column("last active", no_wrap=True)
+    table.add_column("messages", justify="right", no_wrap=True)
+    table.add_column("id", no_wrap=True, min_width=max((len(s.id) for s, _ in rows), default=2))
+    show_flags = any(flags(s) for s, _ in rows)
+    if show_flags:
+        table.add_column("flags", no_wrap=True)
+    for session, words in rows:
+        cells = [Text(label(session, words)), Text(session.source),
+                 ago(session.last_activity_at or session.started_at), str(session.message_count), session.id]
+        if show_flags:
+            cells.append(flags(session))
+        table.add_row(*cells)
+    console().print(table)
+
+
+def session_header(session: Session) -> None:
+    out = console()
+    out.print(Text(session.title or "(untitled)", style="bold"))
+    facts = [f"id {session.id}", f"source {session.source}", f"started {when(session.started_at)}",
+             f"last active {ago(session.last_activity_at or session.started_at)}",
+             f"{session.message_count} messages"]
+    if session.parent_session_id:
+        facts.append(f"continues {session.parent_session_id}")
+    if session.ended_at:
+        facts.append(f"ended {when(session.ended_at)} ({session.end_reason})")
+    if flags(session):
+        facts.append(flags(session))
+    out.print(Text(" · ".join(facts), style="dim"))
+
+
+ROLE_STYLES = {"user": "bold cyan", "assistant": "bold green", "tool": "bold yellow", "system": "bold magenta"}
+
+
+def transcript(messages: Iterable[Message]) -> None:
+    out = console()
+    for m in messages:
+        head = Text()
+        head.append(m.role, style=ROLE_STYLES.get(m.role, "bold"))
+        if m.tool_name:
+            head.append(f" ({m.tool_name})")
+        head.append(f"  {when(m.timestamp)}  #{m.id}", style="dim")
+        if m.state != "active":
+            head.append(f"  [{m.state}]", style="dim italic")
+        if m.display_kind:
+            head.append(f"  [{m.display_kind}]", style="dim italic")
+        out.print()
+        out.print(head)
+        text = m.text
+        if m.role == "tool" and len(text) > TOOL_OUTPUT_SHOWN:
+            text = text[:TOOL_OUTPUT_SHOWN] + f"\n… ({len(text) - TOOL_OUTPUT_SHOWN:,} more characters)"
+        if text:
+            out.print(Text(text))
+        for call in m.tool_calls or []:
+            out.print(Text(f"→ {_call_summary(call)}", style="dim"))
+
+
+def _call_summary(call: Any) -> str:
+    if isinstance(call, dict):
+        fn = call.get("function") if isinstance(call.get("function"), dict) else call
+        name = fn.get("name", "?")
+        args = fn.get("arguments", "")
+        args = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+        return f"{name}({args[:200]})"
+    return str(call)[:200]
+
+
+# --- search -----------------------------------------------------------------------------
+
+
+def highlighted(snippet: str) -> Text:
+    """A snippet with its <mark> spans in bold (underlined, so they show without color)."""
+    text, at = Text(), 0
+    for match in HIGHLIGHT.finditer(snippet):
+        text.append(snippet[at:match.start()])
+        text.append(match.group(1), style="bold underline")
+        at = match.end()
+    text.append(snippet[at:])
+    return text
+
+
+def hits(found: list[SearchHit]) -> None:
+    out = console()
+    if not found:
+        out.print("no messages found")
+        return
+    for hit in found:
+        head = Text()
+        head.append(hit.session_title or "(untitled)", style="bold")
+        head.append(f"  {hit.session_source} · {hit.role} · {ago(hit.timestamp)}", style="dim")
+        if hit.compacted:
+            head.append("  [compacted]", style="dim italic")
+        head.append(f"  {hit.session_id} #{hit.message_id}", style="dim")
+        out.print(head)
+        body = highlighted(" ".join(hit.snippet.split()))
+        body.pad_left(2)
+        out.print(body)
+        out.print()
+
+
+def stats(s: StoreStats) -> None:
+    table = Table(show_header=False, show_edge=False, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    rows = [
+        ("store", s.location),
+        ("sessions", f"{s.sessions:,}"),
+        ("  pinned / archived / hidden", f"{s.pinned:,} / {s.archived:,} / {s.hidden:,}"),
+        ("messages", f"{s.messages:,}"),
+        ("  compacted / rewound", f"{s.compacted_messages:,} / {s.rewound_messages:,}"),
+        ("model calls", f"{s.usage_calls:,} (${s.cost_usd:,.2f})"),
+        ("size on disk", f"{size(s.size_bytes)} (WAL {size(s.wal_bytes)})"),
+    ]
+    for name, value in rows:
+        table.add_row(name, value)
+    console().print(table)
+
+
+def size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+# --- export -----------------------------------------------------------------------------
+
+
+def jsonl(records: Iterable[dict[str, Any]]) -> Iterator[str]:
+    for record in records:
+        yield json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n"
+
+
+def markdown(records: Iterable[dict[str, Any]]) -> Iterator[str]:
+    """An export stream as Markdown for reading (rewound messages counted, not shown)."""
+    rewound = 0
+    for record in records:
+        kind = record.get("type")
+        if kind == "header":
+            stamp = datetime.fromtimestamp(record["exported_at"], timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+            yield f"# sessiondb export\n\n_Exported {stamp} from profile {record.get('profile') or 'main'}._\n"
+        elif kind == "session":
+            s = record["session"]
+            rewound = 0
+            yield f"\n## {s.get('title') or 'Untitled session'}\n\n"
+            yield f"- id: `{s['id']}`\n- source: {s['source']}\n- started: {when(s['started_at'])}\n"
+            if s.get("parent_session_id"):
+                yield f"- continues: `{s['parent_session_id']}`\n"
+            if s.get("ended_at"):
+                yield f"- ended: {when(s['ended_at'])} ({s.get('end_reason')})\n"
+        elif kind == "message":
+            m = record["message"]
+            if m["state"] == "rewound":
+                rewound += 1
+                continue
+            yield "\n" + _markdown_message(m)
+        elif kind == "usage":
+            u = record["usage"]
+            yield (f"\n_Usage: {u['model']} — {u['input_tokens']:,} in, {u['output_tokens']:,} out, "
+                   f"{u['calls']:,} calls, ${u['cost_usd']:.4f}._\n")
+        elif kind == "end" and rewound:
+            yield f"\n_{rewound} rewound message(s) not shown._\n"
+
+
+def _markdown_message(m: dict[str, Any]) -> str:
+    parts = m.get("parts")
+    content = m.get("content")
+    text = content if content is not None else _parts_text(parts)
+    head = f"### {m['role']}" + (f" ({m['tool_name']})" if m.get("tool_name") else "")
+    head += f" · {when(m['timestamp'])}" + (" · compacted" if m["state"] == "compacted" else "")
+    if m["role"] == "tool":
+        fence = "`" * max(3, _longest_backtick_run(text) + 1)
+        body = f"{fence}\n{text}\n{fence}\n"
+    else:
+        body = f"{text}\n" if text else ""
+    calls = "".join(f"- → `{_call_summary(c)}`\n" for c in (m.get("tool_calls") or []))
+    return f"{head}\n\n{body}{calls}"
+
+
+def _parts_text(parts: Any) -> str:
+    if not isinstance(parts, list):
+        return ""
+    out = []
+    for part in parts:
+        if isinstance(part, str):
+            out.append(part)
+        elif isinstance(part, dict) and isinstance(part.get("text"), str):
+            out.append(part["text"])
+    return "\n".join(out)
+
+
+def _longest_backtick_run(text: str) -> int:
+    return max((len(run) for run in re.findall(r"`+", text)), default=0)

@@ -1,0 +1,194 @@
+"""The search query language, parsed into a plain structure that every backend compiles.
+
+    words            every word must match (AND)
+    "quoted phrase"  the words in this order
+    a OR b           either (binds the terms on each side of it)
+    -word, NOT word  must not match (also -"a phrase")
+    prefix*          any word starting with `prefix`
+
+Whatever a person types parses: malformed syntax is read as literal words, never as an
+error. A quote without a partner is dropped, parentheses are separators, and an operator
+with nothing to act on (`OR` at either end, `NOT` at the end, a lone `-` or `*`) is a
+literal word. A query of nothing but exclusions searches for the excluded words instead,
+since "everything except" is not a search. Only upper-case OR, AND, NOT are operators.
+
+Queries containing CJK text (or any query in substring mode) are substring searches:
+each term is matched as a literal substring, `*` is literal and parentheses are kept.
+
+Nothing here does I/O; backends turn a Query into their own syntax (FTS5 strings, tsquery)
+with every term passed as data, never as syntax.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MAX_TERMS = 64  # a longer query keeps its first 64 terms
+MAX_TERM_LENGTH = 256
+
+# Scripts written without spaces between words (and Hangul, whose words carry particles):
+# the word tokenizer cannot split them, so they are searched as substrings.
+_CJK = re.compile(
+    "[\u2e80-\u2fdf\u3040-\u30ff\u3100-\u312f\u3190-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+    "\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f]"
+)
+
+_OPERATORS = frozenset({"OR", "AND", "NOT"})
+
+
+def has_cjk(text: str) -> bool:
+    """Whether `text` contains characters of a script written without spaces."""
+    return bool(_CJK.search(text))
+
+
+@dataclass(frozen=True)
+class Term:
+    """One search term: a word, a prefix or a phrase (or, in substring mode, a substring)."""
+
+    text: str
+    phrase: bool = False
+    prefix: bool = False
+
+
+@dataclass(frozen=True)
+class Query:
+    """What to find: every group must match (a group matches if any of its terms does)
+    and no excluded term may match."""
+
+    groups: tuple[tuple[Term, ...], ...]
+    excluded: tuple[Term, ...]
+    substring: bool
+
+    @property
+    def empty(self) -> bool:
+        return not self.groups
+
+
+@dataclass
+class _Token:
+    text: str
+    quoted: bool = False
+    negated: bool = False
+    prefix: bool = False
+
+    @property
+    def operator(self) -> str | None:
+        return self.text if not self.quoted and not self.negated and self.text in _OPERATORS else None
+
+
+def parse(query: str, *, substring: bool = False) -> Query:
+    """Parse what a person typed. Never raises for any text; non-text input is refused
+    by the caller. `substring` forces substring mode (it is implied by CJK text)."""
+    substring = substring or has_cjk(query)
+    tokens = _lex(query, substring=substring)
+    groups, excluded = _combine(tokens)
+    keep = (lambda t: bool(t.text)) if substring else (lambda t: _has_word(t.text))
+    groups = [g for g in ([t for t in group if keep(t)] for group in groups) if g]
+    excluded = [t for t in excluded if keep(t)]
+    # In substring mode every term is a literal substring: no prefixes, no word splitting.
+    as_term = (lambda t: Term(t.text, phrase=True)) if substring else _as_term
+    groups = [[as_term(t) for t in g] for g in groups]
+    excluded = [as_term(t) for t in excluded]
+    if not groups:
+        # Only exclusions (or nothing): search for the excluded words themselves.
+        groups = [[t] for t in excluded]
+        excluded = []
+    count = 0
+    bounded: list[tuple[Term, ...]] = []
+    for g in groups:
+        if count + len(g) > MAX_TERMS:
+            break
+        bounded.append(tuple(g))
+        count += len(g)
+    return Query(tuple(bounded), tuple(excluded[: max(0, MAX_TERMS - count)]), substring)
+
+
+def _has_word(text: str) -> bool:
+    return any(ch.isalnum() for ch in text)
+
+
+def _lex(query: str, *, substring: bool) -> list[_Token]:
+    text = query.replace("\x00", " ")
+    if text.count('"') % 2:
+        cut = text.rfind('"')  # the last quote has no partner
+        text = text[:cut] + " " + text[cut + 1:]
+    separators = set() if substring else set("()")
+    tokens: list[_Token] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch.isspace() or ch in separators:
+            i += 1
+            continue
+        negated = False
+        if ch == "-" and i + 1 < n and text[i + 1] == '"':
+            negated, i = True, i + 1
+            ch = '"'
+        if ch == '"':
+            end = text.index('"', i + 1)  # quotes are balanced now
+            token = _Token(text[i + 1:end], quoted=True, negated=negated)
+            i = end + 1
+            if i < n and text[i] == "*" and not substring:
+                token.prefix = True
+                i += 1
+            tokens.append(token)
+            continue
+        start = i
+        while i < n and not text[i].isspace() and text[i] != '"' and text[i] not in separators:
+            i += 1
+        word = text[start:i]
+        token = _Token(word)
+        if word.startswith("-") and len(word) > 1:
+            token.text, token.negated = word[1:], True
+        if not substring and token.text.endswith("*") and token.text.strip("*"):
+            token.text, token.prefix = token.text.rstrip("*"), True
+        tokens.append(token)
+    for token in tokens:
+        token.text = token.text[:MAX_TERM_LENGTH]
+    return tokens
+
+
+def _combine(tokens: list[_Token]) -> tuple[list[list[_Token]], list[_Token]]:
+    """Apply NOT, then OR/AND, reading any operator with nothing to act on as a word."""
+    resolved: list[_Token] = []
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        following = tokens[i + 1] if i + 1 < len(tokens) else None
+        if token.operator == "NOT" and following is not None and following.operator is None and not following.negated:
+            following.negated = True
+            resolved.append(following)
+            i += 2
+            continue
+        resolved.append(token)
+        i += 1
+
+    def positive_atom(k: int) -> bool:
+        return 0 <= k < len(resolved) and resolved[k].operator is None and not resolved[k].negated
+
+    groups: list[list[_Token]] = []
+    excluded: list[_Token] = []
+    join_next = False
+    for k, token in enumerate(resolved):
+        op = token.operator
+        if op == "OR" and positive_atom(k - 1) and positive_atom(k + 1):
+            join_next = True
+            continue
+        if op == "AND" and 0 < k < len(resolved) - 1 and resolved[k - 1].operator is None \
+                and resolved[k + 1].operator is None:
+            continue
+        if op is not None:
+            token = _Token(token.text, quoted=True)  # a lone operator: the literal word
+        if token.negated:
+            excluded.append(token)
+        elif join_next and groups:
+            groups[-1].append(token)
+        else:
+            groups.append([token])
+        join_next = False
+    return groups, [_Token(t.text, t.quoted, False, t.prefix) for t in excluded]
+
+
+def _as_term(token: _Token) -> Term:
+    return Term(token.text, phrase=token.quoted, prefix=token.prefix)
