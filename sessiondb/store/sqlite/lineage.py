@@ -1,0 +1,337 @@
+"""Lineage: how sessions continue one another, and the reads and writes that follow it.
+
+A session rotated by a compaction ends with reason 'compression' and is continued by a
+child whose `parent_relation` is 'compression'. Those children form one conversation:
+`tip` follows them across any number of hops (bounded), preferring a continuation that
+is still live; a late write to a rotated session lands on that tip (S-05); and a uid
+stored anywhere in the chain is stored once: appending it again to a descendant returns
+the stored row instead of writing a copy (S-01 across rotations). Branches, resets and
+delegations are other relations and are never followed.
+
+Also here: rewind/restore (marking messages `rewound` and back), branch (a new session
+from a copy of another's messages), and resume (the model-ready conversation of the tip).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+import apsw
+
+from ...errors import CompressionClosed, MessageConflict, NotFound, SessionTooLarge, StorageError
+from ...model import (
+    ACTIVITY_ROLES, BRANCH, COMPRESSION, INTERNAL_NOTIFICATION, Message, NewMessage, Session,
+)
+from . import messages, sessions
+
+#: Sessions a lineage walk visits at most (a guard against runaway chains).
+MAX_HOPS = 1000
+#: The default size guard of resume (S-42); 0 disables it.
+RESUME_LIMIT = 20_000
+
+
+# --- following the chain -----------------------------------------------------------------
+
+
+def _head(conn: apsw.Connection, session_id: str) -> tuple[str | None, str | None, str | None, float | None]:
+    """(end_reason, parent_session_id, parent_relation, ended_at), or NotFound."""
+    row = conn.execute(
+        "SELECT end_reason, parent_session_id, parent_relation, ended_at FROM sessions WHERE id = ?",
+        (session_id,),
+    ).fetchone()
+    if row is None:
+        raise NotFound(f"no session {session_id!r} in this store")
+    return row
+
+
+def _too_long(session_id: str) -> StorageError:
+    return StorageError(
+        f"the lineage of session {session_id} runs past {MAX_HOPS} sessions; it cannot be followed"
+    )
+
+
+def ancestors(conn: apsw.Connection, session_id: str) -> list[str]:
+    """The compression ancestors of a session, nearest first (one recursive query)."""
+    _head(conn, session_id)
+    rows = conn.execute(
+        """
+        WITH RECURSIVE up(id, parent, relation, depth) AS (
+            SELECT id, parent_session_id, parent_relation, 0 FROM sessions WHERE id = ?1
+            UNION ALL
+            SELECT s.id, s.parent_session_id, s.parent_relation, up.depth + 1
+            FROM up JOIN sessions AS s ON s.id = up.parent
+            WHERE up.relation = ?2 AND up.depth <= ?3
+        )
+        SELECT id FROM up WHERE depth > 0 ORDER BY depth
+        """,
+        (session_id, COMPRESSION, MAX_HOPS),
+    ).fetchall()
+    out: list[str] = []
+    for (sid,) in rows:
+        if sid == session_id or sid in out:
+            break  # a cycle (only a hand-edited file has one): the chain ends here
+        out.append(sid)
+    if len(out) > MAX_HOPS:
+        raise _too_long(session_id)
+    return out
+
+
+def resolve(conn: apsw.Connection, session_id: str) -> tuple[list[str], bool]:
+    """The path from `session_id` down to its tip, and whether the tip is open for writes.
+
+    The tip is a session of the compression subtree with no compression child. Among
+    several (a reopened, re-rotated parent), a live one (not ended) wins, then one ended
+    for another reason, then one closed by compression (a dead end); then the newest.
+    Open means not closed by compression.
+    """
+    _head(conn, session_id)
+    came_from: dict[str, str | None] = {session_id: None}
+    frontier = [session_id]
+    leaves: list[tuple[tuple[int, float, str], str, bool]] = []
+    while frontier:
+        next_frontier = []
+        for sid in frontier:
+            children = conn.execute(
+                "SELECT id FROM sessions WHERE parent_session_id = ? AND parent_relation = ?",
+                (sid, COMPRESSION),
+            ).fetchall()
+            fresh = [c for (c,) in children if c not in came_from]
+            for child in fresh:
+                came_from[child] = sid
+                if len(came_from) > MAX_HOPS:
+                    raise _too_long(session_id)
+            next_frontier.extend(fresh)
+            if not fresh:
+                end_reason, ended_at, started_at = conn.execute(
+                    "SELECT end_reason, ended_at, started_at FROM sessions WHERE id = ?", (sid,)
+                ).fetchone()
+                closed = end_reason == COMPRESSION
+                rank = 0 if ended_at is None else (2 if closed else 1)
+                leaves.append(((-rank, started_at, sid), sid, not closed))
+        frontier = next_frontier
+    _, tip, is_open = max(leaves)
+    path = [tip]
+    while came_from[path[-1]] is not None:
+        path.append(came_from[path[-1]])
+    path.reverse()
+    return path, is_open
+
+
+def tip(conn: apsw.Connection, session_id: str) -> Session:
+    path, _ = resolve(conn, session_id)
+    return sessions.get(conn, path[-1])
+
+
+def lineage(conn: apsw.Connection, session_id: str) -> list[Session]:
+    """The compression chain through `session_id`: root first, tip last."""
+    up = ancestors(conn, session_id)
+    path, _ = resolve(conn, session_id)
+    return [sessions.get(conn, sid) for sid in [*reversed(up), *path]]
+
+
+def writable(conn: apsw.Connection, session_id: str) -> str:
+    """The session a write addressed to `session_id` lands on: itself, or its live tip."""
+    end_reason = _head(conn, session_id)[0]
+    if end_reason != COMPRESSION:
+        return session_id
+    path, is_open = resolve(conn, session_id)
+    if not is_open:
+        raise CompressionClosed(
+            f"session {session_id} was closed when a compaction rotated it into a new session, and "
+            "no live session continues it. Nothing was written: refresh the session (reload it, "
+            "or start a new one) and write there"
+        )
+    return path[-1]
+
+
+# --- appends that follow the chain ---------------------------------------------------------
+
+
+def append(conn: apsw.Connection, session_id: str, batch: Sequence[NewMessage], now: float) -> list[Message]:
+    """messages.append, addressed through the lineage.
+
+    A session closed by rotation hands the batch to its live tip (S-05), inside this one
+    write: the rows come back with the tip's session id. A uid already stored in a
+    compression ancestor of the target is not written again; its stored row is returned.
+    """
+    end_reason, _, relation, _ = _head(conn, session_id)
+    target = session_id if end_reason != COMPRESSION else writable(conn, session_id)
+    if target == session_id and relation != COMPRESSION:
+        return messages.append(conn, target, batch, now)  # the common case: one extra lookup
+    up = ancestors(conn, target)
+    if not up:
+        return messages.append(conn, target, batch, now)
+    earlier_rows = find_uids(conn, up, [m.uid for m in batch])
+    earlier: dict[int, Message] = {}
+    for index, m in enumerate(batch):
+        found = earlier_rows.get(m.uid)
+        if found is not None:
+            if not m.same_payload(found):
+                raise MessageConflict(
+                    f"message uid {m.uid!r} is already stored in session {found.session_id} (an "
+                    f"earlier part of this conversation) with different content; give the new "
+                    "message its own uid"
+                )
+            earlier[index] = found
+    if not earlier:
+        return messages.append(conn, target, batch, now)
+    fresh = [m for i, m in enumerate(batch) if i not in earlier]
+    stored = iter(messages.append(conn, target, fresh, now) if fresh else [])
+    return [earlier[i] if i in earlier else next(stored) for i in range(len(batch))]
+
+
+def find_uids(conn: apsw.Connection, session_ids: Sequence[str], uids: Sequence[str]) -> dict[str, Message]:
+    """The rows with these uids stored in these sessions, by uid (the nearest session wins)."""
+    found: dict[str, Message] = {}
+    rank = {sid: i for i, sid in enumerate(session_ids)}
+    unique = list(dict.fromkeys(uids))
+    # Chunked so that the bound parameters stay far below SQLite's limit.
+    for i in range(0, len(unique), 500):
+        chunk = unique[i:i + 500]
+        rows = conn.execute(
+            f"SELECT {messages.COLUMNS} FROM messages WHERE session_id IN ({', '.join('?' * len(session_ids))}) "
+            f"AND uid IN ({', '.join('?' * len(chunk))})",
+            (*session_ids, *chunk),
+        )
+        for row in rows:
+            m = messages.from_row(row)
+            if m.uid not in found or rank[m.session_id] < rank[found[m.uid].session_id]:
+                found[m.uid] = m
+    return found
+
+
+def find_uid(conn: apsw.Connection, session_ids: Sequence[str], uid: str) -> Message | None:
+    return find_uids(conn, session_ids, [uid]).get(uid) if session_ids else None
+
+
+# --- counters --------------------------------------------------------------------------------
+
+
+def recount(conn: apsw.Connection, session_id: str) -> None:
+    """Set a session's message and tool-call counts from its active rows (not activity)."""
+    conn.execute(
+        "UPDATE sessions SET "
+        "message_count = (SELECT count(*) FROM messages WHERE session_id = ?1 AND state = 'active'), "
+        "tool_call_count = (SELECT coalesce(sum(json_array_length(tool_calls)), 0) FROM messages "
+        "WHERE session_id = ?1 AND state = 'active' AND tool_calls IS NOT NULL) "
+        "WHERE id = ?1",
+        (session_id,),
+    )
+
+
+# --- rewind, restore, branch -------------------------------------------------------------------
+
+
+def _require_message(conn: apsw.Connection, session_id: str, message_id: int) -> None:
+    row = conn.execute("SELECT 1 FROM messages WHERE id = ? AND session_id = ?", (message_id, session_id)).fetchone()
+    if row is None:
+        raise NotFound(f"message {message_id} is not in session {session_id}")
+
+
+def rewind(conn: apsw.Connection, session_id: str, to_message_id: int) -> int:
+    """Mark the session's active messages after `to_message_id` rewound; how many."""
+    sessions.require(conn, session_id)
+    if to_message_id:
+        _require_message(conn, session_id, to_message_id)
+    conn.execute(
+        "UPDATE messages SET state = 'rewound' WHERE session_id = ? AND state = 'active' AND id > ?",
+        (session_id, to_message_id),
+    )
+    changed = conn.changes()
+    if changed:
+        recount(conn, session_id)
+    return changed
+
+
+def restore_rewound(conn: apsw.Connection, session_id: str) -> int:
+    """Make every rewound message of the session active again; how many."""
+    sessions.require(conn, session_id)
+    conn.execute("UPDATE messages SET state = 'active' WHERE session_id = ? AND state = 'rewound'", (session_id,))
+    changed = conn.changes()
+    if changed:
+        recount(conn, session_id)
+    return changed
+
+
+_COPIED = (
+    "uid, seq, role, content, parts, tool_calls, tool_call_id, tool_name, reasoning, "
+    "finish_reason, token_count, timestamp, display_kind"
+)
+
+
+def branch(conn: apsw.Connection, session_id: str, at_message_id: int, values: dict[str, Any]) -> Session:
+    """A new session (relation 'branch') holding copies of the active messages up to the id.
+
+    Copies keep their uid (the branch is another session, so identities do not collide,
+    and re-flushing the loaded transcript into the branch stores nothing), seq, payload
+    and timestamps; they get new ids. `values` carries the new session's id, start time
+    and title.
+    """
+    source = sessions.get(conn, session_id)
+    _require_message(conn, session_id, at_message_id)
+    child = {
+        "source": source.source, "profile": source.profile, "session_key": source.session_key,
+        "user_id": source.user_id, "chat_id": source.chat_id, "chat_type": source.chat_type,
+        "thread_id": source.thread_id, "model": source.model, "parent_session_id": session_id,
+        "parent_relation": BRANCH, "metadata": json.dumps(source.metadata, sort_keys=True, ensure_ascii=False),
+        **values,
+    }
+    sessions.create(conn, child)
+    conn.execute(
+        f"INSERT INTO messages(session_id, {_COPIED}, state) "
+        f"SELECT ?, {_COPIED}, 'active' FROM messages "
+        "WHERE session_id = ? AND state = 'active' AND id <= ? ORDER BY id",
+        (child["id"], session_id, at_message_id),
+    )
+    recount(conn, child["id"])
+    placeholders = ", ".join("?" * len(ACTIVITY_ROLES))
+    conn.execute(
+        "UPDATE sessions SET last_activity_at = (SELECT max(timestamp) FROM messages WHERE session_id = ?1 "
+        f"AND role IN ({placeholders}) AND coalesce(display_kind, '') != ?) WHERE id = ?1",
+        (child["id"], *sorted(ACTIVITY_ROLES), INTERNAL_NOTIFICATION),
+    )
+    return sessions.get(conn, child["id"])
+
+
+# --- resume ------------------------------------------------------------------------------------
+
+
+def resume(conn: apsw.Connection, session_id: str, max_messages: int, profile: str | None = None) -> list[dict[str, Any]]:
+    """The tip's active conversation as plain model-ready dicts (see the contract).
+
+    `profile` names the store's profile in the export command the refusal prints (S-18).
+    """
+    path, _ = resolve(conn, session_id)
+    tip_id = path[-1]
+    count = conn.execute(
+        "SELECT count(*) FROM messages WHERE session_id = ? AND state = 'active'", (tip_id,)
+    ).fetchone()[0]
+    if max_messages and count > max_messages:
+        raise SessionTooLarge(
+            f"session {tip_id} holds {count:,} active messages, over the resume limit of "
+            f"{max_messages:,}; stream it instead with `sessiondb{f' -p {profile}' if profile else ''} "
+            f"sessions export --session {tip_id} -o FILE` "
+            "(never capped), or raise the limit (max_messages=0 disables it)",
+            limit=max_messages, count=count,
+        )
+    out: list[dict[str, Any]] = []
+    loads = json.loads
+    for role, content, parts, tool_calls, tool_call_id, tool_name, reasoning, display_kind in conn.execute(
+        "SELECT role, content, parts, tool_calls, tool_call_id, tool_name, reasoning, display_kind "
+        "FROM messages WHERE session_id = ? AND state = 'active' ORDER BY id",
+        (tip_id,),
+    ):
+        message: dict[str, Any] = {"role": role, "content": content if parts is None else loads(parts)}
+        if tool_calls is not None:
+            message["tool_calls"] = loads(tool_calls)
+        if tool_call_id is not None:
+            message["tool_call_id"] = tool_call_id
+        if tool_name is not None and role == "tool":
+            message["name"] = tool_name
+        if reasoning is not None:
+            message["reasoning"] = reasoning
+        if display_kind == INTERNAL_NOTIFICATION:
+            message["role"] = "user"  # the marker is ours; the model sees a user turn (S-09)
+        out.append(message)
+    return out
