@@ -1,0 +1,104 @@
+"""`sessions optimize | vacuum | prune` and `backup`: maintenance, refused while others hold the store.
+
+Each rewrite first lists every other process holding the store and exits 1 with the
+remedy; --force proceeds with a warning; --dry-run previews and is never refused (S-19).
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from .context import CliContext
+
+DAY = 86400
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def _report(report, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(report.__dict__))
+        return
+    for warning in report.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    verb = "would remove" if report.dry_run else "removed"
+    if report.action == "prune":
+        click.echo(f"{verb} {len(report.sessions)} session(s)")
+        for sid in report.sessions:
+            click.echo(f"  {sid}")
+    tense = "dry run, nothing changed" if report.dry_run else "done"
+    click.echo(f"{report.action}: {tense}; size {_size(report.bytes_before)} -> {_size(report.bytes_after)}")
+
+
+def _maintenance_options(command):
+    command = click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")(command)
+    command = click.option("--dry-run", is_flag=True, help="Preview only; never refused.")(command)
+    command = click.option("--force", is_flag=True, help="Run even while other processes hold the store.")(command)
+    return command
+
+
+@click.command()
+@_maintenance_options
+@click.pass_obj
+def optimize(ctx: CliContext, force: bool, dry_run: bool, as_json: bool) -> None:
+    """Merge the search index, refresh statistics and checkpoint the WAL."""
+    with ctx.open() as store:
+        _report(ctx.call(store.optimize, force=force, dry_run=dry_run), as_json)
+
+
+@click.command()
+@_maintenance_options
+@click.pass_obj
+def vacuum(ctx: CliContext, force: bool, dry_run: bool, as_json: bool) -> None:
+    """Rewrite the store compactly, returning free pages to the disk."""
+    with ctx.open() as store:
+        _report(ctx.call(store.vacuum, force=force, dry_run=dry_run), as_json)
+
+
+@click.command()
+@click.option("--older-than", type=click.FloatRange(min=0), metavar="DAYS",
+              help="Remove sessions inactive for more than DAYS days.")
+@click.option("--never-active", is_flag=True,
+              help="Remove sessions opened by a key and never used, older than 30 days.")
+@click.option("--include-pinned", is_flag=True, help="With --older-than, pinned sessions go too.")
+@click.option("--include-archived", is_flag=True, help="With --older-than, archived sessions go too.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@_maintenance_options
+@click.pass_obj
+def prune(ctx: CliContext, older_than: float | None, never_active: bool, include_pinned: bool,
+          include_archived: bool, yes: bool, force: bool, dry_run: bool, as_json: bool) -> None:
+    """Delete old or never-used sessions with their messages."""
+    if older_than is None and not never_active:
+        raise click.UsageError("say what to prune: --older-than DAYS, --never-active, or both")
+    options = dict(older_than=None if older_than is None else older_than * DAY, never_active=never_active,
+                   include_pinned=include_pinned, include_archived=include_archived)
+    with ctx.open() as store:
+        if not dry_run and not yes:
+            preview = ctx.call(store.prune, **options, dry_run=True)
+            if not preview.sessions:
+                _report(preview, as_json)
+                return
+            click.confirm(f"Delete {len(preview.sessions)} session(s) and their messages?", abort=True)
+        _report(ctx.call(store.prune, **options, force=force, dry_run=dry_run), as_json)
+
+
+@click.command()
+@click.argument("destination", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_obj
+def backup(ctx: CliContext, destination: str, as_json: bool) -> None:
+    """Write a consistent copy of the store to DESTINATION while writers keep running."""
+    with ctx.open() as store:
+        size = ctx.call(store.backup, destination)
+    if as_json:
+        click.echo(json.dumps({"store": store.location, "backup": destination, "bytes": size}))
+    else:
+        click.echo(f"backed up {store.location} to {destination} ({_size(size)})")

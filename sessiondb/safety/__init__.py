@@ -1,0 +1,1 @@
+"""What only a file on disk needs: identity checks, damage containment, the spool."""

@@ -1,0 +1,114 @@
+"""The spool: messages a store refused to write, kept on disk until they can be.
+
+One file per refused batch in `<store dir>/spool/`, named so that sorting the names gives
+the order they were refused in. Each is written atomically (a temporary file, fsync,
+rename, fsync of the directory) with mode 0600, so a crash never leaves half a batch.
+Replay appends each batch in order and deletes its file only after the append committed;
+appends are idempotent by uid, so a replay interrupted between the two repeats nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from ..home import FILE_MODE, ensure_private_dir
+from ..model import NewMessage
+
+SPOOL_DIR = "spool"
+FORMAT = "sessiondb-spool"
+VERSION = 1
+
+
+def spool_dir(db_path: Path) -> Path:
+    return db_path.parent / SPOOL_DIR
+
+
+def write(db_path: Path, session_id: str, batch: list[NewMessage], cause: str) -> Path:
+    """Keep a refused batch on disk; returns the file it is in."""
+    directory = spool_dir(db_path)
+    ensure_private_dir(directory)
+    now = time.time()
+    record = {
+        "format": FORMAT,
+        "version": VERSION,
+        "store": str(db_path),
+        "session_id": session_id,
+        "cause": cause,
+        "spooled_at": now,
+        # Unstamped messages get the refusal time, so a later replay keeps when they happened.
+        "messages": [_message_dict(m, now) for m in batch],
+    }
+    name = f"{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}.json"
+    final = directory / name
+    staging = directory / f".{name}.tmp"
+    fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(record, out, ensure_ascii=False)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(staging, final)
+    except BaseException:
+        staging.unlink(missing_ok=True)
+        raise
+    _fsync_dir(directory)
+    return final
+
+
+def pending(db_path: Path) -> list[Path]:
+    """Spooled batches, oldest first."""
+    directory = spool_dir(db_path)
+    if not directory.is_dir():
+        return []
+    return sorted(p for p in directory.iterdir() if p.suffix == ".json" and not p.name.startswith("."))
+
+
+def read(path: Path) -> dict[str, Any]:
+    record = json.loads(path.read_text(encoding="utf-8"))
+    if record.get("format") != FORMAT or record.get("version") != VERSION:
+        raise ValueError(f"{path} is not a sessiondb spool file of version {VERSION}")
+    return record
+
+
+def replay(db_path: Path, append: Callable[[str, list[dict[str, Any]]], object]) -> Iterator[tuple[Path, BaseException | None]]:
+    """Append each spooled batch in order, deleting its file once committed.
+
+    Yields each file with the error that kept it (None when it was replayed). A batch
+    that fails stays on disk for the next replay; later batches still get their turn.
+    """
+    for path in pending(db_path):
+        try:
+            record = read(path)
+            append(record["session_id"], record["messages"])
+        except Exception as exc:  # noqa: BLE001 - reported to the caller, the file is kept
+            yield path, exc
+            continue
+        path.unlink()
+        _fsync_dir(path.parent)
+        yield path, None
+
+
+def _message_dict(m: NewMessage, now: float) -> dict[str, Any]:
+    data = asdict(m)
+    parts = data.pop("parts")
+    data.pop("tool_call_total")
+    data["content"] = json.loads(parts) if parts is not None else data["content"]
+    if data["tool_calls"] is not None:
+        data["tool_calls"] = json.loads(data["tool_calls"])
+    if data["timestamp"] is None:
+        data["timestamp"] = now
+    return data
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,135 @@
+"""Maintenance of a store file: online backup, optimize, vacuum, prune.
+
+Rewrites of the file (optimize, vacuum, prune) refuse while another process holds it
+(S-19): they list the holders and stop, unless forced. A dry run is never refused. The
+online backup copies through SQLite's backup API from a read snapshot, so it is
+consistent while writers run, and is published atomically (a staging name, fsync,
+rename), never a plain copy of a live file.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import apsw
+
+from ...errors import InvalidInput, StoreHeld
+from ...home import FILE_MODE, SIDECAR_SUFFIXES
+from ...safety.holders import holders
+from . import search
+
+NEVER_ACTIVE_FLOOR_DAYS = 30
+
+
+def store_bytes(db_path: Path) -> int:
+    """The store's size on disk: the database and its sidecars."""
+    total = 0
+    for suffix in ("",) + SIDECAR_SUFFIXES:
+        try:
+            total += os.stat(f"{db_path}{suffix}").st_size
+        except FileNotFoundError:
+            pass
+    return total
+
+
+def check_unheld(db_path: Path, action: str, *, force: bool) -> list[str]:
+    """Refuse (StoreHeld) while other processes hold the store; with force, warn instead."""
+    held_by = holders(db_path)
+    if not held_by:
+        return []
+    names = ", ".join(map(str, held_by))
+    if not force:
+        raise StoreHeld(
+            f"{action} refused: {db_path} is held by {names}; quit those processes and run it "
+            "again (or pass --force to run it anyway, at the risk of stalling them)",
+            held_by,
+        )
+    return [f"{action} ran with --force while {names} held the store"]
+
+
+def backup(source: apsw.Connection, destination: Path) -> int:
+    """Copy the store into `destination` (a new file) from one consistent snapshot."""
+    if destination.exists():
+        raise InvalidInput(f"{destination} already exists; choose a new file for the backup")
+    if not destination.parent.is_dir():
+        raise InvalidInput(f"{destination.parent} is not a directory")
+    staging = destination.with_name(f".{destination.name}.partial-{os.getpid()}")
+    target = apsw.Connection(str(staging))
+    try:
+        with target.backup("main", source, "main") as copy:
+            copy.step(-1)
+        target.execute("PRAGMA journal_mode=DELETE")
+        # A copy is a new generation: copied back over the live store, it is recognised as
+        # a replacement instead of being mistaken for the file the writers hold (S-13).
+        target.execute("UPDATE store_identity SET generation = ?", (f"sessiondb-generation:{uuid.uuid4().hex}",))
+    except BaseException:
+        target.close()
+        staging.unlink(missing_ok=True)
+        raise
+    target.close()
+    os.chmod(staging, FILE_MODE)
+    fd = os.open(staging, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(staging, destination)
+    return os.stat(destination).st_size
+
+
+def never_active_sql(now: float) -> tuple[str, tuple]:
+    """Sessions opened by a key and never used (S-40): safe to prune after the floor."""
+    return (
+        "SELECT id FROM sessions s WHERE ended_at IS NULL AND session_key IS NOT NULL "
+        "AND message_count = 0 AND tool_call_count = 0 AND last_activity_at IS NULL "
+        "AND title IS NULL AND pinned = 0 AND archived = 0 AND started_at < ? "
+        "AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id) "
+        "AND NOT EXISTS (SELECT 1 FROM usage u WHERE u.session_id = s.id) ORDER BY started_at",
+        (now - NEVER_ACTIVE_FLOOR_DAYS * 86400,),
+    )
+
+
+def older_than_sql(cutoff: float, *, include_pinned: bool, include_archived: bool) -> tuple[str, tuple]:
+    sql = "SELECT id FROM sessions WHERE coalesce(last_activity_at, started_at) < ?"
+    if not include_pinned:
+        sql += " AND pinned = 0"
+    if not include_archived:
+        sql += " AND archived = 0"
+    return sql + " ORDER BY started_at", (cutoff,)
+
+
+def select_ids(conn: apsw.Connection, query: tuple[str, tuple]) -> list[str]:
+    sql, params = query
+    return [row[0] for row in conn.execute(sql, params)]
+
+
+def delete_sessions(conn: apsw.Connection, query: tuple[str, tuple]) -> list[str]:
+    ids = select_ids(conn, query)
+    conn.executemany("DELETE FROM sessions WHERE id = ?", [(i,) for i in ids])
+    return ids
+
+
+def sessions_matching(conn: apsw.Connection, *, queries: list[tuple[str, tuple]], pick) -> list[str]:
+    """Apply `pick` (select_ids or delete_sessions) to every query; the ids, sorted."""
+    return sorted({sid for query in queries for sid in pick(conn, query)})
+
+
+def optimize(conn: apsw.Connection) -> None:
+    """Rebuild a stale search index (S-16), merge index segments, refresh planner
+    statistics, checkpoint and truncate the WAL."""
+    if search.is_stale(conn):
+        with conn:
+            search.rebuild(conn)
+    for (name,) in conn.execute(
+        "SELECT name FROM sqlite_schema WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%fts5%'"
+    ).fetchall():
+        conn.execute(f'INSERT INTO "{name}"("{name}") VALUES (\'optimize\')')
+    conn.execute("ANALYZE")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def vacuum(conn: apsw.Connection) -> None:
+    conn.execute("VACUUM")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
