@@ -8,8 +8,9 @@ fsync serves them all.
 
 Who runs a group: the connection is guarded by one lock. A caller that finds it free
 runs the queued group itself (a lone writer pays no thread hand-off, which costs as much
-as an fsync on a fast disk); otherwise its request waits for the writer thread, which
-commits whatever is queued whenever the lock comes free.
+as an fsync on a fast disk), and before letting go commits a few more groups for callers
+that queued meanwhile. What is still queued when the lock is released goes to the writer
+thread, which commits whatever is queued whenever the lock comes free.
 
 An interrupted caller never cancels a write it submitted: if KeyboardInterrupt lands
 while a caller is running a group, the transaction is rolled back and the whole group is
@@ -19,6 +20,7 @@ other callers in the group are acknowledged as usual.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections import deque
 from concurrent.futures import Future
@@ -33,21 +35,38 @@ T = TypeVar("T")
 Work = Callable[[apsw.Connection], T]
 
 MAX_GROUP = 512  # requests per transaction; bounds the time one group holds the lock
+LINGER_GROUPS = 8  # groups a caller may commit for others after its own, bounding its wait
 
 
 class _Request:
-    __slots__ = ("work", "future", "in_transaction")
+    __slots__ = ("work", "future", "in_transaction", "retried")
 
     def __init__(self, work: Work[Any], in_transaction: bool) -> None:
         self.work = work
         self.future: Future = Future()
         self.in_transaction = in_transaction
+        self.retried = False
 
 
 class Writer:
     """Owns one writable connection; see the module docstring."""
 
-    def __init__(self, opener: Callable[[], apsw.Connection], name: str) -> None:
+    def __init__(
+        self,
+        opener: Callable[[], apsw.Connection],
+        name: str,
+        *,
+        before_group: Callable[[apsw.Connection], None] = lambda conn: None,
+        on_error: Callable[[BaseException], None] = lambda exc: None,
+        recover: Callable[[apsw.Connection, BaseException], bool] = lambda conn, exc: False,
+    ) -> None:
+        """`before_group` runs before each transaction and may refuse it by raising;
+        `on_error` sees every failure of a unit of work or a commit; `recover` may deal
+        with the cause of a failed unit (its changes already rolled back) and return True
+        to have it run once more."""
+        self._before_group = before_group
+        self._on_error = on_error
+        self._recover = recover
         self._queue: deque[_Request] = deque()
         self._wakeup = threading.Condition(threading.Lock())
         self._connection_lock = threading.Lock()
@@ -67,12 +86,12 @@ class Writer:
             self._queue.append(request)
         if self._connection_lock.acquire(blocking=False):
             try:
-                self._drain(until=request)
+                self._drain(until=request, linger=LINGER_GROUPS)
             finally:
                 self._connection_lock.release()
                 self._wake_writer_if_queued()
-        else:
-            self._wake_writer_if_queued()
+        # Otherwise the lock holder takes this request: it drains the queue before it lets
+        # go of the connection, and wakes the writer thread for whatever arrives after.
         return request.future
 
     def run(self, work: Work[T], *, in_transaction: bool = True) -> T:
@@ -88,62 +107,78 @@ class Writer:
 
     # --- running groups (with the connection lock held) --------------------------------
 
-    def _drain(self, until: _Request | None) -> None:
-        """Run queued groups until `until` is done (or, for None, the queue is empty)."""
-        while until is None or not until.future.done():
-            group = self._take_group()
-            if not group:
-                return
-            try:
+    def _drain(self, until: _Request | None, linger: int = 0) -> None:
+        """Run queued groups until `until` is done (for None: until the queue is empty),
+        then up to `linger` more groups while others are waiting: serving them here saves
+        each a wake-up of the writer thread."""
+        try:
+            while until is None or not until.future.done() or linger > 0:
+                if until is not None and until.future.done():
+                    linger -= 1
+                group = self._take_group()
+                if not group:
+                    return
                 if group[0].in_transaction:
                     self._commit_group(group)
                 else:
                     self._run_alone(group[0])
-            except BaseException:
-                self._recover_interrupted(group)
-                raise
+                self._forget_done()
+        except BaseException:
+            self._recover_interrupted()
+            raise
 
-    def _recover_interrupted(self, group: list[_Request]) -> None:
-        """KeyboardInterrupt landed while this thread ran a group: finish it honestly.
+    def _recover_interrupted(self) -> None:
+        """KeyboardInterrupt landed while this thread held the connection: finish honestly.
 
-        If the COMMIT went through, the group is acknowledged; otherwise it is rolled back
-        and put back at the head of the queue for the writer thread to commit.
+        Requests leave the queue only once they are done, so nothing can be lost between
+        taking a group and running it. If the COMMIT went through, its group is
+        acknowledged; an open transaction is rolled back, and its requests, still queued,
+        are committed by the writer thread.
         """
         if self._committing and not self._conn.in_transaction:
             _deliver(self._outcomes)
-            return
-        if self._conn.in_transaction:
+        elif self._conn.in_transaction:
             self._conn.execute("ROLLBACK")
-        with self._wakeup:
-            self._queue.extendleft(reversed([r for r in group if not r.future.done()]))
+        self._committing = False
 
     def _take_group(self) -> list[_Request]:
+        """The next group: every queued transactional request (or one control request).
+
+        The requests stay at the head of the queue until they are done (_forget_done)."""
         with self._wakeup:
+            self._forget_done_locked()
             if not self._queue:
                 return []
-            first = self._queue.popleft()
-            group = [first]
-            if first.in_transaction:
-                while self._queue and self._queue[0].in_transaction and len(group) < MAX_GROUP:
-                    group.append(self._queue.popleft())
-            return group
+            first = self._queue[0]
+            if not first.in_transaction:
+                return [first]
+            return list(itertools.takewhile(lambda r: r.in_transaction, itertools.islice(self._queue, MAX_GROUP)))
+
+    def _forget_done(self) -> None:
+        with self._wakeup:
+            self._forget_done_locked()
+
+    def _forget_done_locked(self) -> None:
+        while self._queue and self._queue[0].future.done():
+            self._queue.popleft()
 
     def _run_alone(self, request: _Request) -> None:
         try:
             result = request.work(self._conn)
         except Exception as exc:  # noqa: BLE001 - delivered to the caller
-            request.future.set_exception(convert(exc))
+            request.future.set_exception(self._error(exc))
         else:
             request.future.set_result(result)
 
     def _commit_group(self, group: list[_Request]) -> None:
         conn = self._conn
         self._committing = False
-        self._outcomes = outcomes = []
+        self._outcomes = outcomes = []  # (request, result, error), read by _recover_interrupted
         try:
+            self._before_group(conn)
             conn.execute("BEGIN IMMEDIATE")
         except Exception as exc:  # noqa: BLE001
-            _fail(group, exc)
+            self._fail(group, exc)
             return
         # A lone request needs no savepoint: if it fails, the transaction is rolled back.
         savepoints = len(group) > 1
@@ -156,13 +191,21 @@ class Writer:
                     conn.execute("RELEASE request")
                 outcomes.append((request, result, None))
             except Exception as exc:  # noqa: BLE001
-                if not conn.in_transaction:
-                    # SQLite rolled the whole transaction back (I/O error, disk full):
-                    # nothing in this group was written, so none of it may be acknowledged.
-                    _fail(group, exc)
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK TO request; RELEASE request" if savepoints else "ROLLBACK")
+                    rolled_back = [request]
+                else:
+                    # SQLite rolled the whole transaction back (I/O error, disk full,
+                    # corruption): nothing in this group was written.
+                    rolled_back = group
+                if self._recovered(conn, rolled_back, exc):
+                    if rolled_back is group:
+                        return  # all still queued: the next group runs them again
+                    continue
+                if rolled_back is group:
+                    self._fail(group, exc)  # none of it may be acknowledged
                     return
-                conn.execute("ROLLBACK TO request; RELEASE request" if savepoints else "ROLLBACK")
-                outcomes.append((request, None, convert(exc)))
+                outcomes.append((request, None, self._error(exc)))
         if conn.in_transaction:
             self._committing = True
             try:
@@ -171,9 +214,30 @@ class Writer:
                 self._committing = False
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")  # a failed COMMIT can leave the transaction open
-                _fail(group, exc)
+                if not self._recovered(conn, group, exc):
+                    self._fail(group, exc)
                 return
         _deliver(outcomes)
+        self._committing = False
+
+    def _recovered(self, conn: apsw.Connection, rolled_back: list[_Request], exc: BaseException) -> bool:
+        """Whether `recover` dealt with the cause of `exc`, so the rolled-back requests,
+        still queued, may run once more (each gets one second chance)."""
+        if any(r.retried for r in rolled_back) or not self._recover(conn, exc):
+            return False
+        for r in rolled_back:
+            r.retried = True
+        return True
+
+    def _error(self, exc: BaseException) -> BaseException:
+        self._on_error(exc)
+        return convert(exc)
+
+    def _fail(self, group: list[_Request], exc: BaseException) -> None:
+        error = self._error(exc)
+        waiting = [r for r in group if not r.future.done()]
+        for i, request in enumerate(waiting):
+            request.future.set_exception(error if i == 0 else _copy(error))
 
     # --- the writer thread -------------------------------------------------------------
 
@@ -208,7 +272,13 @@ def _deliver(outcomes: list[tuple[_Request, Any, BaseException | None]]) -> None
             request.future.set_exception(error)
 
 
-def _fail(group: list[_Request], error: BaseException) -> None:
-    for request in group:
-        if not request.future.done():
-            request.future.set_exception(convert(error))
+def _copy(error: BaseException) -> BaseException:
+    """A fresh instance per waiting caller: one exception object raised in several threads
+    would share (and garble) its traceback."""
+    try:
+        fresh = type(error)(*error.args)
+    except TypeError:
+        return error
+    fresh.__dict__.update(error.__dict__)
+    fresh.__cause__ = error.__cause__
+    return fresh
