@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench-core clean
+.PHONY: run test bench-core bench-lineage bench-search clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,12 @@ test: $(STAMP)
 
 bench-core: $(STAMP)
 	$(BIN)/python bench/bench_core.py
+
+bench-search: $(STAMP)
+	$(BIN)/python bench/bench_search.py
+
+bench-lineage: $(STAMP)
+	$(BIN)/python bench/bench_lineage.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

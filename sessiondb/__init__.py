@@ -15,8 +15,10 @@ from .errors import (
     Cause, Conflict, InvalidInput, MessageConflict, NotASessionStore, NotFound, SessionDBError,
     StorageError, StoreBusy, StoreClosed, TitleConflict, UnsupportedSQLite,
 )
-from .home import DEFAULT_PROFILE, store_path, validate_profile
+from .errors import CompactionBusy, CompressionClosed, LeaseLost, SessionTooLarge
+from .home import DEFAULT_PROFILE, refuse_real_home_under_test, store_path, validate_profile
 from .model import Message, MessageState, Page, Role, Session, Usage
+from .model import Lease
 from .store.aio import AsyncStore
 from .store.contract import Store
 
@@ -25,6 +27,7 @@ __all__ = [
     "MessageState", "Page", "Usage", "SessionDBError", "InvalidInput", "NotFound", "Conflict",
     "MessageConflict", "TitleConflict", "StoreBusy", "StoreClosed", "StorageError",
     "UnsupportedSQLite", "NotASessionStore", "Cause",
+    "Lease", "CompactionBusy", "LeaseLost", "CompressionClosed", "SessionTooLarge",
 ]
 
 
@@ -48,8 +51,10 @@ def open_store(
 
     if profile is not None:
         validate_profile(profile)
+    resolved = store_path(path, home=home, profile=profile)
+    refuse_real_home_under_test(resolved)  # S-24: a test never opens the user's real store
     return SQLiteStore(
-        store_path(path, home=home, profile=profile),
+        resolved,
         profile=None if profile in (None, DEFAULT_PROFILE) else profile,
         durability=durability,
         patience=patience,

@@ -51,6 +51,47 @@ class TitleConflict(Conflict):
     """Another session already has this title."""
 
 
+class CompactionBusy(Conflict):
+    """Another live compaction lease is held on the session; nothing was written."""
+
+    cause = Cause.COMPRESSION_BUSY
+
+
+class LeaseLost(Conflict):
+    """The compaction lease expired, was released or was taken over; nothing was written.
+
+    A compaction that lost its lease cannot publish: begin a new one on fresh messages.
+    """
+
+    cause = Cause.COMPRESSION_BUSY
+
+
+class CompressionClosed(Conflict):
+    """The session was closed by a compaction that rotated it, and no live session continues it.
+
+    The write went nowhere; refresh the session (load its latest continuation, or start a
+    new one) and write there.
+    """
+
+    cause = Cause.COMPRESSION_CLOSED
+
+
+class SessionTooLarge(SessionDBError):
+    """An in-memory copy of the session was refused: it holds more messages than the guard.
+
+    `limit` is the guard that refused it and `count` what the session holds, when known.
+    """
+
+    def __init__(self, message: str, *, limit: int | None = None, count: int | None = None) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.count = count
+
+
+class RealHomeRefused(SessionDBError):
+    """A process running under a test tried to open the user's real store (S-24)."""
+
+
 class StoreClosed(SessionDBError):
     """The store handle was closed; open a new one."""
 
@@ -83,3 +124,94 @@ class ReadOnlyStore(StorageError):
 
 class StoreCorrupt(StorageError):
     cause = Cause.CORRUPT
+
+
+class StoreDamaged(StorageError):
+    """The store's file was replaced, lost its WAL, or is corrupt: writes to it stop.
+
+    The refusal is sticky for the file in this process. `spooled_to` names the file that
+    kept the refused messages, when there were any.
+    """
+
+    def __init__(self, message: str, cause: Cause, spooled_to: str | None = None) -> None:
+        super().__init__(message)
+        self.cause = cause
+        self.spooled_to = spooled_to
+
+    @classmethod
+    def spooled(cls, error: "StorageError", spooled_to: str) -> "StoreDamaged":
+        """The refusal of an append whose messages were kept in the spool file `spooled_to`."""
+        return cls(f"{error} Nothing was lost: the messages were kept in {spooled_to}.", error.cause, spooled_to)
+
+
+#: Causes that stop writes to a file for good in this process: refused appends are spooled.
+DAMAGE_CAUSES = frozenset({Cause.CORRUPT, Cause.REPLACED, Cause.DELETED_WAL})
+
+
+class StoreHeld(SessionDBError):
+    """Maintenance refused: other processes hold the store (`holders` lists them)."""
+
+    def __init__(self, message: str, holders: list) -> None:
+        super().__init__(message)
+        self.holders = holders
+
+
+# --- classification -------------------------------------------------------------------
+
+# SQLite primary result codes (the low byte of an extended code).
+_SQLITE_CODES = {5: Cause.LOCKED, 6: Cause.LOCKED, 8: Cause.READ_ONLY, 11: Cause.CORRUPT,
+                 13: Cause.DISK_FULL, 23: Cause.READ_ONLY, 26: Cause.CORRUPT}
+_SQLITE_CORRUPT_VTAB = 267
+_ERRNO_CAUSES = {28: Cause.DISK_FULL, 122: Cause.DISK_FULL, 30: Cause.READ_ONLY, 13: Cause.READ_ONLY,
+                 1: Cause.READ_ONLY}
+# Message fragments, most specific first. Corruption is matched before disk-full because
+# "database disk image is malformed" mentions a disk (S-17).
+_TEXT_CAUSES = (
+    ("malformed", Cause.CORRUPT),
+    ("not a database", Cause.CORRUPT),
+    ("corrupt", Cause.CORRUPT),
+    ("disk is full", Cause.DISK_FULL),
+    ("no space left", Cause.DISK_FULL),
+    ("database is locked", Cause.LOCKED),
+    ("database table is locked", Cause.LOCKED),
+    ("readonly", Cause.READ_ONLY),
+    ("read-only", Cause.READ_ONLY),
+)
+# Names that tie a corruption report to the full-text indexes (messages_fts, messages_trigram
+# and their shadow tables, FTS5's own messages).
+_FTS_NAMES = ("fts", "trigram")
+
+
+def classify(exc: BaseException) -> Cause:
+    """The cause of a failure: a result code outranks message text; corruption outranks disk."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        cause = _classify_one(exc)
+        if cause is not Cause.UNKNOWN:
+            return cause
+        exc = exc.__cause__ or exc.__context__
+    return Cause.UNKNOWN
+
+
+def _classify_one(exc: BaseException) -> Cause:
+    if isinstance(exc, SessionDBError) and exc.cause is not Cause.UNKNOWN:
+        return exc.cause
+    text = str(exc).lower()
+    extended = getattr(exc, "extendedresult", None)
+    if isinstance(extended, int) and extended:
+        if extended == _SQLITE_CORRUPT_VTAB:
+            return Cause.FTS_INDEX
+        cause = _SQLITE_CODES.get(extended & 0xFF)
+        if cause is Cause.CORRUPT and any(name in text for name in _FTS_NAMES):
+            return Cause.FTS_INDEX  # corruption that names the full-text index is the index's
+        if cause is not None:
+            return cause
+    if isinstance(exc, OSError) and exc.errno in _ERRNO_CAUSES:
+        return _ERRNO_CAUSES[exc.errno]
+    for fragment, cause in _TEXT_CAUSES:
+        if fragment in text:
+            if cause is Cause.CORRUPT and any(name in text for name in _FTS_NAMES):
+                return Cause.FTS_INDEX
+            return cause
+    return Cause.UNKNOWN

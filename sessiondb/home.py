@@ -10,11 +10,12 @@ drops the process's POSIX locks on it.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from pathlib import Path
 
-from .errors import InvalidInput
+from .errors import InvalidInput, RealHomeRefused
 
 DEFAULT_PROFILE = "main"  # the root store's profile, as session keys spell it
 STORE_FILENAME = "state.db"
@@ -23,6 +24,12 @@ DIR_MODE = 0o700
 FILE_MODE = 0o600
 
 _PROFILE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+
+#: Set by a test suite (tests/conftest.py): this process and its children are under test.
+UNDER_TEST_ENV = "SESSIONDB_UNDER_TEST"
+#: Set to 1 to let a process under test open the real home anyway (deliberately, S-24).
+ALLOW_REAL_HOME_ENV = "SESSIONDB_ALLOW_REAL_HOME"
+_TEST_RUNNER = re.compile(r"(py\.?test|pytest-\d[\w.]*)(\.exe)?")
 
 
 def validate_profile(name: str) -> str:
@@ -87,3 +94,83 @@ def make_private(db_path: Path) -> None:
             os.chmod(f"{db_path}{suffix}", FILE_MODE)
         except FileNotFoundError:
             pass
+
+
+# --- test isolation (S-24) -----------------------------------------------------------
+
+
+def real_home() -> Path:
+    """The user's real sessiondb home, `~/.sessiondb` of the account's home directory.
+
+    Read from the password database rather than $HOME, which a test may have moved.
+    """
+    try:
+        import pwd
+
+        base = pwd.getpwuid(os.getuid()).pw_dir
+    except (ImportError, KeyError):
+        base = os.path.expanduser("~")
+    return Path(os.path.realpath(base)) / ".sessiondb"
+
+
+def refuse_real_home_under_test(store_file: Path, *, environ: dict[str, str] | None = None,
+                                runner: str | None | bool = None) -> None:
+    """Raise RealHomeRefused if `store_file` is in the real home and this process runs under a test.
+
+    Under a test means the suite's marker ($SESSIONDB_UNDER_TEST) is set, or, when the
+    environment was rebuilt without it, a test runner is this process or one of its
+    ancestors. $SESSIONDB_ALLOW_REAL_HOME=1 bypasses the check. `environ` and `runner`
+    (a description of the runner found, or False for none) replace the real ones in tests.
+    """
+    env = os.environ if environ is None else environ
+    if env.get(ALLOW_REAL_HOME_ENV) == "1":
+        return
+    protected = real_home()
+    target = Path(os.path.realpath(store_file))
+    if target != protected and protected not in target.parents:
+        return
+    if env.get(UNDER_TEST_ENV):
+        why = f"${UNDER_TEST_ENV} is set"
+    else:
+        found = find_test_runner() if runner is None else runner
+        if not found:
+            return
+        why = f"it runs under a test runner ({found})"
+    raise RealHomeRefused(
+        f"refusing to open the real store {target} from a test: {why}; point $SESSIONDB_HOME or --home "
+        f"at a temporary directory (or set {ALLOW_REAL_HOME_ENV}=1 to open it deliberately)"
+    )
+
+
+def find_test_runner() -> str | None:
+    """`PID N (command)` of a test runner among this process and its ancestors, or None."""
+    return _runner_for(os.getpid())
+
+
+@functools.lru_cache(maxsize=4)
+def _runner_for(pid: int) -> str | None:
+    try:
+        import psutil
+
+        chain = [psutil.Process(pid)]
+        chain += chain[0].parents()
+    except Exception:  # noqa: BLE001 - no process table: nothing to detect
+        return None
+    for process in chain:
+        try:
+            argv = process.cmdline()
+        except Exception:  # noqa: BLE001 - gone, a zombie or not ours to inspect
+            continue
+        if is_test_runner(argv):
+            return f"PID {process.pid} ({' '.join(argv)[:120]})"
+    return None
+
+
+def is_test_runner(argv: list[str]) -> bool:
+    """Whether a command line runs a test runner: `pytest ...`, `python -m pytest ...`."""
+    for i, arg in enumerate(argv[:3]):
+        if _TEST_RUNNER.fullmatch(os.path.basename(arg)):
+            return True
+        if arg == "-m" and i + 1 < len(argv) and argv[i + 1] in ("pytest", "py.test", "unittest"):
+            return True
+    return False

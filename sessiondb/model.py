@@ -93,6 +93,9 @@ class Session:
     archived: bool
     hidden: bool
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: How this session continues its parent: 'compression' (a rotation; followed by
+    #: tip() and late writes), 'branch', or a caller's label ('reset', 'delegation'...).
+    parent_relation: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -130,12 +133,131 @@ class Usage:
         return asdict(self)
 
 
+#: The relation of a session rotated out of its parent by a compaction.
+COMPRESSION = "compression"
+#: The relation of a session started from another's messages by `branch`.
+BRANCH = "branch"
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A compaction lease on one session: only its holder may commit a compaction.
+
+    `token` is a fencing token (larger for every lease the store hands out); `watermark`
+    is the highest message id the session held when the lease was taken, read in the
+    database: the compaction covers the session's active messages up to it. The holder
+    fields say who took it (`holder` is the caller's label) and let another process tell
+    whether that holder is provably dead.
+    """
+
+    session_id: str
+    token: int
+    watermark: int
+    holder: str | None
+    pid: int
+    host: str
+    acquired_at: float
+    expires_at: float
+    ttl: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class MaintenanceReport:
+    """What optimize, vacuum or prune did (or, in a dry run, would do)."""
+
+    action: str
+    dry_run: bool
+    bytes_before: int  # the store's size on disk, sidecars included
+    bytes_after: int
+    sessions: list[str] = field(default_factory=list)  # what prune removed (or would)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SpoolReport:
+    """What a spool replay did: files replayed, and files kept with the error that kept them."""
+
+    replayed: list[str] = field(default_factory=list)
+    kept: list[tuple[str, str]] = field(default_factory=list)
+
+
 @dataclass(frozen=True)
 class Page:
     """One page of a listing; pass `cursor` back to get the next one (None at the end)."""
 
     items: list[Any]
     cursor: str | None
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One message found by a search.
+
+    `snippet` is the matching text around the hit, each match wrapped in `<mark>` and
+    `</mark>` (the text itself is not escaped). `score` is the bm25 relevance, higher is
+    better (0.0 for hits found by a plain substring scan, which come newest first).
+    `state` is 'active' or 'compacted' (archived by a compaction); rewound messages are
+    never found.
+    """
+
+    session_id: str
+    message_id: int
+    uid: str
+    role: str
+    timestamp: float
+    snippet: str
+    score: float
+    state: str
+    session_title: str | None
+    session_source: str
+
+    @property
+    def compacted(self) -> bool:
+        return self.state == MessageState.COMPACTED.value
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "compacted": self.compacted}
+
+
+@dataclass(frozen=True)
+class StoreStats:
+    """How much a store holds: sessions, messages by state, and its size on disk."""
+
+    location: str
+    sessions: int
+    pinned: int
+    archived: int
+    hidden: int
+    messages: int  # active
+    compacted_messages: int
+    rewound_messages: int
+    usage_calls: int
+    cost_usd: float
+    size_bytes: int  # the database file's pages in use plus its WAL
+    wal_bytes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ImportReport:
+    """What an import did (or, for a dry run, would do): counts per kind of record."""
+
+    sessions_created: int = 0
+    sessions_merged: int = 0  # already stored: only what was missing was added
+    messages_imported: int = 0
+    messages_skipped: int = 0  # already stored (same uid)
+    usage_rows_imported: int = 0
+    usage_rows_skipped: int = 0
+    #: Sessions whose parent is in neither the store nor the import (parent link cleared).
+    detached: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 # --- text and JSON -------------------------------------------------------------------

@@ -6,6 +6,8 @@ import click
 
 from .context import CliContext
 from .demo import demo
+from .sessions import sessions
+from . import maintenance, transfer as _transfer  # noqa: F401 - transfer adds export and import to `sessions`
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -19,3 +21,7 @@ def main(ctx: click.Context, home: str | None, profile: str | None) -> None:
 
 
 main.add_command(demo)
+main.add_command(maintenance.backup)
+main.add_command(sessions)
+for _command in (maintenance.optimize, maintenance.vacuum, maintenance.prune):
+    sessions.add_command(_command)

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, TypeVar
 
 import click
 
 from .. import open_store
 from ..errors import SessionDBError
+from ..guidance import for_error
 from ..store.contract import Store
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -22,3 +27,13 @@ class CliContext:
             return open_store(home=self.home, profile=profile or self.profile)
         except SessionDBError as exc:
             raise click.ClickException(str(exc)) from None
+
+    def call(self, method: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a library call on an open store; a refusal becomes one line of guidance, exit 1."""
+        try:
+            return method(*args, **kwargs)
+        except SessionDBError as exc:
+            store = method.__self__
+            advice = for_error(exc, db_path=Path(store.location), profile=store.profile,
+                               home=None if self.home is None else Path(self.home))
+            raise click.ClickException(advice.message) from None

@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
+from itertools import islice
 from typing import Any
 
+from ..errors import StoreClosed
 from .contract import Store
 
 # Concurrent calls in flight per store: enough for group commit to batch many appends.
@@ -22,6 +24,10 @@ METHODS = (
     "create_session", "get_session", "list_sessions", "end_session", "reopen_session",
     "set_title", "set_flags", "update_metadata", "delete_session", "append", "transcript",
     "record_usage", "usage",
+    "begin_compaction", "refresh_compaction", "abort_compaction", "commit_compaction",
+    "compaction_lease", "lineage", "tip", "resume", "rewind", "restore_rewound", "branch",
+    "search", "find_session", "stats", "export_session", "import_records",
+    "replay_spool", "backup", "optimize", "vacuum", "prune",
 )
 
 
@@ -31,6 +37,7 @@ class AsyncStore:
     def __init__(self, store: Store) -> None:
         self.sync = store
         self._executor = ThreadPoolExecutor(MAX_CONCURRENCY, thread_name_prefix="sessiondb-async")
+        self._closed = False
 
     @property
     def profile(self) -> str | None:
@@ -41,11 +48,22 @@ class AsyncStore:
         return self.sync.location
 
     async def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        if self._closed:
+            raise StoreClosed("this store handle is closed; open the store again")
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, partial(getattr(self.sync, name), *args, **kwargs))
 
+    async def export(self, session_ids: Any = None) -> "AsyncRecords":
+        """Store.export as an async iterator: `async for record in await astore.export()`.
+
+        Records are pulled from the store's thread pool a batch at a time; memory stays
+        bounded. Iterate to the end or `await records.aclose()`.
+        """
+        return AsyncRecords(await self._call("export", session_ids), self._executor)
+
     async def close(self) -> None:
         """Wait for calls in flight, then release the handle (idempotent)."""
+        self._closed = True
         await asyncio.get_running_loop().run_in_executor(None, self._executor.shutdown)
         self.sync.close()
 
@@ -54,6 +72,37 @@ class AsyncStore:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+class AsyncRecords:
+    """An async iterator over a synchronous record iterator, read on the store's pool."""
+
+    BATCH = 256
+
+    def __init__(self, records: Any, executor: ThreadPoolExecutor) -> None:
+        self._records = records
+        self._executor = executor
+        self._buffer: list[Any] = []
+        self._done = False
+
+    def __aiter__(self) -> "AsyncRecords":
+        return self
+
+    async def __anext__(self) -> Any:
+        if not self._buffer and not self._done:
+            loop = asyncio.get_running_loop()
+            self._buffer = await loop.run_in_executor(self._executor, self._take)
+            self._buffer.reverse()
+            self._done = not self._buffer
+        if not self._buffer:
+            raise StopAsyncIteration
+        return self._buffer.pop()
+
+    def _take(self) -> list[Any]:
+        return list(islice(self._records, self.BATCH))
+
+    async def aclose(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(self._executor, self._records.close)
 
 
 def _delegate(name: str):

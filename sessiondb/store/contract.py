@@ -10,9 +10,11 @@ InvalidInput and writes nothing; an unknown session raises NotFound.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Protocol, runtime_checkable
+from typing import Any, Iterable, Iterator, Mapping, Protocol, runtime_checkable
 
-from ..model import Message, Page, Session, Usage
+from ..model import (
+    ImportReport, Lease, MaintenanceReport, Message, Page, SearchHit, Session, SpoolReport, StoreStats, Usage,
+)
 
 MessageInput = Message | Mapping[str, Any]
 
@@ -53,12 +55,16 @@ class Store(Protocol):
         model: str | None = None,
         parent_session_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        parent_relation: str | None = None,
     ) -> Session:
         """Create a session. `source` names the surface writing it (cli, gateway, desktop...).
 
         A title is sanitised (control characters removed, whitespace collapsed), at most
         100 characters, and unique among sessions (TitleConflict otherwise). `profile`
-        defaults to the store's own profile.
+        defaults to the store's own profile. `parent_relation` (with a parent) says how
+        the session continues it: 'compression' makes it the parent's continuation
+        (followed by tip() and late writes, as if rotated by a compaction); 'branch',
+        'reset', 'delegation' or any other label is recorded and never followed.
         """
 
     def get_session(self, session_id: str) -> Session:
@@ -114,6 +120,11 @@ class Store(Protocol):
         whole batch is refused. A message without a uid gets one minted. Returns only
         once the batch is durable at the store's durability. A user or assistant message
         (not an internal notification) moves the session's last_activity_at.
+
+        A session closed by a compaction's rotation (end reason 'compression') passes
+        the batch to its live tip within the same write, and the returned rows carry
+        the tip's id; with no live tip it raises CompressionClosed and writes nothing
+        (S-05). A uid already stored earlier in the lineage is not stored again.
         """
 
     def transcript(
@@ -130,6 +141,108 @@ class Store(Protocol):
 
         `before`/`after` are message ids (exclusive bounds) for paging. Compacted
         messages only with include_compacted; rewound messages never.
+        """
+
+    # --- compaction and lineage ----------------------------------------------------------
+    #
+    # A compaction replaces the start of a conversation with a summary without losing or
+    # duplicating a row. Appends are never blocked by one (S-02): a lease only keeps two
+    # compactions of one session apart. Messages archived by a compaction keep their
+    # state 'compacted': stored, exported and searchable, shown by
+    # transcript(include_compacted=True). Rewound messages are kept but never searchable.
+
+    def begin_compaction(self, session_id: str, *, holder: str | None = None, ttl: float = 300) -> Lease:
+        """Take the session's compaction lease for `ttl` seconds (0 < ttl <= one week).
+
+        The lease carries a fencing token and the watermark: the highest message id the
+        session holds, read in the database as the lease is taken. The compaction covers
+        the active messages up to it; anything appended later survives the commit. A
+        session closed by rotation is leased at its live tip (lease.session_id names it).
+        One live lease per session: a second caller gets CompactionBusy, unless the lease
+        expired or its holder is provably dead on this host (same host, boot and PID
+        namespace, and its PID gone or reused); any doubt waits for the TTL (S-07).
+        `holder` is a label shown to whoever is refused.
+        """
+
+    def refresh_compaction(self, lease: Lease, ttl: float | None = None) -> Lease:
+        """Extend a held lease to `ttl` seconds from now (default: its own TTL).
+
+        LeaseLost if it expired, was released or was taken over.
+        """
+
+    def abort_compaction(self, lease: Lease) -> None:
+        """Release the lease without writing anything; a lease already lost is a no-op."""
+
+    def commit_compaction(
+        self, lease: Lease, summary_messages: MessageInput | Iterable[MessageInput], *, mode: str = "in_place",
+    ) -> Session:
+        """Publish a compaction in one transaction, and release the lease (S-03).
+
+        First checks that the lease is still held and unexpired: LeaseLost otherwise,
+        and nothing is written. Then the session's active messages up to the watermark
+        become 'compacted', the summary messages are stored, and every message stored
+        above the watermark follows them, unchanged in every column but its id (the
+        transcript reads summary, then that tail).
+
+        mode "in_place" does this inside the session. mode "rotate" ends the session
+        with reason 'compression' and moves the summary and the tail into a new child
+        session (parent_session_id set, parent_relation 'compression', same key,
+        profile, source and flags, title numbered "#2", "#3"...). Either way every
+        message exists exactly once in the lineage (S-06).
+
+        A summary message whose uid is already stored in the session is kept verbatim:
+        moved to its place after the summary, not archived and not stored twice.
+        Summary messages take the seq of the newest message they replace. A compaction
+        is not user activity: last_activity_at does not move (S-08). Returns the session
+        that now holds the live conversation (the child, when rotated).
+        """
+
+    def compaction_lease(self, session_id: str) -> Lease | None:
+        """The session's current lease row (live or expired), or None."""
+
+    def lineage(self, session_id: str) -> list[Session]:
+        """The conversation `session_id` belongs to, across rotations: root first, tip last.
+
+        Only compression relations are followed; a branch's origin is its
+        parent_session_id, not part of its lineage.
+        """
+
+    def tip(self, session_id: str) -> Session:
+        """The session that continues `session_id` now: compression children are followed
+        across any number of hops (bounded), preferring a continuation that is not
+        ended. Branches, resets and delegations are not followed. A session with no
+        compression child is its own tip.
+        """
+
+    def resume(self, session_id: str, *, max_messages: int = 20_000) -> list[dict[str, Any]]:
+        """The tip's live conversation, ready to send to a model.
+
+        One plain dict per active message in order: role and content, plus tool_calls,
+        tool_call_id, name (a tool message's tool) and reasoning when present. Nothing
+        internal (uids, ids, seq, state, timestamps, display kinds); an internal
+        notification is a plain user message (S-09). Above `max_messages` active messages
+        it raises SessionTooLarge naming the limit and the streaming export
+        (`sessiondb sessions export`); 0 disables the guard (S-42).
+        """
+
+    def rewind(self, session_id: str, to_message_id: int) -> int:
+        """Undo the session's active messages after message `to_message_id` (0: all of them).
+
+        They become 'rewound': kept, restorable, never in transcripts or search.
+        Returns how many. Not user activity.
+        """
+
+    def restore_rewound(self, session_id: str) -> int:
+        """Make the session's rewound messages active again; returns how many."""
+
+    def branch(self, session_id: str, at_message_id: int, *, title: str | None = None) -> Session:
+        """Start a new session from a copy of the session's active messages up to
+        `at_message_id` (inclusive).
+
+        The new session records its origin (parent_session_id, parent_relation
+        'branch') and shares the source, key and profile. Copies keep their uid, seq,
+        content and timestamps, with new ids: re-flushing the loaded transcript into
+        the branch stores nothing. The original session is not changed.
         """
 
     # --- usage -------------------------------------------------------------------------
@@ -152,3 +265,114 @@ class Store(Protocol):
 
     def usage(self, session_id: str) -> Usage:
         """The session's accumulated usage: totals and one row per (model, provider, task)."""
+
+    # --- search, lookup, export and import -----------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        profile: str | None = None,
+        source: str | None = None,
+        session_id: str | None = None,
+        role: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        include_tools: bool = False,
+        limit: int = 20,
+        substring: bool = False,
+    ) -> list[SearchHit]:
+        """Messages matching `query`, best first (at most `limit`, 1..1000).
+
+        The query language (sessiondb.query): words (all must match), "quoted phrases",
+        OR, -word or NOT word, prefix*. Whatever is typed never raises: malformed syntax is
+        read as literal words, and a query with no words finds nothing. Matching folds
+        case and diacritics (cafe finds café). Text in a script written without spaces
+        (CJK), or substring=True, matches as literal substrings; terms shorter than three
+        characters are then matched by a scan, newest first.
+
+        Found: active and compacted messages (hits say which); never rewound ones. Tool
+        messages only with include_tools (or role='tool'); only the first 8 KiB of a tool
+        message's output is searchable. Filters: the session's profile and source, one
+        session, the message's role, and its timestamp in [since, until). Hits are ranked
+        by bm25 among the newest 5,000 matches.
+        """
+
+    def find_session(self, ref: str) -> Session:
+        """The session a person means by `ref`: its exact id, its exact title, or a unique id prefix.
+
+        NotFound if nothing matches; InvalidInput naming candidates if a prefix is ambiguous.
+        """
+
+    def stats(self) -> StoreStats:
+        """Counts of sessions (by flag), messages (by state), usage, and the store's size."""
+
+    def export(self, session_ids: Iterable[str] | None = None) -> Iterator[dict[str, Any]]:
+        """Stream the sessions (all, or these) as export records, in constant memory.
+
+        The records are those of the sessiondb JSONL format (a header, then per session its
+        row with every column, every message in every state in commit order, its usage rows,
+        and an end record); write one JSON object per line to make an export file. Unknown
+        ids raise NotFound before anything is produced. Iterate to the end or close() the
+        iterator: each session is read in one read transaction. Never capped.
+        """
+
+    def export_session(self, session_id: str, *, max_messages: int = 20_000) -> dict[str, Any]:
+        """One session as a single in-memory dict: header fields, session, messages, usage.
+
+        Refused with SessionTooLarge when the session holds more than `max_messages`
+        messages (0 disables the guard); the message names the streaming export (S-42).
+        """
+
+    def import_records(self, records: Iterable[Any], *, dry_run: bool = False) -> ImportReport:
+        """Import an export: JSONL lines (str or bytes) or parsed records, as export() makes them.
+
+        Every record of a session is validated before any of it is written; each session is
+        written in one transaction. A session already stored keeps its row and gains only the
+        messages (by uid) and usage rows it lacks; messages already stored are skipped and
+        counted. A bad record raises InvalidInput naming its line, and nothing of its
+        session is written (earlier sessions stay imported). dry_run validates and counts
+        everything and writes nothing.
+        """
+
+    # --- safety and maintenance --------------------------------------------------------
+
+    def replay_spool(self) -> SpoolReport:
+        """Append the batches this store refused and kept in its spool, oldest first.
+
+        Each spool file is deleted only after its batch committed; a batch that still fails
+        keeps its file and is reported. Runs by itself at every healthy open.
+        """
+
+    def backup(self, destination: str) -> int:
+        """Write a consistent copy of the store to a new file while writers run; returns its size.
+
+        Never a plain copy of the live file. The copy is a new generation: copied back over
+        a live store, it is recognised as a replacement.
+        """
+
+    def optimize(self, *, force: bool = False, dry_run: bool = False) -> MaintenanceReport:
+        """Merge the search index, refresh statistics, checkpoint.
+
+        Like vacuum and prune: refused with StoreHeld (listing every holder) while another
+        process holds the store, unless forced; a dry run is never refused (S-19).
+        """
+
+    def vacuum(self, *, force: bool = False, dry_run: bool = False) -> MaintenanceReport:
+        """Rewrite the store compactly (refused while held, like optimize)."""
+
+    def prune(
+        self,
+        *,
+        older_than: float | None = None,
+        never_active: bool = False,
+        include_pinned: bool = False,
+        include_archived: bool = False,
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> MaintenanceReport:
+        """Delete sessions inactive for `older_than` seconds and/or never-active ones (S-40).
+
+        Never-active: open, keyed, no messages, usage, tool calls, activity or title, older
+        than 30 days, neither pinned nor archived. Refused while held, like optimize.
+        """

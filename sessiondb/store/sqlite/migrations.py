@@ -16,12 +16,21 @@ from typing import Callable
 import apsw
 
 from ...errors import NotASessionStore
+from . import search
 from .connect import APPLICATION_ID
 
 
 def _core(conn: apsw.Connection) -> None:
     conn.execute(
         """
+        -- One row, written once: the generation stamp that identifies this file. The
+        -- safety checks read its page straight from the main file to notice a file
+        -- copied over the store, so nothing else may ever be stored in this table.
+        CREATE TABLE store_identity (
+            generation TEXT NOT NULL,
+            created_at REAL NOT NULL
+        ) STRICT;
+
         CREATE TABLE store_meta (
             key   TEXT PRIMARY KEY,
             value TEXT NOT NULL
@@ -96,22 +105,59 @@ def _core(conn: apsw.Connection) -> None:
         """
     )
     conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
-    # The generation stamp identifies this file's lineage of writes; the safety checks
-    # compare it with what each handle saw at open to notice a file replaced underneath.
     conn.execute(
-        "INSERT INTO store_meta(key, value) VALUES ('generation', ?), ('created_at', ?)",
-        (uuid.uuid4().hex, repr(time.time())),
+        "INSERT INTO store_identity(generation, created_at) VALUES (?, ?)",
+        (f"sessiondb-generation:{uuid.uuid4().hex}", time.time()),
     )
+
+
+def _lineage(conn: apsw.Connection) -> None:
+    """Compaction leases, and how a child session continues its parent."""
+    conn.execute(
+        """
+        -- 'compression': the child is the same conversation, rotated out of its parent by
+        -- a compaction (tip() and late writes follow it); 'branch', or a caller's label
+        -- ('reset', 'delegation'...): a different conversation, never followed.
+        ALTER TABLE sessions ADD COLUMN parent_relation TEXT;
+
+        -- At most one lease per session. A row, not a lock: appends never look at it.
+        CREATE TABLE compaction_leases (
+            session_id  TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+            token       INTEGER NOT NULL UNIQUE,  -- fencing token, from store_meta
+            watermark   INTEGER NOT NULL,         -- highest message id when taken
+            holder      TEXT,
+            pid         INTEGER NOT NULL,
+            host        TEXT NOT NULL,
+            boot_id     TEXT,                     -- the holder's kernel boot
+            pid_ns      TEXT,                     -- readlink /proc/self/ns/pid
+            pid_start   INTEGER,                  -- start time, clock ticks since boot
+            thread_id   INTEGER,
+            ttl         REAL NOT NULL,
+            acquired_at REAL NOT NULL,
+            expires_at  REAL NOT NULL
+        ) STRICT;
+
+        -- The live view of a session (transcripts, resume, compaction) reads only active
+        -- rows: after compactions most of a long session's rows are archived.
+        CREATE INDEX messages_active ON messages(session_id, id) WHERE state = 'active';
+        """
+    )
+    conn.execute("INSERT INTO store_meta(key, value) VALUES ('compaction_token', '0')")
 
 
 MIGRATIONS: list[tuple[str, Callable[[apsw.Connection], None]]] = [
     ("0001_core", _core),
+    ("0002_search", search.install),  # full-text indexes over messages, kept by triggers
+    ("0003_lineage", _lineage),
 ]
 
 
-def migrate(conn: apsw.Connection) -> None:
-    """Bring the file's schema up to date, refusing files that are not ours."""
-    _check_ownership(conn)
+def migrate(conn: apsw.Connection) -> bool:
+    """Bring the file's schema up to date, refusing files that are not ours.
+
+    Returns whether anything was applied.
+    """
+    check_ownership(conn)
     known = [name for name, _ in MIGRATIONS]
     applied = _applied(conn)
     unknown = applied - set(known)
@@ -121,7 +167,7 @@ def migrate(conn: apsw.Connection) -> None:
             "upgrade sessiondb to open it"
         )
     if applied == set(known):
-        return
+        return False
     conn.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL) STRICT"
     )
@@ -133,6 +179,7 @@ def migrate(conn: apsw.Connection) -> None:
                 continue  # another process applied it while we waited for the lock
             apply(conn)
             conn.execute("INSERT INTO schema_migrations(name, applied_at) VALUES (?, ?)", (name, time.time()))
+    return True
 
 
 def _applied(conn: apsw.Connection) -> set[str]:
@@ -144,7 +191,7 @@ def _applied(conn: apsw.Connection) -> set[str]:
     return {row[0] for row in conn.execute("SELECT name FROM schema_migrations")}
 
 
-def _check_ownership(conn: apsw.Connection) -> None:
+def check_ownership(conn: apsw.Connection) -> None:
     app_id = conn.execute("PRAGMA application_id").fetchone()[0]
     if app_id == APPLICATION_ID:
         return

@@ -23,9 +23,13 @@ from typing import Callable, Iterator, TypeVar
 import apsw
 
 from ... import home as homes
+from ...errors import Cause, classify
+from ...safety.holders import holders
+from ...safety.containment import Containment, no_checkpoint_on_close, refuse_if_damaged
 from .connect import configure_reader, configure_writer, connect, set_durability
 from .errors import convert
-from .migrations import migrate
+from . import search
+from .migrations import check_ownership, migrate
 from .writer import Writer
 
 T = TypeVar("T")
@@ -47,20 +51,36 @@ class SharedFile:
         self._readers_lock = threading.Lock()
         self._all_readers: list[apsw.Connection] = []
         self.journal_mode = ""
-        self.writer = Writer(lambda: self._open_writer(durability), name=f"sessiondb-writer:{path}")
+        self.containment = Containment(path)
+        self.writer = Writer(
+            lambda: self._open_writer(durability),
+            name=f"sessiondb-writer:{path}",
+            before_group=self.containment.before_group,
+            on_error=self.containment.on_error,
+            recover=_recover,
+        )
 
     def _open_writer(self, durability: str) -> apsw.Connection:
         homes.ensure_private_dir(self.path.parent)
-        conn = connect(self.path, patience=self._patience, vfs=self._vfs)
+        conn = None
         try:
-            # The file exists now; tighten it before the first write creates the WAL,
-            # which SQLite gives the main file's mode.
+            conn = connect(self.path, patience=self._patience, vfs=self._vfs)
+            # Refuse a file that is not ours before changing anything about it.
+            check_ownership(conn)
+            # Tighten the file before the first write creates the WAL, which SQLite gives
+            # the main file's mode.
             homes.make_private(self.path)
             self.journal_mode = configure_writer(conn, self.path, durability)
-            migrate(conn)
+            if migrate(conn) and self.journal_mode == "wal":
+                # Put a new file's identity page into the main file now, so a copy over
+                # the store is recognised from the first write on.
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
             homes.make_private(self.path)
+            self.containment.attach(conn, self.journal_mode)
+            _rebuild_stale_index(conn, self.path)
         except BaseException as exc:
-            conn.close()
+            if conn is not None:
+                conn.close()
             raise convert(exc) from None
         return conn
 
@@ -127,8 +147,25 @@ class SharedFile:
         self.writer.stop()
         with self._readers_lock:
             for conn in self._all_readers:
+                if self.containment.finding is not None:
+                    no_checkpoint_on_close(conn)
                 conn.close()
             self._all_readers.clear()
+
+
+def _recover(conn: apsw.Connection, exc: BaseException) -> bool:
+    """Index damage (S-16) is not database damage: stop maintaining the index, write again."""
+    if classify(exc) is Cause.FTS_INDEX:
+        search.mark_stale(conn)
+        return True
+    return False
+
+
+def _rebuild_stale_index(conn: apsw.Connection, path: Path) -> None:
+    """Rebuild an index marked stale, unless another process holds the store (S-16)."""
+    if search.is_stale(conn) and not holders(path):
+        with conn:
+            search.rebuild(conn)
 
 
 _lock = threading.Lock()
@@ -144,6 +181,7 @@ def acquire(path: Path, *, durability: str, patience: float, vfs: str | None = N
     # Opening a new file can wait on other processes (migrations take the write lock):
     # serialise per path only, so a slow store does not hold up opening the others.
     with path_lock:
+        refuse_if_damaged(path)
         with _lock:
             shared = _existing(path)
             if shared is not None:

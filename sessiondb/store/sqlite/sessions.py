@@ -18,17 +18,17 @@ from ...model import Page, Session
 COLUMNS = (
     "id, source, profile, session_key, user_id, chat_id, chat_type, thread_id, title, model, "
     "parent_session_id, started_at, ended_at, end_reason, last_activity_at, message_count, "
-    "tool_call_count, pinned, archived, hidden, metadata"
+    "tool_call_count, pinned, archived, hidden, metadata, parent_relation"
 )
 _INSERTED = (
     "id", "source", "profile", "session_key", "user_id", "chat_id", "chat_type", "thread_id",
-    "title", "model", "parent_session_id", "started_at", "metadata",
+    "title", "model", "parent_session_id", "started_at", "metadata", "parent_relation",
 )
 
 
 def from_row(row: tuple[Any, ...]) -> Session:
-    *head, pinned, archived, hidden, metadata = row
-    return Session(*head, bool(pinned), bool(archived), bool(hidden), json.loads(metadata))
+    *head, pinned, archived, hidden, metadata, parent_relation = row
+    return Session(*head, bool(pinned), bool(archived), bool(hidden), json.loads(metadata), parent_relation)
 
 
 def create(conn: apsw.Connection, values: dict[str, Any]) -> Session:
@@ -39,7 +39,7 @@ def create(conn: apsw.Connection, values: dict[str, Any]) -> Session:
     _check_title_free(conn, values["title"], None)
     conn.execute(
         f"INSERT INTO sessions({', '.join(_INSERTED)}) VALUES ({', '.join('?' * len(_INSERTED))})",
-        tuple(values[name] for name in _INSERTED),
+        tuple(values.get(name) for name in _INSERTED),
     )
     return get(conn, values["id"])
 

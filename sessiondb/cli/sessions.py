@@ -1,0 +1,220 @@
+"""`sessiondb sessions ...`: list, show, search, rename, flags, delete, stats.
+
+Each command parses its arguments, makes one library call (plus, for `list`, the first
+words of untitled sessions) and renders the result; `--json` prints the library's own
+objects as JSON. A session is named by its id, a unique id prefix or its exact title.
+Export and import live in cli/transfer.py and join this group.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from datetime import datetime
+from typing import Any
+
+import click
+
+from ..model import Role, Session
+from ..store.contract import Store
+from . import render
+from .context import CliContext
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+
+
+class TimeParam(click.ParamType):
+    """A time: a date or date-time (`2026-05-01`, `2026-05-01T14:30`, local time unless it
+    says otherwise) or an age (`30m`, `12h`, `7d`, `2w` ago)."""
+
+    name = "TIME"
+    _AGE = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
+    _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, (int, float)):
+            return float(value)
+        text = str(value).strip()
+        age = self._AGE.fullmatch(text)
+        if age:
+            return time.time() - float(age.group(1)) * self._UNITS[age.group(2)]
+        try:
+            return datetime.fromisoformat(text).timestamp()
+        except ValueError:
+            self.fail(f"{value!r} is not a time: give a date like 2026-05-01, a date-time like "
+                      "2026-05-01T14:30, or an age like 12h or 7d", param, ctx)
+
+
+TIME = TimeParam()
+
+
+def resolve(ctx: CliContext, store: Store, ref: str) -> Session:
+    """The session a person named (id, unique id prefix or exact title)."""
+    return ctx.call(store.find_session, ref)
+
+
+@click.group()
+def sessions() -> None:
+    """List, show, search, export and manage sessions."""
+
+
+@sessions.command("list")
+@click.option("--source", help="Only sessions from this source (cli, telegram, ...).")
+@click.option("--since", type=TIME, help="Only sessions active at or after TIME.")
+@click.option("--until", type=TIME, help="Only sessions last active before TIME.")
+@click.option("--pinned", is_flag=True, help="Only pinned sessions.")
+@click.option("--archived", is_flag=True, help="Include archived sessions.")
+@click.option("--hidden", is_flag=True, help="Include hidden sessions.")
+@click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True, help="At most this many.")
+@json_option
+@click.pass_obj
+def list_sessions(ctx: CliContext, source: str | None, since: float | None, until: float | None, pinned: bool,
+                  archived: bool, hidden: bool, limit: int, as_json: bool) -> None:
+    """Sessions, most recently active first."""
+    with ctx.open() as store:
+        page = ctx.call(store.list_sessions, source=source, since=since, until=until,
+                        pinned=True if pinned else None, include_archived=archived, include_hidden=hidden,
+                        limit=limit)
+        if as_json:
+            render.emit_json([s.to_dict() for s in page.items])
+            return
+        if not page.items:
+            click.echo("no sessions")
+            return
+        render.session_table([(s, None if s.title else _first_words(ctx, store, s)) for s in page.items])
+
+
+def _first_words(ctx: CliContext, store: Store, session: Session) -> str | None:
+    for m in ctx.call(store.transcript, session.id, limit=5):
+        if m.role == Role.USER.value and m.text.strip():
+            return m.text
+    return None
+
+
+@sessions.command()
+@click.argument("ref", metavar="ID")
+@click.option("--include-compacted", is_flag=True, help="Also show messages archived by compaction.")
+@json_option
+@click.pass_obj
+def show(ctx: CliContext, ref: str, include_compacted: bool, as_json: bool) -> None:
+    """Show a session's transcript. ID is its id, a unique id prefix or its exact title."""
+    page = 500
+    with ctx.open() as store:
+        session = resolve(ctx, store, ref)
+        if as_json:  # streamed: a long transcript is never held whole
+            click.echo('{"session": ' + json.dumps(session.to_dict(), ensure_ascii=False) + ', "messages": [')
+        else:
+            render.session_header(session)
+        after, first = None, True
+        while batch := ctx.call(store.transcript, session.id, include_compacted=include_compacted,
+                                limit=page, after=after):
+            if as_json:
+                for m in batch:
+                    click.echo(("  " if first else ", ") + json.dumps(m.to_dict(), ensure_ascii=False))
+                    first = False
+            else:
+                render.transcript(batch)
+            after = batch[-1].id
+        if as_json:
+            click.echo("]}")
+
+
+@sessions.command()
+@click.argument("query")
+@click.option("--source", help="Only sessions from this source.")
+@click.option("--session", "session_ref", metavar="ID", help="Only this session (id, prefix or title).")
+@click.option("--role", type=click.Choice([r.value for r in Role]), help="Only messages with this role.")
+@click.option("--since", type=TIME, help="Only messages at or after TIME.")
+@click.option("--until", type=TIME, help="Only messages before TIME.")
+@click.option("--tools", "include_tools", is_flag=True, help="Search tool output too.")
+@click.option("--substring", is_flag=True, help="Match terms as substrings (implied by CJK text).")
+@click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True, help="At most this many hits.")
+@json_option
+@click.pass_obj
+def search(ctx: CliContext, query: str, source: str | None, session_ref: str | None, role: str | None,
+           since: float | None, until: float | None, include_tools: bool, substring: bool, limit: int,
+           as_json: bool) -> None:
+    """Find messages: words, "phrases", OR, -word, prefix*."""
+    with ctx.open() as store:
+        session_id = None if session_ref is None else resolve(ctx, store, session_ref).id
+        found = ctx.call(store.search, query, source=source, session_id=session_id, role=role, since=since,
+                         until=until, include_tools=include_tools, substring=substring, limit=limit)
+    if as_json:
+        render.emit_json([hit.to_dict() for hit in found])
+    else:
+        render.hits(found)
+
+
+@sessions.command()
+@click.argument("ref", metavar="ID")
+@click.argument("title")
+@json_option
+@click.pass_obj
+def rename(ctx: CliContext, ref: str, title: str, as_json: bool) -> None:
+    """Set a session's title (an empty TITLE clears it)."""
+    with ctx.open() as store:
+        session = ctx.call(store.set_title, resolve(ctx, store, ref).id, title)
+    _done(session, f"renamed {session.id} to {session.title!r}" if session.title else f"cleared the title of {session.id}",
+          as_json)
+
+
+def _flag_command(name: str, done: str, flag: str, value: bool, doc: str) -> click.Command:
+    @click.argument("ref", metavar="ID")
+    @json_option
+    @click.pass_obj
+    def command(ctx: CliContext, ref: str, as_json: bool) -> None:
+        with ctx.open() as store:
+            session = ctx.call(store.set_flags, resolve(ctx, store, ref).id, **{flag: value})
+        _done(session, f"{done} {session.id}", as_json)
+
+    command.__doc__ = doc
+    return sessions.command(name)(command)
+
+
+_flag_command("pin", "pinned", "pinned", True, "Pin a session (prune keeps pinned sessions unless told otherwise).")
+_flag_command("unpin", "unpinned", "pinned", False, "Unpin a session.")
+_flag_command("archive", "archived", "archived", True, "Archive a session: kept and searchable, left out of listings.")
+_flag_command("unarchive", "unarchived", "archived", False, "Bring an archived session back into listings.")
+_flag_command("hide", "hid", "hidden", True, "Hide a session from listings; the surface that owns it can still resume it.")
+_flag_command("unhide", "unhid", "hidden", False, "Show a hidden session in listings again.")
+
+
+def _done(session: Session, message: str, as_json: bool) -> None:
+    if as_json:
+        render.emit_json(session.to_dict())
+    else:
+        click.echo(message)
+
+
+@sessions.command()
+@click.argument("ref", metavar="ID")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@json_option
+@click.pass_obj
+def delete(ctx: CliContext, ref: str, yes: bool, as_json: bool) -> None:
+    """Delete a session with its messages and usage (asks first unless --yes)."""
+    with ctx.open() as store:
+        session = resolve(ctx, store, ref)
+        if not yes:
+            name = f"{session.id} ({session.title!r}, {session.message_count} messages)" if session.title \
+                else f"{session.id} ({session.message_count} messages)"
+            click.confirm(f"Delete session {name}? This cannot be undone", abort=True, err=True)
+        ctx.call(store.delete_session, session.id)
+    if as_json:
+        render.emit_json({"deleted": session.id})
+    else:
+        click.echo(f"deleted {session.id}")
+
+
+@sessions.command()
+@json_option
+@click.pass_obj
+def stats(ctx: CliContext, as_json: bool) -> None:
+    """How many sessions and messages the store holds, and its size on disk."""
+    with ctx.open() as store:
+        result = ctx.call(store.stats)
+    if as_json:
+        render.emit_json(result.to_dict())
+    else:
+        render.stats(result)
