@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# S-24: every process this suite starts inherits the marker, so none of them can open the
+# user's real store (sessiondb.home.refuse_real_home_under_test).
+os.environ["SESSIONDB_UNDER_TEST"] = "1"
 
 
 @pytest.fixture(autouse=True)
@@ -10,4 +16,6 @@ def isolated_home(tmp_path, monkeypatch):
     """A fresh SESSIONDB_HOME for each test (the user's ~/.sessiondb is never touched)."""
     home = tmp_path / "home"
     monkeypatch.setenv("SESSIONDB_HOME", str(home))
+    monkeypatch.setenv("SESSIONDB_UNDER_TEST", "1")  # kept even if a test cleared it
+    monkeypatch.delenv("SESSIONDB_ALLOW_REAL_HOME", raising=False)
     return home

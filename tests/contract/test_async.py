@@ -1,0 +1,233 @@
+"""The async twin of the Store: the same methods as coroutines, `async with`, concurrency
+that still goes through the one write path, and cancellation that never loses a write."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+import time
+
+import pytest
+
+import sessiondb
+from sessiondb import AsyncStore, NotFound, StoreClosed
+
+STORE_METHODS = sorted(
+    name for name, member in vars(sessiondb.Store).items()
+    if not name.startswith("_") and callable(member) and name != "close"
+)
+
+
+@pytest.fixture
+def open_async(backend, tmp_path):
+    """Open an AsyncStore on this test's store (the same file the sync fixture uses)."""
+
+    def open_(**options):
+        if backend == "sqlite":
+            return sessiondb.open_async_store(tmp_path / "contract.db", **options)
+        raise NotImplementedError(backend)  # pragma: no cover - backends join here
+
+    return open_
+
+
+def user(text, **extra):
+    return {"role": "user", "content": text, **extra}
+
+
+def test_every_store_method_is_a_coroutine_of_the_same_name(open_async):
+    async def main():
+        async with open_async() as astore:
+            assert isinstance(astore, AsyncStore)
+            for name in STORE_METHODS:
+                method = getattr(astore, name)
+                assert inspect.iscoroutinefunction(method), name
+                assert method.__name__ == name
+            assert inspect.iscoroutinefunction(astore.close)
+            assert astore.profile is None
+            assert astore.location
+
+    assert "append" in STORE_METHODS and "transcript" in STORE_METHODS and "usage" in STORE_METHODS
+    asyncio.run(main())
+
+
+def test_async_with_writes_reads_and_closes(open_async, open_backend):
+    async def main():
+        async with open_async() as astore:
+            s = await astore.create_session("cli", title="async")
+            rows = await astore.append(s.id, [user("one"), {"role": "assistant", "content": "two"}])
+            assert [m.content for m in await astore.transcript(s.id)] == ["one", "two"]
+            assert (await astore.get_session(s.id)).message_count == 2
+            await astore.record_usage(s.id, model="m", input_tokens=3)
+            assert (await astore.usage(s.id)).input_tokens == 3
+            page = await astore.list_sessions()
+            assert [x.id for x in page.items] == [s.id]
+            await astore.set_flags(s.id, pinned=True)
+            await astore.update_metadata(s.id, {"k": "v"})
+            await astore.set_title(s.id, "renamed")
+            await astore.end_session(s.id, "done")
+            await astore.reopen_session(s.id)
+        return s.id, rows
+
+    sid, rows = asyncio.run(main())
+    with open_backend() as check:
+        assert check.transcript(sid) == rows
+        s = check.get_session(sid)
+        assert (s.title, s.pinned, s.metadata, s.ended_at) == ("renamed", True, {"k": "v"}, None)
+
+
+def test_async_errors_are_the_same_typed_errors(open_async):
+    async def main():
+        async with open_async() as astore:
+            with pytest.raises(NotFound):
+                await astore.get_session("ghost")
+            s = await astore.create_session("cli")
+            with pytest.raises(sessiondb.InvalidInput):
+                await astore.append(s.id, {"role": "robot"})
+            await astore.append(s.id, user("a", uid="x"))
+            with pytest.raises(sessiondb.MessageConflict):
+                await astore.append(s.id, user("b", uid="x"))
+            with pytest.raises(NotFound):
+                await astore.delete_session("ghost")
+
+    asyncio.run(main())
+
+
+def test_two_hundred_concurrent_appends_are_each_stored_once(open_async, open_backend):
+    async def main():
+        async with open_async() as astore:
+            s = await astore.create_session("cli")
+            results = await asyncio.gather(
+                *(astore.append(s.id, user(f"m{i}", uid=f"a-{i}")) for i in range(200))
+            )
+            # A second wave re-sending every message stores nothing.
+            again = await asyncio.gather(
+                *(astore.append(s.id, user(f"m{i}", uid=f"a-{i}")) for i in range(200))
+            )
+            assert again == results
+            return s.id, results
+
+    sid, results = asyncio.run(main())
+    assert [r[0].uid for r in results] == [f"a-{i}" for i in range(200)]
+    with open_backend() as check:
+        rows = check.transcript(sid)
+        assert sorted(m.uid for m in rows) == sorted(f"a-{i}" for i in range(200))
+        assert len({m.id for m in rows}) == 200
+        assert [m.seq for m in rows] == list(range(1, 201))
+        assert check.get_session(sid).message_count == 200
+
+
+def test_async_appends_from_several_stores_on_one_file_share_the_write_path(open_async, open_backend):
+    async def main():
+        stores = [open_async() for _ in range(3)]
+        s = await stores[0].create_session("cli")
+        await asyncio.gather(*(
+            stores[i % 3].append(s.id, user(f"m{i}", uid=f"u{i}")) for i in range(90)
+        ))
+        for st in stores:
+            await st.close()
+        return s.id
+
+    sid = asyncio.run(main())
+    with open_backend() as check:
+        assert sorted(m.uid for m in check.transcript(sid)) == sorted(f"u{i}" for i in range(90))
+
+
+def test_a_cancelled_append_still_lands_once_it_was_handed_to_the_writer(backend, open_async, open_backend, tmp_path):
+    """Cancelling the coroutine stops the wait, not the write."""
+    if backend != "sqlite":
+        pytest.skip("holds the SQLite write lock to pin the append inside the writer")
+    import apsw
+
+    async def main():
+        astore = open_async()
+        s = await astore.create_session("cli")
+        # Another connection takes the write lock, so the append waits inside the writer.
+        holder = apsw.Connection(str(tmp_path / "contract.db"))
+        holder.execute("BEGIN IMMEDIATE")
+        try:
+            task = asyncio.ensure_future(astore.append(s.id, user("must survive", uid="cancelled")))
+            writer = astore.sync._file.writer
+            deadline = time.monotonic() + 5
+            while not writer._connection_lock.locked():  # probe: the append is in the writer
+                assert time.monotonic() < deadline, "the append never reached the writer"
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.05)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        await astore.close()  # waits for calls in flight
+        return s.id
+
+    sid = asyncio.run(main())
+    with open_backend() as check:
+        assert [m.uid for m in check.transcript(sid)] == ["cancelled"]
+
+
+def test_cancelling_a_gather_of_appends_never_stores_a_message_twice_or_garbled(open_async, open_backend):
+    async def main():
+        astore = open_async()
+        s = await astore.create_session("cli")
+        batch = asyncio.gather(*(astore.append(s.id, user(f"m{i}", uid=f"c-{i}")) for i in range(100)))
+        await asyncio.sleep(0.005)
+        batch.cancel()
+        try:
+            await batch
+        except asyncio.CancelledError:
+            pass
+        await astore.close()
+        return s.id
+
+    sid = asyncio.run(main())
+    with open_backend() as check:
+        rows = check.transcript(sid)
+        uids = [m.uid for m in rows]
+        assert len(uids) == len(set(uids))
+        assert all(m.content == f"m{m.uid[2:]}" for m in rows)
+        assert check.get_session(sid).message_count == len(rows)
+
+
+def test_async_close_is_idempotent(open_async):
+    async def main():
+        astore = open_async()
+        await astore.create_session("cli")
+        await astore.close()
+        await astore.close()
+
+    asyncio.run(main())
+
+
+def test_a_closed_async_store_raises_store_closed(open_async):
+    async def main():
+        async with open_async() as astore:
+            s = await astore.create_session("cli")
+        with pytest.raises(StoreClosed):
+            await astore.get_session(s.id)
+
+    asyncio.run(main())
+
+
+def test_async_calls_do_not_block_the_event_loop(open_async):
+    async def main():
+        async with open_async() as astore:
+            s = await astore.create_session("cli")
+            ticks = 0
+            stop = asyncio.Event()
+
+            async def ticker():
+                nonlocal ticks
+                while not stop.is_set():
+                    ticks += 1
+                    await asyncio.sleep(0)
+
+            t = asyncio.ensure_future(ticker())
+            await asyncio.gather(*(astore.append(s.id, user(str(i))) for i in range(50)))
+            stop.set()
+            await t
+            assert ticks > 1
+            assert threading.current_thread() is threading.main_thread()
+
+    asyncio.run(main())

@@ -1,0 +1,449 @@
+"""The field scenarios of compaction and lineage (S-02..S-09, S-42), each recreated on a real
+store file."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+import sessiondb
+from sessiondb import Cause, CompactionBusy, CompressionClosed, LeaseLost, SessionTooLarge
+from sessiondb.store.sqlite import leases
+
+MODES = ["in_place", "rotate"]
+
+
+def user(text, **extra):
+    return {"role": "user", "content": text, **extra}
+
+
+def assistant(text, **extra):
+    return {"role": "assistant", "content": text, **extra}
+
+
+def summary(text="summary of the conversation so far", **extra):
+    return {"role": "system", "content": text, **extra}
+
+
+def byte_columns(store, session_id):
+    """Every column but the id of every row of a session, text as hex: a byte-exact view."""
+    return store._read(lambda conn: conn.execute(
+        "SELECT uid, seq, role, hex(content), hex(parts), hex(tool_calls), tool_call_id, tool_name, "
+        "hex(reasoning), finish_reason, token_count, timestamp, display_kind, state, "
+        "typeof(content), typeof(parts), typeof(timestamp) "
+        "FROM messages WHERE session_id = ? ORDER BY id", (session_id,)).fetchall())
+
+
+def everything(store):
+    """The whole store as data, to prove that a refused write wrote nothing."""
+    return store._read(lambda conn: (
+        conn.execute("SELECT * FROM sessions ORDER BY id").fetchall(),
+        conn.execute("SELECT * FROM messages ORDER BY id").fetchall(),
+        conn.execute("SELECT * FROM compaction_leases ORDER BY session_id").fetchall(),
+    ))
+
+
+TAIL = [
+    user("während der Zusammenfassung: 東京 ✓", uid="tail-1", timestamp=1_800_000_000.123456789),
+    assistant(None, uid="tail-2", tool_calls=[{"id": "c1", "type": "function",
+                                               "function": {"name": "read", "arguments": "{\"p\": 1}"}}],
+              reasoning="think 🤔", finish_reason="tool_calls", token_count=17),
+    {"role": "tool", "uid": "tail-3", "content": "out\x00put\r\n", "tool_call_id": "c1", "tool_name": "read"},
+    user([{"type": "text", "text": "part one"}, {"type": "image_url", "image_url": {"url": "x"}}], uid="tail-4"),
+    user("a notification", uid="tail-5", display_kind="internal_notification"),
+]
+
+
+@pytest.fixture
+def sid(store):
+    s = store.create_session("gateway", title="Kyoto trip", session_key="agent:main:telegram:dm:42",
+                             user_id="u1", chat_id="42", chat_type="dm", model="m1", metadata={"k": 1})
+    store.append(s.id, [user(f"old question {i}", uid=f"old-{i}") if i % 2 == 0
+                        else assistant(f"old answer {i}", uid=f"old-{i}") for i in range(10)])
+    return s.id
+
+
+# --- S-02 Appends never wait for compaction ------------------------------------------------
+
+
+def test_s02_appends_are_never_fenced_by_an_open_compaction(store, sid):
+    lease = store.begin_compaction(sid, holder="slow summariser")
+    latencies = []
+
+    def writer(name):
+        for i in range(20):
+            started = time.perf_counter()
+            store.append(sid, user(f"{name} {i}", uid=f"{name}-{i}"))
+            latencies.append(time.perf_counter() - started)
+
+    threads = [threading.Thread(target=writer, args=(f"w{n}",)) for n in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(latencies) == 60
+    assert max(latencies) < 1.0  # the lease is open the whole time: nothing waited for it
+    assert store.get_session(sid).message_count == 70
+    with pytest.raises(CompactionBusy) as refused:  # a lease only keeps compactions apart
+        store.begin_compaction(sid)
+    assert refused.value.cause is Cause.COMPRESSION_BUSY
+    assert "slow summariser" in str(refused.value)
+    store.commit_compaction(lease, summary())
+    after = [m.uid for m in store.transcript(sid)][1:]  # the summary, then every append made meanwhile
+    for n in range(3):
+        assert [u for u in after if u.startswith(f"w{n}-")] == [f"w{n}-{i}" for i in range(20)]
+    assert len(after) == 60
+
+
+# --- S-03 Appends made during a compaction survive it --------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_s03_rows_appended_during_a_compaction_survive_it_byte_for_byte(store, sid, mode, raw_rows):
+    lease = store.begin_compaction(sid)
+    assert lease.watermark == max(m.id for m in store.transcript(sid))
+    store.append(sid, TAIL)
+    before = byte_columns(store, sid)[10:]
+    activity = store.get_session(sid).last_activity_at
+
+    live = store.commit_compaction(lease, summary(uid="sum-1"), mode=mode)
+
+    rows = raw_rows(store, live.id)
+    assert [m.uid for m in store.transcript(live.id)] == ["sum-1"] + [m["uid"] for m in TAIL]
+    assert byte_columns(store, live.id)[-len(TAIL):] == before  # every column but the id
+    assert [m.id for m in rows] == sorted(m.id for m in rows)
+    assert rows[-len(TAIL) - 1].uid == "sum-1"
+    assert live.message_count == 1 + len(TAIL)
+    assert live.tool_call_count == 1
+    assert live.last_activity_at == activity
+    archived = store.transcript(sid, include_compacted=True)
+    assert [m.uid for m in archived if m.state == "compacted"] == [f"old-{i}" for i in range(10)]
+
+
+def test_s03_the_watermark_is_read_in_the_database_when_the_lease_is_taken(store, sid):
+    other = sessiondb.open_store(store.path)  # a second handle: the same file, its own view
+    try:
+        [late] = other.append(sid, user("just before", uid="jb"))
+        lease = store.begin_compaction(sid)
+        assert lease.watermark == late.id
+    finally:
+        other.close()
+
+
+def test_s03_an_expired_lease_publishes_nothing(store, sid, clock):
+    lease = store.begin_compaction(sid, ttl=60)
+    store.append(sid, user("during", uid="during"))
+    clock.advance(61)
+    snapshot = everything(store)
+    for mode in MODES:
+        with pytest.raises(LeaseLost) as lost:
+            store.commit_compaction(lease, summary(), mode=mode)
+        assert "expired" in str(lost.value) and "nothing was written" in str(lost.value)
+    assert everything(store) == snapshot
+    with pytest.raises(LeaseLost):
+        store.refresh_compaction(lease)
+
+
+def test_s03_a_lease_taken_over_cannot_publish_a_stale_compaction(store, sid, clock):
+    stale = store.begin_compaction(sid, ttl=10)
+    clock.advance(11)
+    fresh = store.begin_compaction(sid, holder="second")  # the expired lease is reclaimed
+    assert fresh.token > stale.token
+    clock.advance(-11)  # even back inside the old TTL, the old token is fenced off
+    snapshot = everything(store)
+    with pytest.raises(LeaseLost, match="taken over"):
+        store.commit_compaction(stale, summary(), mode="rotate")
+    assert everything(store) == snapshot
+    store.abort_compaction(stale)  # aborting a lost lease does not touch the live one
+    assert store.compaction_lease(sid).token == fresh.token
+    store.commit_compaction(fresh, summary(uid="fresh"))
+    assert store.compaction_lease(sid) is None
+
+
+def test_s03_a_refreshed_lease_outlives_its_first_ttl(store, sid, clock):
+    lease = store.begin_compaction(sid, ttl=30)
+    clock.advance(20)
+    lease = store.refresh_compaction(lease)
+    clock.advance(20)
+    live = store.commit_compaction(lease, summary())
+    assert live.message_count == 1
+
+
+# --- S-04 Compaction keeps history ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_s04_archived_originals_stay_stored_readable_and_searchable(store, sid, mode):
+    store.append(sid, user("the zebra crossing question", uid="zebra"))
+    lease = store.begin_compaction(sid)
+    live = store.commit_compaction(lease, summary("they talked about Kyoto"), mode=mode)
+    assert [m.uid for m in store.transcript(live.id)] == [store.transcript(live.id)[0].uid]
+    archived = store.transcript(sid, include_compacted=True)
+    assert {m.uid for m in archived if m.state == "compacted"} >= {f"old-{i}" for i in range(10)} | {"zebra"}
+    hits = store.search("zebra")
+    assert [(h.uid, h.state) for h in hits] == [("zebra", "compacted")]
+
+
+def test_s04_rewound_rows_are_kept_but_never_shown_or_searched(store, sid, raw_rows):
+    first = store.transcript(sid)[3]
+    assert store.rewind(sid, first.id) == 6
+    assert [m.uid for m in store.transcript(sid, include_compacted=True)] == [f"old-{i}" for i in range(4)]
+    kept = raw_rows(store, sid)
+    assert [m.state for m in kept] == ["active"] * 4 + ["rewound"] * 6
+    found = {h.uid for h in store.search("answer", limit=100)}
+    assert found == {"old-1", "old-3"}  # old-5, old-7, old-9 were rewound
+    assert store.get_session(sid).message_count == 4
+    assert store.restore_rewound(sid) == 6
+    assert [m.uid for m in store.transcript(sid)] == [f"old-{i}" for i in range(10)]
+    assert {h.uid for h in store.search("answer", limit=100)} == {f"old-{i}" for i in range(1, 10, 2)}
+
+
+# --- S-05 Writing to a session closed by rotation -------------------------------------------
+
+
+def test_s05_a_late_write_to_a_rotated_parent_lands_once_on_the_live_tip_across_hops(store, sid, lineage_rows):
+    ids = [sid]
+    for hop in range(3):
+        lease = store.begin_compaction(ids[-1])
+        ids.append(store.commit_compaction(lease, summary(f"hop {hop}", uid=f"sum-{hop}"), mode="rotate").id)
+    rows = store.append(sid, [user("late from the first session", uid="late-1")])
+    assert [m.session_id for m in rows] == [ids[-1]]
+    store.append(ids[1], user("late from the second", uid="late-2"))
+    store.append(sid, [user("late from the first session", uid="late-1")])  # a retry: stored once
+    uids = [m.uid for m in lineage_rows(store, sid)]
+    assert uids.count("late-1") == 1 and uids.count("late-2") == 1
+    assert [m.uid for m in store.transcript(ids[-1])] == ["sum-2", "late-1", "late-2"]
+    assert store.tip(sid).id == ids[-1]
+    assert [s.id for s in store.lineage(ids[2])] == ids
+
+
+def test_s05_with_no_live_tip_a_late_write_fails_closed_and_says_to_refresh(store, sid):
+    lease = store.begin_compaction(sid)
+    child = store.commit_compaction(lease, summary(), mode="rotate")
+    store.delete_session(child.id)  # the continuation is gone
+    with pytest.raises(CompressionClosed) as closed:
+        store.append(sid, user("late"))
+    assert closed.value.cause is Cause.COMPRESSION_CLOSED
+    text = str(closed.value).lower()
+    assert "refresh" in text and "disk" not in text and "space" not in text
+    assert store.transcript(sid) == []
+
+    other = store.create_session("cli")
+    store.end_session(other.id, "compression")  # closed by compression, never continued
+    with pytest.raises(CompressionClosed):
+        store.append(other.id, user("late"))
+
+
+def test_s05_a_late_write_follows_the_live_continuation_not_a_dead_end(store, sid):
+    lease = store.begin_compaction(sid)
+    child = store.commit_compaction(lease, summary(uid="s1"), mode="rotate")
+    dead = store.create_session("cli", parent_session_id=sid, parent_relation="compression")
+    store.end_session(dead.id, "compression")
+    [row] = store.append(sid, user("late", uid="late"))
+    assert row.session_id == child.id == store.tip(sid).id
+
+
+# --- S-06 Rotation clones only the true tail ------------------------------------------------
+
+
+def test_s06_rotation_moves_the_true_tail_once_and_never_duplicates_the_rotators_own_rows(store, sid, lineage_rows):
+    in_memory = [m.to_dict() for m in store.transcript(sid)]  # what the agent holds
+    lease = store.begin_compaction(sid, holder="agent")
+    store.append(sid, user("another writer, during the summary", uid="other-1"))
+    mine = [assistant("flushed by the rotator right before publishing", uid="mine-1")]
+    store.append(sid, mine)  # the rotator flushes its pending rows first...
+    compacted = [summary("the gist", uid="gist")] + mine  # ...and they are part of its new list
+    child = store.commit_compaction(lease, compacted, mode="rotate")
+
+    rows = lineage_rows(store, sid)
+    uids = [m.uid for m in rows]
+    assert len(uids) == len(set(uids))
+    assert [m.uid for m in store.transcript(child.id)] == ["gist", "other-1", "mine-1"]
+    assert [m.uid for m in store.transcript(sid, include_compacted=True)] == [f"old-{i}" for i in range(10)]
+    # After rotating, the agent re-flushes everything it holds to the id it knows: nothing new.
+    store.append(sid, in_memory + compacted)
+    assert [m.uid for m in lineage_rows(store, sid)] == uids
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_s06_a_summary_keeps_recent_messages_verbatim_by_uid_without_copying_them(store, sid, mode, lineage_rows):
+    keep = [m.to_dict() for m in store.transcript(sid)[-2:]]
+    lease = store.begin_compaction(sid)
+    live = store.commit_compaction(lease, [summary(uid="gist"), *keep], mode=mode)
+    assert [m.uid for m in store.transcript(live.id)] == ["gist", "old-8", "old-9"]
+    uids = [m.uid for m in lineage_rows(store, sid)]
+    assert sorted(uids) == sorted({*uids}) and len(uids) == 11
+
+
+# --- S-07 Lock holders that died -------------------------------------------------------------
+
+HOLDER = textwrap.dedent("""
+    import sys, time, sessiondb
+    store = sessiondb.open_store(sys.argv[1])
+    store.begin_compaction(sys.argv[2], holder="child", ttl=300)
+    print("held", flush=True)
+    if sys.argv[3] == "linger":
+        time.sleep(60)
+    import os
+    os._exit(0)  # dies without releasing
+""")
+
+
+def _holder(store, sid, mode):
+    return subprocess.Popen([sys.executable, "-c", HOLDER, str(store.path), sid, mode],
+                            stdout=subprocess.PIPE, text=True)
+
+
+def test_s07_a_lease_whose_holder_died_on_this_host_is_reclaimed_at_once(store, sid):
+    child = _holder(store, sid, "exit")
+    assert child.stdout.readline().strip() == "held"
+    child.wait(10)
+    lease = store.begin_compaction(sid, ttl=300)  # no waiting for the 300 s TTL
+    assert lease.pid == os.getpid()
+
+
+def test_s07_a_lease_whose_holder_is_alive_elsewhere_waits_for_its_ttl(store, sid):
+    child = _holder(store, sid, "linger")
+    try:
+        assert child.stdout.readline().strip() == "held"
+        with pytest.raises(CompactionBusy):
+            store.begin_compaction(sid)
+    finally:
+        child.kill()
+        child.wait(10)
+    store.begin_compaction(sid)  # killed: now provably dead
+
+
+def test_s07_a_lease_held_by_a_zombie_is_reclaimed(store, sid):
+    child = _holder(store, sid, "exit")
+    assert child.stdout.readline().strip() == "held"
+    deadline = time.time() + 10
+    while leases._proc_stat(child.pid) and leases._proc_stat(child.pid)[0] != "Z" and time.time() < deadline:
+        time.sleep(0.01)  # exited but not reaped
+    assert leases._proc_stat(child.pid)[0] == "Z"
+    store.begin_compaction(sid)
+    child.wait(10)
+
+
+def _forge(store, sid, **columns):
+    assignments = ", ".join(f"{name} = ?" for name in columns)
+    store._write(lambda conn: conn.execute(
+        f"UPDATE compaction_leases SET {assignments} WHERE session_id = ?", (*columns.values(), sid)))
+
+
+def test_s07_another_thread_of_this_process_is_never_presumed_dead(store, sid):
+    box = {}
+    t = threading.Thread(target=lambda: box.setdefault("lease", store.begin_compaction(sid)))
+    t.start()
+    t.join()
+    with pytest.raises(CompactionBusy):  # the thread ended, but its process (ours) is alive
+        store.begin_compaction(sid)
+
+
+@pytest.mark.parametrize("doubt", ["pid_ns", "host", "boot_id"])
+def test_s07_a_holder_in_another_namespace_or_host_waits_for_the_ttl(store, sid, clock, doubt):
+    store.begin_compaction(sid, ttl=100)
+    _forge(store, sid, pid=2 ** 22 + 12345, **{doubt: "elsewhere"})  # a PID that does not exist here
+    with pytest.raises(CompactionBusy):
+        store.begin_compaction(sid)
+    clock.advance(101)
+    store.begin_compaction(sid)
+
+
+def test_s07_a_reused_pid_is_told_apart_by_its_start_time(store, sid, clock):
+    store.begin_compaction(sid, ttl=100)
+    parent = os.getppid()  # alive, not us: stands in for a holder's PID reused by another process
+    start = leases._start_ticks(parent)
+    _forge(store, sid, pid=parent, pid_start=start)
+    with pytest.raises(CompactionBusy):  # same PID, same start: the holder is alive
+        store.begin_compaction(sid)
+    _forge(store, sid, pid=parent, pid_start=start - 1)
+    store.begin_compaction(sid)  # same PID, another start time: the holder died, the PID was reused
+
+
+def test_s07_without_a_recorded_start_time_a_live_pid_is_doubt(store, sid):
+    store.begin_compaction(sid, ttl=100)
+    _forge(store, sid, pid=os.getppid(), pid_start=None)
+    with pytest.raises(CompactionBusy):
+        store.begin_compaction(sid)
+
+
+def test_s07_a_lease_left_by_an_earlier_process_with_our_pid_is_reclaimed(store, sid):
+    store.begin_compaction(sid, ttl=100)
+    _forge(store, sid, pid=os.getpid(), pid_start=leases.this_process().pid_start - 1)
+    store.begin_compaction(sid)  # our PID, but the holder started at another time: it is gone
+
+
+# --- S-08 Background writes are not activity --------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_s08_compaction_rewind_and_restore_never_move_the_activity_clock(store, sid, mode):
+    activity = store.get_session(sid).last_activity_at
+    lease = store.begin_compaction(sid)
+    time.sleep(0.01)
+    live = store.commit_compaction(lease, summary(timestamp=time.time() + 100), mode=mode)
+    assert store.get_session(sid).last_activity_at == activity
+    assert live.last_activity_at == activity
+    store.rewind(live.id, 0)
+    store.restore_rewound(live.id)
+    assert store.get_session(live.id).last_activity_at == activity
+
+
+# --- S-09 Internal turns are marked -------------------------------------------------------------
+
+
+def test_s09_resume_replays_an_internal_notification_as_a_plain_user_turn(store, sid):
+    store.append(sid, [
+        user("[background task finished: tests pass]", uid="n1", display_kind="internal_notification"),
+        assistant(None, uid="a1", tool_calls=[{"id": "c9", "type": "function",
+                                               "function": {"name": "ls", "arguments": "{}"}}]),
+        {"role": "tool", "content": "a.txt", "tool_call_id": "c9", "tool_name": "ls", "uid": "t1"},
+    ])
+    conversation = store.resume(sid)
+    assert conversation[-3:] == [
+        {"role": "user", "content": "[background task finished: tests pass]"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c9", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+        {"role": "tool", "content": "a.txt", "tool_call_id": "c9", "name": "ls"},
+    ]
+    assert "internal_notification" not in json.dumps(conversation)
+
+
+# --- S-42 Size guards -----------------------------------------------------------------------------
+
+
+def test_s42_resume_refuses_a_session_over_the_guard_and_names_the_streaming_export(store, sid):
+    with pytest.raises(SessionTooLarge) as refused:
+        store.resume(sid, max_messages=9)
+    text = str(refused.value)
+    assert "9" in text and "sessiondb sessions export" in text and "max_messages=0" in text
+    assert refused.value.limit == 9 and refused.value.count == 10
+    assert len(store.resume(sid, max_messages=10)) == 10
+    assert len(store.resume(sid, max_messages=0)) == 10  # 0 disables the guard
+
+
+def test_s42_the_default_guard_is_twenty_thousand_messages(store):
+    s = store.create_session("cli")
+    store.append(s.id, [user(f"m{i}") for i in range(20_001)])
+    with pytest.raises(SessionTooLarge, match="20,000"):
+        store.resume(s.id)
+    lease = store.begin_compaction(s.id)
+    store.commit_compaction(lease, summary(), mode="rotate")
+    assert store.resume(s.id) == [summary()]  # the tip is small again
+
+
+
+def test_s42_the_refusal_names_the_profile_in_the_export_command(tmp_path):
+    with sessiondb.open_store(home=tmp_path / "home", profile="work") as store:
+        s = store.create_session("cli")
+        store.append(s.id, [user("a"), user("b")])
+        with pytest.raises(SessionTooLarge, match=f"sessiondb -p work sessions export --session {s.id} -o FILE"):
+            store.resume(s.id, max_messages=1)

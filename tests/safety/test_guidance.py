@@ -1,0 +1,92 @@
+"""Classify before you advise (S-17), and advise for the right store (S-18)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import apsw
+import pytest
+
+from sessiondb.errors import Cause, StoreBusy, classify
+from sessiondb.guidance import explain, for_error
+
+DEFAULT_HOME = Path.home() / ".sessiondb"
+CUSTOM_HOME = Path("/srv/agents/memory")
+
+STORES = [
+    pytest.param(DEFAULT_HOME / "state.db", None, DEFAULT_HOME, "", id="default-profile"),
+    pytest.param(DEFAULT_HOME / "profiles" / "work" / "state.db", "work", DEFAULT_HOME, " -p work", id="named-profile"),
+    pytest.param(CUSTOM_HOME / "profiles" / "ops" / "state.db", "ops", CUSTOM_HOME,
+                 f" --home {CUSTOM_HOME} -p ops", id="custom-home"),
+]
+
+
+def test_the_cause_names_are_exactly_the_documented_ones():
+    assert [c.value for c in Cause] == [
+        "locked", "disk_full", "read_only", "corrupt", "fts_index", "replaced", "deleted_wal",
+        "compression_busy", "compression_closed", "unknown",
+    ]
+
+
+@pytest.mark.parametrize("cause", list(Cause))
+@pytest.mark.parametrize("db, profile, home, flags", STORES)
+def test_every_cause_names_the_affected_store_and_its_profile(cause, db, profile, home, flags):
+    advice = explain(cause, db_path=db, profile=profile, home=home)
+    text = advice.message + " " + advice.detail
+    assert advice.message.endswith(".") and advice.detail
+    for command in (part for part in text.split("`")[1::2] if part.startswith("sessiondb")):
+        assert command.startswith(f"sessiondb{flags} "), command
+    if "{" in text or "}" in text:
+        pytest.fail(f"unfilled placeholder in {text!r}")
+    if cause in (Cause.CORRUPT, Cause.REPLACED, Cause.DELETED_WAL, Cause.DISK_FULL, Cause.LOCKED):
+        assert str(db) in advice.message
+    other_stores = {str(p.values[0]) for p in STORES} - {str(db)}
+    assert not any(other in text for other in other_stores)
+
+
+def test_the_closed_by_compaction_advice_never_mentions_the_disk():
+    advice = explain(Cause.COMPRESSION_CLOSED, db_path=Path("/h/state.db"), profile=None)
+    assert "refresh" in advice.message
+    assert "disk" not in (advice.message + advice.detail).lower()
+
+
+def test_a_malformed_database_is_corruption_not_a_full_disk():
+    assert classify(Exception("database disk image is malformed")) is Cause.CORRUPT
+    assert classify(Exception("database or disk is full")) is Cause.DISK_FULL
+
+
+def test_a_result_code_outranks_the_message_text():
+    full = apsw.FullError("database disk image is malformed")
+    full.extendedresult = 13  # SQLITE_FULL
+    assert classify(full) is Cause.DISK_FULL
+
+
+def test_index_scoped_corruption_is_the_index_not_the_database():
+    vtab = apsw.CorruptError("database disk image is malformed")
+    vtab.extendedresult = 267  # SQLITE_CORRUPT_VTAB
+    assert classify(vtab) is Cause.FTS_INDEX
+    assert classify(Exception("fts5: corruption found reading blocks")) is Cause.FTS_INDEX
+    bare = apsw.CorruptError("database disk image is malformed")
+    bare.extendedresult = 11
+    assert classify(bare) is Cause.CORRUPT
+
+
+def test_os_errors_are_classified_by_errno():
+    assert classify(OSError(28, "No space left on device")) is Cause.DISK_FULL
+    assert classify(OSError(30, "Read-only file system")) is Cause.READ_ONLY
+
+
+def test_a_real_sqlite_error_is_classified_through_the_sessiondb_error_that_wraps_it():
+    conn = apsw.Connection(":memory:")
+    conn.execute("PRAGMA query_only=1")
+    with pytest.raises(apsw.Error) as caught:
+        conn.execute("CREATE TABLE t(x)")
+    assert classify(caught.value) is Cause.READ_ONLY
+    assert classify(StoreBusy("waited too long")) is Cause.LOCKED
+
+
+def test_errors_outside_the_table_keep_their_own_message():
+    from sessiondb.errors import NotFound
+
+    advice = for_error(NotFound("no session 'x' in this store"), db_path=Path("/h/state.db"), profile=None)
+    assert advice.message == "no session 'x' in this store" and advice.http_status == 404

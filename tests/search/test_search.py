@@ -1,0 +1,253 @@
+"""Search through the store: words, phrases, OR, NOT, prefixes, CJK substrings, filters,
+and the states and write paths the indexes must follow."""
+
+from __future__ import annotations
+
+import apsw
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import sessiondb
+from sessiondb import InvalidInput
+from sessiondb.store.sqlite import migrations
+from sessiondb.store.sqlite.search import TOOL_TEXT_LIMIT, check_integrity
+
+
+@pytest.fixture
+def store(tmp_path):
+    with sessiondb.open_store(tmp_path / "search.db") as s:
+        yield s
+
+
+def sql(store, statement, params=()):
+    """A write the way internal write paths (compaction, rewind) make one: on the store's writer."""
+    return store._file.writer.run(lambda conn: conn.execute(statement, params).fetchall())
+
+
+def check_indexes(store):
+    """FTS5's own integrity check of both indexes against the messages they cover."""
+    store._file.writer.run(check_integrity)
+
+
+def uids(hits):
+    return [h.uid for h in hits]
+
+
+@pytest.fixture
+def kyoto(store):
+    s = store.create_session("telegram", title="Trip to Kyoto")
+    store.append(s.id, [
+        {"uid": "plan", "role": "user", "content": "Plan three days in Kyoto, mostly temples and café food."},
+        {"uid": "day1", "role": "assistant", "content": "Day 1: Fushimi Inari at dawn, then Nishiki Market."},
+        {"uid": "swap", "role": "user", "content": "Swap day 2 for something quieter; Fushimi was crowded."},
+        {"uid": "tokyo", "role": "user", "content": "明日の東京の天気は？"},
+        {"uid": "tokyo2", "role": "assistant", "content": "明日の東京は晴れ、最高気温は18度です。"},
+        {"uid": "price", "role": "assistant", "content": "The ryokan costs 100% more in spring_time."},
+    ])
+    return s
+
+
+def test_every_word_must_match(store, kyoto):
+    assert uids(store.search("kyoto temples")) == ["plan"]
+    assert store.search("kyoto osaka") == []
+
+
+def test_matching_folds_case_and_diacritics(store, kyoto):
+    assert uids(store.search("CAFE")) == ["plan"]
+    assert uids(store.search("café")) == ["plan"]
+
+
+def test_a_quoted_phrase_matches_words_in_order(store, kyoto):
+    assert uids(store.search('"fushimi inari"')) == ["day1"]
+    assert store.search('"inari fushimi"') == []
+
+
+def test_or_finds_either_word(store, kyoto):
+    assert set(uids(store.search("temples OR quieter"))) == {"plan", "swap"}
+
+
+def test_minus_and_not_exclude_a_word(store, kyoto):
+    assert uids(store.search("fushimi -dawn")) == ["swap"]
+    assert uids(store.search("fushimi NOT dawn")) == ["swap"]
+
+
+def test_a_prefix_matches_word_beginnings(store, kyoto):
+    assert set(uids(store.search("quiet*"))) == {"swap"}
+    assert set(uids(store.search("fushi*"))) == {"day1", "swap"}
+
+
+def test_hits_carry_a_highlighted_snippet_a_score_and_the_session(store, kyoto):
+    [hit] = store.search("nishiki")
+    assert "<mark>Nishiki</mark>" in hit.snippet
+    assert hit.score > 0 and hit.role == "assistant" and hit.state == "active" and not hit.compacted
+    assert (hit.session_id, hit.session_title, hit.session_source) == (kyoto.id, "Trip to Kyoto", "telegram")
+    assert hit.message_id == store.transcript(kyoto.id)[1].id and hit.timestamp > 0
+
+
+def test_cjk_substrings_are_found_through_the_trigram_index(store, kyoto):
+    hits = store.search("東京の天")
+    assert uids(hits) == ["tokyo"] and "<mark>" in hits[0].snippet
+
+
+def test_a_cjk_term_shorter_than_a_trigram_is_matched_by_a_scan(store, kyoto):
+    hits = store.search("東京")
+    assert uids(hits) == ["tokyo2", "tokyo"]  # newest first
+    assert hits[0].snippet.count("<mark>東京</mark>") == 1 and hits[0].score == 0.0
+    assert uids(store.search("晴れ 東京")) == ["tokyo2"]
+
+
+def test_like_wildcards_in_short_terms_are_literal(store, kyoto):
+    assert uids(store.search("0%", substring=True)) == ["price"]
+    assert store.search("y%", substring=True) == []  # % is not "anything"
+    assert uids(store.search("g_", substring=True)) == ["price"]  # the "g_t" of spring_time
+    assert store.search("s_q", substring=True) == []
+
+
+def test_substring_mode_matches_inside_words(store, kyoto):
+    assert set(uids(store.search("ushim", substring=True))) == {"day1", "swap"}
+    assert store.search("ushim") == []
+
+
+MALFORMED = ['"', '"""', '((', ')', 'kyoto (', '"kyoto', 'OR', 'NOT', 'AND OR NOT', '-', '*', '-*', '**kyoto',
+             'kyoto"', '(("fushimi" OR', '^kyoto', 'kyoto:', 'col:kyoto', 'NEAR(kyoto fushimi)', "'", '\\',
+             '" OR "" AND (', 'kyoto NOT', '- - -', '"unbalanced OR -', '\x00', '東京"(', '{kyoto}', '+kyoto']
+
+
+@pytest.mark.parametrize("query", MALFORMED)
+def test_malformed_queries_never_raise(store, kyoto, query):
+    store.search(query)
+    store.search(query, substring=True)
+
+
+def test_malformed_syntax_is_read_as_literal_words(store, kyoto):
+    assert uids(store.search('((kyoto "temples')) == ["plan"]
+    assert uids(store.search("kyoto: ^temples")) == ["plan"]  # FTS5 column filter and anchor: literal
+    assert uids(store.search("(fushimi dawn)")) == ["day1"]
+    assert store.search("NEAR(fushimi dawn)") == []  # NEAR is a word here, and no message says it
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(max_size=30))
+def test_no_query_text_raises(store, kyoto, text):
+    store.search(text)
+    store.search(text, substring=True, include_tools=True)
+
+
+def test_rewound_messages_are_never_found(store, kyoto):
+    sql(store, "UPDATE messages SET state = 'rewound' WHERE uid = 'day1'")
+    assert store.search("nishiki") == [] and store.search("Nishiki Market", substring=True) == []
+    sql(store, "UPDATE messages SET state = 'active' WHERE uid = 'day1'")  # restored: found again
+    assert uids(store.search("nishiki")) == ["day1"]
+    store.append(kyoto.id, {"uid": "undone", "role": "user", "content": "zanzibar", "state": "rewound"})
+    assert store.search("zanzibar") == []
+    check_indexes(store)
+
+
+def test_compacted_messages_are_found_and_marked(store, kyoto):
+    sql(store, "UPDATE messages SET state = 'compacted' WHERE uid IN ('plan', 'tokyo')")
+    [hit] = store.search("temples")
+    assert hit.compacted and hit.state == "compacted" and hit.to_dict()["compacted"] is True
+    assert [h.compacted for h in store.search("東京")] == [False, True]
+
+
+def test_the_indexes_follow_rows_moved_to_new_ids_and_sessions(store, kyoto):
+    other = store.create_session("cli", title="Child")
+    # What compaction does: archive rows, re-sequence the tail under new ids elsewhere.
+    sql(store, "UPDATE messages SET id = id + 1000, session_id = ? WHERE uid = 'swap'", (other.id,))
+    sql(store, "UPDATE messages SET content = 'now about osaka' WHERE uid = 'plan'")
+    [hit] = store.search("quieter")
+    assert hit.session_id == other.id and hit.message_id > 1000
+    assert store.search("temples") == [] and uids(store.search("osaka")) == ["plan"]
+    check_indexes(store)
+
+
+def test_deleting_a_session_removes_its_messages_from_the_indexes(store, kyoto):
+    store.delete_session(kyoto.id)
+    assert store.search("kyoto") == [] and store.search("東京") == []
+    check_indexes(store)
+
+
+def test_text_parts_are_indexed(store):
+    s = store.create_session("desktop")
+    store.append(s.id, {"role": "user", "content": [
+        {"type": "text", "text": "describe this harbour"}, {"type": "image_url", "image_url": "data:xyz"},
+        "plain part", 7,
+    ]})
+    assert len(store.search("harbour")) == 1 and len(store.search('"plain part"')) == 1
+    assert store.search("image_url") == [] and store.search("xyz") == []
+    check_indexes(store)
+
+
+def test_tool_output_is_searchable_up_to_its_first_8_kib(store):
+    s = store.create_session("cli")
+    output = "early marker " + "x " * (TOOL_TEXT_LIMIT // 2) + "late marker"
+    store.append(s.id, {"role": "tool", "content": output, "tool_name": "shell"})
+    assert store.search("early") == []  # tool output only when asked for
+    assert len(store.search("early", include_tools=True)) == 1
+    assert len(store.search("early", role="tool")) == 1
+    assert store.search("late", include_tools=True) == []
+    check_indexes(store)
+
+
+def test_filters_narrow_the_hits(store, kyoto):
+    other = store.create_session("cli", title="Other")
+    store.append(other.id, {"uid": "o", "role": "user", "content": "kyoto again", "timestamp": 1000.0})
+    assert uids(store.search("kyoto", source="cli")) == ["o"]
+    assert uids(store.search("kyoto", session_id=kyoto.id)) == ["plan"]
+    assert uids(store.search("kyoto", role="assistant")) == []
+    assert uids(store.search("kyoto", until=2000.0)) == ["o"]
+    assert uids(store.search("kyoto", since=2000.0)) == ["plan"]
+    assert set(uids(store.search("kyoto", profile="main"))) == {"plan", "o"}
+    assert store.search("kyoto", profile="work") == []
+    assert len(store.search("kyoto OR fushimi OR quieter", limit=2)) == 2
+
+
+def test_bad_arguments_are_refused(store):
+    for bad in (dict(query=None), dict(query="x", limit=0), dict(query="x", role="robot"),
+                dict(query="x", profile="Bad Name"), dict(query="x", include_tools="yes")):
+        with pytest.raises(InvalidInput):
+            store.search(**bad)
+
+
+def test_rows_stored_before_the_search_migration_are_indexed(tmp_path):
+    path = tmp_path / "old.db"
+    conn = apsw.Connection(str(path))
+    conn.execute("CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL) STRICT")
+    migrations._core(conn)
+    conn.execute("INSERT INTO schema_migrations VALUES ('0001_core', 0)")
+    conn.execute("INSERT INTO sessions(id, source, started_at) VALUES ('old', 'cli', 0)")
+    conn.execute("INSERT INTO messages(session_id, uid, seq, role, content, timestamp, state) VALUES "
+                 "('old', 'a', 1, 'user', 'legacy harbour talk', 1, 'active'), "
+                 "('old', 'b', 2, 'user', 'rewound harbour talk', 2, 'rewound')")
+    conn.close()
+    with sessiondb.open_store(path) as store:
+        assert uids(store.search("harbour")) == ["a"]
+        check_indexes(store)
+
+
+@pytest.mark.parametrize("mode", ["in_place", "rotate"])
+def test_a_real_compaction_keeps_the_archive_searchable_and_the_indexes_true(store, kyoto, mode):
+    lease = store.begin_compaction(kyoto.id)
+    store.append(kyoto.id, {"uid": "late", "role": "user", "content": "a late zephyr arrives"})
+    live = store.commit_compaction(lease, [{"uid": "sum", "role": "assistant", "content": "summary of the zanzibar"}],
+                                   mode=mode)
+    [archived] = store.search("nishiki")
+    assert archived.compacted and archived.session_id == kyoto.id
+    [late] = store.search("zephyr")
+    assert not late.compacted and late.session_id == live.id
+    assert [h.session_id for h in store.search("zanzibar")] == [live.id]
+    check_indexes(store)
+
+
+def test_hits_are_ranked_among_the_newest_matches(store, monkeypatch):
+    from sessiondb.store.sqlite import search as search_module
+
+    s = store.create_session("cli")
+    # The oldest message is the most relevant (shortest); newest first, the window of 2 ends at "b".
+    store.append(s.id, [{"uid": "a", "role": "user", "content": "marmalade"},
+                        {"uid": "b", "role": "user", "content": "marmalade on toast with butter and tea"},
+                        {"uid": "c", "role": "user", "content": "marmalade on toast with butter, tea and jam"}])
+    assert uids(store.search("marmalade"))[0] == "a"
+    monkeypatch.setattr(search_module, "RANK_WINDOW", 2)
+    assert uids(store.search("marmalade")) == ["b", "c"]
+    assert uids(store.search("marmalade", session_id=s.id, role="user")) == ["b", "c"]
