@@ -133,7 +133,10 @@ def test_a_process_killed_mid_stream_loses_nothing_it_was_promised(tmp_path):
             assert line, victim.stderr.read()
             seen += line.startswith("ack ")
         os.kill(victim.pid, signal.SIGKILL)
-        rest, _ = victim.communicate(timeout=30)
+        # Read the rest through the same buffered reader: readline() may have read acks
+        # ahead, which communicate() (reading the raw pipe) would never see.
+        rest = victim.stdout.read()
+        victim.wait(timeout=30)
         out, err = survivor.communicate(timeout=60)
         assert survivor.returncode == 0, err
     finally:
