@@ -6,26 +6,18 @@ remedy; --force proceeds with a warning; --dry-run previews and is never refused
 
 from __future__ import annotations
 
-import json
 
 import click
 
+from . import render
 from .context import CliContext
 
 DAY = 86400
 
 
-def _size(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
-
-
 def _report(report, as_json: bool) -> None:
     if as_json:
-        click.echo(json.dumps(report.__dict__))
+        render.emit_json(report.__dict__)
         return
     for warning in report.warnings:
         click.echo(f"warning: {warning}", err=True)
@@ -35,7 +27,7 @@ def _report(report, as_json: bool) -> None:
         for sid in report.sessions:
             click.echo(f"  {sid}")
     tense = "dry run, nothing changed" if report.dry_run else "done"
-    click.echo(f"{report.action}: {tense}; size {_size(report.bytes_before)} -> {_size(report.bytes_after)}")
+    click.echo(f"{report.action}: {tense}; size {render.size(report.bytes_before)} -> {render.size(report.bytes_after)}")
 
 
 def _maintenance_options(command):
@@ -99,6 +91,6 @@ def backup(ctx: CliContext, destination: str, as_json: bool) -> None:
     with ctx.open() as store:
         size = ctx.call(store.backup, destination)
     if as_json:
-        click.echo(json.dumps({"store": store.location, "backup": destination, "bytes": size}))
+        render.emit_json({"store": store.location, "backup": destination, "bytes": size})
     else:
-        click.echo(f"backed up {store.location} to {destination} ({_size(size)})")
+        click.echo(f"backed up {store.location} to {destination} ({render.size(size)})")

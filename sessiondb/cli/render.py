@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..model import Message, SearchHit, Session, StoreStats
+from ..model import Message, SearchHit, Session, StoreStats, content_text
 
 HIGHLIGHT = re.compile(r"<mark>(.*?)</mark>", re.S)
 TOOL_OUTPUT_SHOWN = 2000  # characters of a tool message `show` prints
@@ -256,7 +256,7 @@ def markdown(records: Iterable[dict[str, Any]]) -> Iterator[str]:
 def _markdown_message(m: dict[str, Any]) -> str:
     parts = m.get("parts")
     content = m.get("content")
-    text = content if content is not None else _parts_text(parts)
+    text = content if content is not None else content_text(parts if isinstance(parts, list) else None)
     head = f"### {m['role']}" + (f" ({m['tool_name']})" if m.get("tool_name") else "")
     head += f" · {when(m['timestamp'])}" + (" · compacted" if m["state"] == "compacted" else "")
     if m["role"] == "tool":
@@ -266,18 +266,6 @@ def _markdown_message(m: dict[str, Any]) -> str:
         body = f"{text}\n" if text else ""
     calls = "".join(f"- → `{_call_summary(c)}`\n" for c in (m.get("tool_calls") or []))
     return f"{head}\n\n{body}{calls}"
-
-
-def _parts_text(parts: Any) -> str:
-    if not isinstance(parts, list):
-        return ""
-    out = []
-    for part in parts:
-        if isinstance(part, str):
-            out.append(part)
-        elif isinstance(part, dict) and isinstance(part.get("text"), str):
-            out.append(part["text"])
-    return "\n".join(out)
 
 
 def _longest_backtick_run(text: str) -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import time
 from pathlib import Path
 from typing import Callable
@@ -78,8 +79,9 @@ def filesystem_type(path: Path, mountinfo: str = "/proc/self/mountinfo") -> str 
 
 
 def _unescape(field: str) -> str:
-    # mountinfo escapes space, tab, newline and backslash as \ooo octal.
-    return field.encode().decode("unicode_escape") if "\\" in field else field
+    # mountinfo escapes space, tab, newline and backslash as \ooo octal; everything else,
+    # non-ASCII names included, is the raw (UTF-8) path.
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
 
 
 def is_network_filesystem(fstype: str | None) -> bool:
