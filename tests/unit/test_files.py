@@ -276,6 +276,8 @@ MOUNTINFO = r"""
 33 22 0:33 / /mnt/my\040disk rw,relatime - cifs //host/share rw
 34 22 0:34 / /mnt/data rw - 9p data rw
 35 22 0:35 / /home/u/remote rw - fuse.sshfs u@host:/ rw
+37 22 0:37 / /mnt/données\040partagées rw - nfs srv:/x rw
+38 22 0:38 / /mnt/back\134slash\011tab rw - virtiofs share rw
 this line is garbage
 36 22 0:36 / /broken rw no-separator-here
 """
@@ -284,7 +286,7 @@ this line is garbage
 @pytest.fixture
 def mountinfo(tmp_path):
     path = tmp_path / "mountinfo"
-    path.write_text(MOUNTINFO.strip() + "\n")
+    path.write_text(MOUNTINFO.strip() + "\n", encoding="utf-8")
     return str(path)
 
 
@@ -304,6 +306,8 @@ def mountinfo(tmp_path):
         ("/mnt/database/state.db", "ext4"),
         ("/home/u/remote/.sessiondb", "fuse.sshfs"),
         ("/broken/x", "ext4"),  # an unparseable line is skipped
+        ("/mnt/données partagées/state.db", "nfs"),  # non-ASCII name with an escaped space
+        ("/mnt/back\\slash\ttab/state.db", "virtiofs"),  # escaped backslash and tab
     ],
 )
 def test_filesystem_type_reads_the_longest_mount_point_holding_the_path(mountinfo, target, fstype):

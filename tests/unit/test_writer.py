@@ -232,15 +232,16 @@ def hold_lock_in_another_process(path, seconds):
 def test_a_lock_held_past_the_patience_raises_store_busy(path):
     with sessiondb.open_store(path, patience=0.3) as store:
         sid = store.create_session("cli").id
-        proc = hold_lock_in_another_process(path, 1.5)
+        proc = hold_lock_in_another_process(path, 30)
         try:
             started = time.monotonic()
             with pytest.raises(StoreBusy) as caught:
                 store.append(sid, user("blocked", uid="blocked"))
             waited = time.monotonic() - started
         finally:
+            proc.kill()  # the kernel drops its lock; it wrote nothing
             proc.wait(10)
-        assert 0.25 <= waited < 1.5, waited
+        assert 0.25 <= waited < 5, waited
         assert caught.value.cause is Cause.LOCKED
         assert isinstance(caught.value, sessiondb.StorageError)
         # Nothing was written, and the store works once the lock is gone.
@@ -268,12 +269,13 @@ def test_reads_do_not_wait_for_another_process_holding_the_write_lock(path):
     with sessiondb.open_store(path, patience=10) as store:
         sid = store.create_session("cli").id
         store.append(sid, user("readable"))
-        proc = hold_lock_in_another_process(path, 1)
+        proc = hold_lock_in_another_process(path, 30)
         try:
             started = time.monotonic()
             assert [m.content for m in store.transcript(sid)] == ["readable"]
-            assert time.monotonic() - started < 0.5
+            assert time.monotonic() - started < 5
         finally:
+            proc.kill()
             proc.wait(10)
 
 
