@@ -89,7 +89,7 @@ def test_getting_an_unknown_session_raises_not_found(store):
 
 def test_creating_a_session_with_a_taken_id_is_refused_and_changes_nothing(store):
     first = store.create_session("cli", session_id="dup", title="first")
-    with pytest.raises(sessiondb.SessionDBError):
+    with pytest.raises(sessiondb.Conflict):
         store.create_session("gateway", session_id="dup", title="second")
     assert store.get_session("dup") == first
     assert ids(all_sessions(store)) == ["dup"]

@@ -12,7 +12,7 @@ from typing import Any
 
 import apsw
 
-from ...errors import InvalidInput, NotFound, TitleConflict
+from ...errors import Conflict, InvalidInput, NotFound, TitleConflict
 from ...model import Page, Session
 
 COLUMNS = (
@@ -33,7 +33,7 @@ def from_row(row: tuple[Any, ...]) -> Session:
 
 def create(conn: apsw.Connection, values: dict[str, Any]) -> Session:
     if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (values["id"],)).fetchone():
-        raise InvalidInput(f"a session with id {values['id']!r} already exists")
+        raise Conflict(f"a session with id {values['id']!r} already exists; give the new session its own id")
     if values["parent_session_id"] is not None:
         require(conn, values["parent_session_id"])
     _check_title_free(conn, values["title"], None)
