@@ -1,0 +1,136 @@
+"""`doctor` and `recover`: the faces of sessiondb.safety.doctor and sessiondb.safety.recover.
+
+`doctor` examines the profile's store without opening it through the library (a damaged
+file must not get a writer); `--fix` repairs what can be repaired in place. `recover`
+salvages a damaged file into a new one and never touches the source.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from ..errors import SessionDBError, StoreHeld
+from ..guidance import command_for
+from ..home import refuse_real_home_under_test, resolve_home, store_path
+from ..safety import doctor as doctors
+from ..safety import recover as recovery
+from .context import CliContext
+
+
+def _store(ctx: CliContext) -> tuple[Path, str]:
+    try:
+        path = store_path(home=ctx.home, profile=ctx.profile)
+        refuse_real_home_under_test(path)
+    except SessionDBError as exc:
+        raise click.ClickException(str(exc)) from None
+    home = resolve_home(ctx.home)
+    return path, command_for(ctx.profile, None if ctx.home is None else home)
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def _render(report: doctors.Report) -> None:
+    echo = click.echo
+    echo(f"store        {report.path}")
+    if not report.exists:
+        echo("             does not exist")
+    echo(f"sqlite       {report.sqlite_version}; journal {report.journal_mode or '?'}; "
+         f"filesystem {report.filesystem or '?'}")
+    ident = report.identity
+    if ident:
+        echo(f"identity     device {ident.get('device')} inode {ident.get('inode')} "
+             f"generation {ident.get('generation', '?')}")
+    echo(f"size         {_size(report.size)}; WAL {_size(report.wal_bytes)}; "
+         f"free pages {report.free_pages if report.free_pages is not None else '?'}")
+    echo(f"holders      {', '.join(report.holders) or 'none'}")
+    check = report.integrity
+    if check:
+        state = "complete" if check.get("complete") else "partial"
+        echo(f"integrity    {check.get('check')} ({state}): {'ok' if not check.get('errors') else 'ERRORS'}")
+    echo(f"search index {'stale' if report.index_stale else 'live'}")
+    echo(f"spool        {report.spool_pending} batch(es) pending")
+    echo(f"retired WAL  {len(report.retired_wal)} capture(s)")
+    echo(f"backups      {len(report.backups)} forensic backup(s)")
+    if report.repair_failures:
+        echo(f"repairs      {report.repair_failures} failed pass(es) on this file")
+    echo(f"damage       {report.damage}")
+    shown = 8  # the rest are in --json
+    for finding in report.findings[:shown]:
+        echo(f"  - {finding}")
+    if len(report.findings) > shown:
+        echo(f"  ... and {len(report.findings) - shown} more (--json lists them)")
+    if report.repair:
+        for action in report.repair.get("actions", []):
+            echo(f"fix: {action}")
+    for i, step in enumerate(report.steps, 1):
+        echo(f"next {i}. {step}")
+    echo("healthy" if report.healthy else "problems found")
+
+
+@click.command()
+@click.option("--fix", is_flag=True, help="Replay the spool, rebuild the search index, repair the schema, "
+              "checkpoint; never while another process holds the store.")
+@click.option("--deep", is_flag=True, help="Run the full integrity check, however long it takes.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_obj
+def doctor(ctx: CliContext, fix: bool, deep: bool, as_json: bool) -> None:
+    """Examine the store (and with --fix, repair what can be repaired in place)."""
+    path, command = _store(ctx)
+    try:
+        if fix:
+            report = doctors.repair(path, deep=deep, command=command)
+        else:
+            report = doctors.examine(path, deep=deep, command=command)
+    except SessionDBError as exc:  # refused (held, budget spent, no room for a backup): nothing changed
+        if as_json:
+            payload = {"store": str(path), "refused": str(exc),
+                       "damage": doctors.examine(path, command=command).damage}
+            if isinstance(exc, StoreHeld):
+                payload["holders"] = [str(h) for h in exc.holders]
+            click.echo(json.dumps(payload))
+            sys.exit(1)
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps(report.to_dict()))
+    else:
+        _render(report)
+    sys.exit(0 if report.healthy else 1)
+
+
+@click.command()
+@click.option("--source", required=True, type=click.Path(dir_okay=False, exists=True),
+              help="The damaged database file (never modified).")
+@click.option("--output", type=click.Path(dir_okay=False), help="The new database to write (must not exist).")
+@click.option("--inspect-only", is_flag=True, help="Only report what could be salvaged; write nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def recover(source: str, output: str | None, inspect_only: bool, as_json: bool) -> None:
+    """Rebuild a new store from whatever is readable in a damaged one."""
+    if output is None and not inspect_only:
+        raise click.UsageError("say where the recovered store goes (--output NEW), or pass --inspect-only")
+    try:
+        report = recovery.recover(source, output, inspect_only=inspect_only)
+    except SessionDBError as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps(report.to_dict()))
+    else:
+        verb = "readable" if inspect_only else "kept"
+        click.echo(f"source   {report.source} (not modified)")
+        if report.output:
+            click.echo(f"output   {report.output}")
+        click.echo(f"sessions {verb} {report.sessions_kept}, lost ~{report.sessions_lost_estimate}"
+                   + (f", {report.sessions_stubbed} recreated as stubs" if report.sessions_stubbed else ""))
+        click.echo(f"messages {verb} {report.messages_kept}, lost ~{report.messages_lost_estimate}")
+        for note in report.notes:
+            click.echo(f"note: {note}")
+    sys.exit(0 if report.tables else 1)  # losses are reported, not failures; nothing readable is

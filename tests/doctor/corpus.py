@@ -1,0 +1,105 @@
+"""Damaged stores made on the spot: each function damages a healthy store the way disks and
+people do, through SQLite itself where the damage is logical (a garbled schema row, garbled
+index blocks) and by writing bytes into pages found with dbstat where it is physical."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+import apsw
+
+import sessiondb
+
+SESSIONS = 8
+MESSAGES = 40  # per session
+
+
+def healthy(directory: Path) -> Path:
+    """A closed, checkpointed store with SESSIONS sessions of MESSAGES messages each."""
+    directory.mkdir(parents=True, exist_ok=True)
+    db = directory / "state.db"
+    with sessiondb.open_store(db) as store:
+        for i in range(SESSIONS):
+            session = store.create_session("cli", title=f"session {i}")
+            store.append(session.id, [{"role": "user", "content": f"message {i}.{j} about kyoto " + "x" * 300}
+                                      for j in range(MESSAGES)])
+    assert not Path(f"{db}-wal").exists()
+    return db
+
+
+def copy_of(template: Path, directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    db = directory / "state.db"
+    shutil.copyfile(template, db)
+    return db
+
+
+def _pages(db: Path, name: str, kind: str = "leaf") -> list[int]:
+    conn = apsw.Connection(str(db))
+    try:
+        return [r[0] for r in conn.execute(
+            "SELECT pageno FROM dbstat WHERE name = ? AND pagetype = ? ORDER BY pageno", (name, kind))]
+    finally:
+        conn.close()
+
+
+def _garble_page(db: Path, pageno: int, page_size: int = 4096) -> None:
+    with open(db, "r+b") as f:
+        f.seek((pageno - 1) * page_size + 8)
+        f.write(bytes((i * 131 + 7) % 256 for i in range(page_size - 8)))
+
+
+def garble_index_blocks(db: Path) -> Path:
+    """The full-text index's own data blocks garbled (damage FTS5 attributes to itself)."""
+    conn = apsw.Connection(str(db))
+    conn.execute("UPDATE messages_fts_data SET block = zeroblob(length(block)) WHERE id > 10")
+    conn.close()
+    return db
+
+
+def garble_index_pages(db: Path) -> Path:
+    """A b-tree page of the trigram index's shadow table overwritten."""
+    _garble_page(db, _pages(db, "messages_trigram_data")[2])
+    return db
+
+
+def garble_schema_row(db: Path) -> Path:
+    """The schema entry of an index rewritten into SQL that does not parse."""
+    conn = apsw.Connection(str(db))
+    conn.execute("PRAGMA writable_schema=ON")
+    conn.execute("UPDATE sqlite_schema SET sql = 'CREATE INDEX messages_session ON messages(session_id, id' "
+                 "WHERE name = 'messages_session'")
+    conn.close()
+    return db
+
+
+def garble_btree_index(db: Path) -> Path:
+    """A leaf page of an ordinary index (messages_uid) overwritten."""
+    _garble_page(db, _pages(db, "messages_uid")[1])
+    return db
+
+
+def garble_table_pages(db: Path) -> Path:
+    """Two leaf pages of the messages table overwritten."""
+    leaves = _pages(db, "messages")
+    _garble_page(db, leaves[3])
+    _garble_page(db, leaves[len(leaves) // 2])
+    return db
+
+
+def zero_header(db: Path) -> Path:
+    with open(db, "r+b") as f:
+        f.write(b"\x00" * 100)
+    return db
+
+
+def truncate(db: Path) -> Path:
+    os.truncate(db, (os.path.getsize(db) // 4096 // 2) * 4096)
+    return db
+
+
+def digest(db: Path) -> str:
+    return hashlib.sha256(db.read_bytes()).hexdigest() if db.exists() else "absent"

@@ -1,0 +1,166 @@
+"""`sessiondb doctor`: every kind of damage is named by its class, and --fix heals only the
+classes that can be healed in place (index, schema), refusing the others with the recover
+steps. The damaged stores are real: made in the test (see corpus.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import corpus
+import sessiondb
+from conftest import damaged
+from sessiondb.cli import main
+from sessiondb.safety import doctor, spool
+from sessiondb.model import NewMessage
+
+CORPUS = [
+    (None, "none"),
+    ("garble_index_blocks", "index"),
+    ("garble_index_pages", "index"),
+    ("garble_schema_row", "schema"),
+    ("garble_btree_index", "schema"),
+    ("garble_table_pages", "structural"),
+    ("zero_header", "structural"),
+    ("truncate", "structural"),
+]
+HEALABLE = [how for how, cls in CORPUS if cls in ("index", "schema")]
+STRUCTURAL = [how for how, cls in CORPUS if cls == "structural"]
+
+
+def run(home: Path, *args: str):
+    return CliRunner().invoke(main, ["--home", str(home), *args])
+
+
+def sidecars_and_main(db: Path) -> dict[str, str]:
+    return {s: corpus.digest(Path(f"{db}{s}")) for s in ("", "-wal", "-shm", "-journal")}
+
+
+@pytest.mark.parametrize("how, cls", CORPUS)
+def test_doctor_json_names_the_class_of_every_damaged_store(store, isolated_home, how, cls):
+    damaged(store, how)
+    before = sidecars_and_main(store)
+
+    result = run(isolated_home, "doctor", "--json")
+
+    report = json.loads(result.output)
+    assert report["damage"] == cls, report["findings"]
+    assert result.exit_code == (0 if cls == "none" else 1)
+    assert sidecars_and_main(store) == before, "examining a store changed it"
+
+
+def test_a_healthy_report_carries_every_field(store, isolated_home):
+    report = json.loads(run(isolated_home, "doctor", "--json").output)
+
+    assert report["healthy"] is True and report["damage"] == "none"
+    assert report["sqlite_version"].startswith("3.")
+    assert report["journal_mode"] == "wal"
+    assert report["identity"]["generation"].startswith("sessiondb-generation:")
+    assert report["identity"]["inode"] == store.stat().st_ino
+    assert report["integrity"] == {"check": "quick_check", "complete": True, "errors": []}
+    assert isinstance(report["free_pages"], int) and report["holders"] == [] and report["spool_pending"] == 0
+    text = run(isolated_home, "doctor")
+    assert text.exit_code == 0 and "damage       none" in text.output and "healthy" in text.output
+
+
+def test_deep_runs_the_full_integrity_check(store, isolated_home):
+    report = json.loads(run(isolated_home, "doctor", "--deep", "--json").output)
+    assert report["integrity"]["check"] == "integrity_check"
+
+
+@pytest.mark.parametrize("how", HEALABLE)
+def test_fix_heals_index_and_schema_damage_and_keeps_every_message(store, isolated_home, how):
+    damaged(store, how)
+
+    result = run(isolated_home, "doctor", "--fix", "--json")
+
+    report = json.loads(result.output)
+    assert result.exit_code == 0, report
+    assert report["damage"] == "none" and report["healthy"]
+    assert any("forensic backup" in a for a in report["repair"]["actions"])
+    assert report["backups"], "no forensic backup was kept"
+    with sessiondb.open_store(store) as healed:
+        assert healed.stats().messages == corpus.SESSIONS * corpus.MESSAGES
+        assert len(healed.search("kyoto", limit=1000)) == corpus.SESSIONS * corpus.MESSAGES
+    assert json.loads(run(isolated_home, "doctor", "--deep", "--json").output)["damage"] == "none"
+
+
+@pytest.mark.parametrize("how", STRUCTURAL)
+def test_fix_refuses_structural_damage_with_the_recover_steps_and_changes_nothing(store, isolated_home, how):
+    damaged(store, how)
+    before = sidecars_and_main(store)
+
+    result = run(isolated_home, "doctor", "--fix", "--json")
+
+    report = json.loads(result.output)
+    assert result.exit_code == 1
+    assert report["damage"] == "structural"
+    assert any("recover --source" in step for step in report["steps"])
+    assert report["repair"]["backup"] is None
+    assert sidecars_and_main(store) == before
+
+
+def test_fix_replays_the_spool_of_a_healthy_store(store, isolated_home):
+    with sessiondb.open_store(store) as s:
+        sid = s.create_session("cli").id
+    spool.write(store, sid, [NewMessage(uid="kept", role="user", content="waited in the spool",
+                                        parts=None, tool_calls=None, tool_call_id=None, tool_name=None,
+                                        reasoning=None, finish_reason=None, token_count=None, timestamp=None,
+                                        display_kind=None, state="active", tool_call_total=0)], "corrupt")
+    assert json.loads(run(isolated_home, "doctor", "--json").output)["spool_pending"] == 1
+
+    report = json.loads(run(isolated_home, "doctor", "--fix", "--json").output)
+
+    assert report["spool_pending"] == 0 and report["healthy"]
+    with sessiondb.open_store(store) as s:
+        assert [m.uid for m in s.transcript(sid)] == ["kept"]
+
+
+def test_the_recover_steps_name_the_profile(isolated_home, template):
+    db = corpus.copy_of(template, isolated_home / "profiles" / "work")
+    corpus.zero_header(db)
+
+    result = run(isolated_home, "-p", "work", "doctor")
+
+    assert result.exit_code == 1
+    assert f"-p work recover --source {db}" in result.output
+
+
+def test_examine_reads_a_store_this_process_has_open_without_disturbing_it(store):
+    with sessiondb.open_store(store) as live:
+        sid = live.create_session("cli").id
+        report = doctor.examine(store)
+        live.append(sid, {"role": "user", "content": "still writable"})
+        assert report.damage == "none"
+    with sessiondb.open_store(store) as s:
+        assert len(s.transcript(sid)) == 1
+
+
+def test_a_stale_search_index_is_index_damage_and_fix_rebuilds_it(store, isolated_home):
+    import apsw
+
+    conn = apsw.Connection(str(store))
+    conn.execute("INSERT INTO store_meta(key, value) VALUES ('search_stale', '1')")
+    conn.close()
+    assert json.loads(run(isolated_home, "doctor", "--json").output)["damage"] == "index"
+
+    report = json.loads(run(isolated_home, "doctor", "--fix", "--json").output)
+
+    assert report["damage"] == "none" and report["index_stale"] is False
+
+
+def test_repair_refuses_while_this_process_has_the_store_open(store):
+    corpus.garble_index_blocks(store)
+    with sessiondb.open_store(store):
+        with pytest.raises(doctor.RepairRefused, match="this process has"):
+            doctor.repair(store)
+    assert doctor.examine(store).damage == "index"
+
+
+def test_a_missing_store_is_a_problem_not_a_crash(isolated_home):
+    result = run(isolated_home, "doctor", "--json")
+    report = json.loads(result.output)
+    assert result.exit_code == 1 and report["exists"] is False and report["damage"] == "none"
