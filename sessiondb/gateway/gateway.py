@@ -1,0 +1,389 @@
+"""Gateway: many profiles' conversations in one process, each written to its owner's store.
+
+Every operation takes a session key and resolves its store from the key (owners.py);
+the key → session index lives in the gateway's own store (store/sqlite/routing.py).
+Writes whose store is unavailable wait in the retry queue (queue.py) and are retried by
+a background thread, on the key's next append and at the next start; nothing is ever
+written to another profile's store instead. Crash recovery and reset policies are in
+recovery.py.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from ..errors import CompressionClosed, NotASessionStore, NotFound, StorageError, StoreClosed
+from ..home import DEFAULT_PROFILE, resolve_home
+from ..keys import SessionKey, parse
+from ..model import INTERNAL_NOTIFICATION, Message, Session, new_uid, prepare_messages
+from . import recovery
+from .owners import OwnerUnavailable, Owners
+from .policies import DEFAULT_FRESHNESS, parse_policy
+from .queue import Backlog, Batch
+
+log = logging.getLogger("sessiondb.gateway")
+
+#: Failures that make a write wait in the queue rather than reach the caller.
+DEFERRABLE = (StorageError, NotASessionStore, StoreClosed)
+#: Consecutive failures of one key logged as warnings before they are logged as errors.
+WARN_FAILURES = 3
+
+
+class StoreCoolingDown(StorageError):
+    """The owner's store failed moments ago; the gateway waits `retry_interval` before trying it again."""
+
+
+@dataclass
+class AppendResult:
+    """What an append did: rows stored now, or messages left waiting (and where)."""
+
+    stored: list[Message] = field(default_factory=list)
+    queued: int = 0
+    spooled_to: str | None = None
+    reason: str | None = None
+
+    @property
+    def deferred(self) -> bool:
+        return self.queued > 0
+
+
+class Gateway:
+    """A gateway over the profiles of one home. Close it (or use it as a context manager)."""
+
+    def __init__(
+        self,
+        home: str | Path | None = None,
+        *,
+        multiplex_profiles: bool = True,
+        reset_policy: Any = None,
+        queue_cap: int = 200,
+        freshness: float = DEFAULT_FRESHNESS,
+        patience: float = 30.0,
+        durability: str = "full",
+        retry_interval: float = 1.0,
+    ) -> None:
+        self.home = resolve_home(home)
+        self.reset_policy = parse_policy(reset_policy)
+        self.freshness = float(freshness)
+        self.retry_interval = float(retry_interval)
+        self.owners = Owners(self.home, patience=patience, durability=durability,
+                             multiplex_profiles=multiplex_profiles)
+        self.backlog = Backlog(self.home, queue_cap)
+        self.backlog.load()
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+        # profile -> monotonic time before which its failed store is not tried again: one probe
+        # per interval, not one wait of `patience` per key and message
+        self._cooling: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._retrier: threading.Thread | None = None
+        self._closed = False
+
+    # --- the handle ----------------------------------------------------------------------
+
+    def __enter__(self) -> "Gateway":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Flush what can be flushed, spool what cannot, and close every profile's store."""
+        if self._closed:
+            return
+        self._closed = True
+        self._stop.set()
+        if self._retrier is not None:
+            self._retrier.join()
+        for key in self._waiting_keys():
+            self.flush(key)
+            with self._lock(key):
+                if self.backlog.queue(key).batches:
+                    try:
+                        self.backlog.spill(key, "shutdown")
+                    except OSError as exc:
+                        log.error("%s: %d message(s) could not be spooled at shutdown and are lost with "
+                                  "this process (%s)", key, self.backlog.queue(key).queued, exc)
+        self.owners.close()
+
+    def _lock(self, key: str) -> threading.Lock:
+        with self._locks_guard:
+            lock = self._locks.get(key)
+            if lock is None:
+                lock = self._locks[key] = threading.Lock()
+            return lock
+
+    # --- sessions ------------------------------------------------------------------------
+
+    def session_for(self, key: str, origin: Mapping[str, Any] | None = None) -> Session:
+        """The live session for `key`, created if there is none; follows a compaction's tip.
+
+        Concurrent callers for one key wait for one another and get the same session.
+        OwnerUnavailable if the key's profile has no store yet (StorageError if it fails).
+        `origin` fills a new session's row: source (default: the key's platform),
+        user_id, title, model, metadata.
+        """
+        k = parse(key)
+        with self._lock(key):
+            try:
+                return self._session_for(k, key, origin)
+            except DEFERRABLE as exc:
+                self._store_failed(k, exc)
+                raise
+
+    def _owner(self, k: SessionKey):
+        """The key's store, unless it failed less than `retry_interval` ago."""
+        until = self._cooling.get(k.profile)
+        if until is not None and time.monotonic() < until:
+            raise StoreCoolingDown(f"profile {k.profile!r}'s store failed moments ago; "
+                                   f"it is tried again within {self.retry_interval:g}s")
+        return self.owners.resolve(k)
+
+    def _store_failed(self, k: SessionKey, exc: BaseException) -> None:
+        if not isinstance(exc, (OwnerUnavailable, StoreCoolingDown)):
+            self._cooling[k.profile] = time.monotonic() + self.retry_interval
+
+    def _session_for(self, k: SessionKey, key: str, origin: Mapping[str, Any] | None) -> Session:
+        store = self._owner(k)
+        route = self._route(key)
+        previous: Session | None = None
+        if route is not None and route.profile == k.profile:
+            try:
+                tip = store.tip(route.session_id)
+            except NotFound:
+                tip = None
+            if tip is not None and tip.ended_at is None and route.state != "ended":
+                if tip.id != route.session_id:
+                    self._route_update(key, session_id=tip.id)
+                return tip
+            previous = tip
+        if previous is None:
+            found = store.routing.live_by_key(key) or store.routing.legacy_by_peer(*k.peer, k.thread)
+            if found is not None:
+                tip = store.tip(found.id)
+                if tip.ended_at is None:
+                    self._route_put(key, tip.id, k.profile)
+                    return tip
+        origin = dict(origin or {})
+        # A reset child links its parent, and so inherits its lineage, only when both belong
+        # to the same namespace (S-36).
+        parent = previous.id if previous is not None and (previous.profile or DEFAULT_PROFILE) == k.profile else None
+        session = store.create_session(
+            origin.get("source") or k.platform,
+            profile=None if k.is_default_profile else k.profile,
+            session_key=key,
+            chat_id=k.chat_id,
+            chat_type=k.chat_type,
+            thread_id=k.thread,
+            user_id=origin.get("user_id"),
+            title=origin.get("title"),
+            model=origin.get("model"),
+            metadata=origin.get("metadata"),
+            parent_session_id=parent,
+            parent_relation="reset" if parent else None,
+        )
+        self._route_put(key, session.id, k.profile)
+        return session
+
+    # --- the routing index (always the gateway's own store) -----------------------------
+
+    def _route(self, key: str):
+        try:
+            return self.owners.root().routing.get(key)
+        except DEFERRABLE as exc:
+            log.warning("routing index unavailable (%s); looking %s up in its owner's store", exc, key)
+            return None
+
+    def _route_put(self, key: str, session_id: str, profile: str) -> None:
+        try:
+            self.owners.root().routing.put(key, session_id, profile)
+        except DEFERRABLE as exc:
+            log.warning("could not record the route of %s (%s); its store's session_key still finds it", key, exc)
+
+    def _route_update(self, key: str, **changes: Any):
+        try:
+            return self.owners.root().routing.update(key, **changes)
+        except DEFERRABLE as exc:
+            log.warning("could not update the route of %s (%s)", key, exc)
+            return None
+
+    def routes(self, **filters: Any) -> list:
+        return self.owners.root().routing.entries(**filters)
+
+    # --- turns ---------------------------------------------------------------------------
+
+    def turn_started(self, key: str, origin: Mapping[str, Any] | None = None) -> Session:
+        """Mark a turn running for `key` (cleared by turn_finished; found by recover after a crash)."""
+        session = self.session_for(key, origin)
+        self._route_update(key, state="running", turn_started_at=time.time())
+        return session
+
+    def turn_finished(self, key: str) -> None:
+        self._route_update(key, state="idle", turn_started_at=None)
+
+    def resume_pending(self) -> list[str]:
+        """Keys whose turn was running when an earlier process died, to be resumed."""
+        return [r.key for r in self.routes(states=("resume_pending",))]
+
+    # --- messages ------------------------------------------------------------------------
+
+    def append(self, key: str, messages: Any, *, internal: bool = False) -> AppendResult:
+        """Store messages in the key's session, or queue them if its store is unavailable.
+
+        Input is validated first (InvalidInput, nothing queued). Each message gets its
+        uid and arrival time before it is queued, so replays are idempotent. `internal`
+        stores notifications injected as user turns with display kind
+        'internal_notification' (never shown to a model as such, S-09).
+        """
+        k = parse(key)
+        batch = _prepare(messages, internal)
+        with self._lock(key):
+            if self.backlog.pending(key):
+                spooled = self.backlog.add(key, batch, "queued")
+                result = AppendResult(queued=len(batch), spooled_to=None if spooled is None else str(spooled),
+                                      reason="earlier messages of this key are waiting")
+                if time.monotonic() >= self.backlog.queue(key).next_attempt:
+                    self._flush_locked(key)
+                return result
+            try:
+                return AppendResult(stored=self._write(k, key, batch))
+            except DEFERRABLE as exc:
+                spooled = self.backlog.add(key, batch, _cause(exc))
+                self._store_failed(k, exc)
+                self._failed(key, exc)
+                return AppendResult(queued=len(batch), spooled_to=None if spooled is None else str(spooled),
+                                    reason=str(exc))
+
+    def _write(self, k: SessionKey, key: str, batch: Batch) -> list[Message]:
+        store = self._owner(k)
+        session_id = self._session_for(k, key, None).id
+        try:
+            rows = store.append(session_id, batch)
+        except (CompressionClosed, NotFound):
+            rows = store.append(self._session_for(k, key, None).id, batch)
+        self._cooling.pop(k.profile, None)
+        if rows and rows[-1].session_id != session_id:
+            # The append was redirected to a compaction's tip: the route follows (one field).
+            self._route_update(key, session_id=rows[-1].session_id)
+        return rows
+
+    # --- the retry queue -----------------------------------------------------------------
+
+    def flush(self, key: str) -> int:
+        """Send the key's waiting messages, spool files first; returns how many were stored."""
+        with self._lock(key):
+            return self._flush_locked(key)
+
+    def _flush_locked(self, key: str) -> int:
+        if not self.backlog.pending(key):
+            return 0
+        k = parse(key)
+        q = self.backlog.queue(key)
+        sent = 0
+        try:
+            for path in list(q.files):
+                batch = self.backlog.read_file(path)
+                self._write(k, key, batch)
+                self.backlog.drop_file(key, path)
+                sent += len(batch)
+            while q.batches:
+                self._write(k, key, q.batches[0])
+                sent += len(q.batches.popleft())
+        except DEFERRABLE as exc:
+            self._store_failed(k, exc)
+            self._failed(key, exc)
+            return sent
+        except Exception as exc:  # noqa: BLE001 - a batch its store refuses stays queued, never dropped
+            self._failed(key, exc)
+            return sent
+        if q.failures:
+            log.info("%s: %d waiting message(s) stored after %d failed attempt(s)", key, sent, q.failures)
+        with self.backlog.lock:
+            if q.empty():
+                self.backlog.keys.pop(key, None)
+        return sent
+
+    def _failed(self, key: str, exc: BaseException) -> None:
+        q = self.backlog.queue(key)
+        self._start_retrier()
+        if isinstance(exc, StoreCoolingDown):  # not an attempt: another key's probe just failed
+            q.next_attempt = self._cooling.get(parse(key).profile, 0.0)
+            return
+        q.failures += 1
+        q.next_attempt = time.monotonic() + self.retry_interval
+        level = logging.WARNING if q.failures <= WARN_FAILURES else logging.ERROR
+        log.log(level, "%s: store unavailable (%s); %d message(s) wait in memory, %d spool file(s) "
+                "(attempt %d)", key, exc, q.queued, len(q.files), q.failures)
+
+    def _waiting_keys(self) -> list[str]:
+        with self.backlog.lock:
+            return [k for k, q in self.backlog.keys.items() if not q.empty()]
+
+    def flush_all(self, *, due_only: bool = False) -> int:
+        sent = 0
+        now = time.monotonic()
+        for key in self._waiting_keys():
+            if due_only and self.backlog.queue(key).next_attempt > now:
+                continue
+            sent += self.flush(key)
+        return sent
+
+    def _start_retrier(self) -> None:
+        if self._retrier is not None or self._closed:
+            return
+        self._retrier = threading.Thread(target=self._retry_loop, name="sessiondb-gateway-retry", daemon=True)
+        self._retrier.start()
+
+    def _retry_loop(self) -> None:
+        while not self._stop.wait(max(0.05, self.retry_interval / 4)):
+            try:
+                self.flush_all(due_only=True)
+            except Exception:  # noqa: BLE001 - the retrier must outlive any one failure
+                log.exception("gateway retry pass failed")
+
+    # --- recovery and status -------------------------------------------------------------
+
+    def recover(self, now: float | None = None) -> "recovery.RecoveryReport":
+        """Run at start: crash markers, reset policies, and the spool of earlier processes."""
+        return recovery.recover(self, time.time() if now is None else now)
+
+    def status(self) -> dict[str, Any]:
+        """Routing entries and waiting messages, per profile."""
+        return recovery.status(self)
+
+
+def _prepare(messages: Any, internal: bool) -> Batch:
+    if isinstance(messages, (Message, Mapping)):
+        messages = [messages]
+    elif isinstance(messages, (str, bytes)) or not isinstance(messages, Iterable):
+        prepare_messages(messages)  # raises the store's own InvalidInput
+    batch: Batch = []
+    now = time.time()
+    for m in messages:
+        data = m.to_dict() if isinstance(m, Message) else dict(m) if isinstance(m, Mapping) else m
+        if isinstance(data, dict):
+            for assigned in ("id", "session_id", "seq"):
+                data.pop(assigned, None)
+            data.setdefault("uid", None)
+            if data["uid"] is None:
+                data["uid"] = new_uid()
+            if data.get("timestamp") is None:
+                data["timestamp"] = now
+            if internal:
+                data["role"] = "user"
+                data["display_kind"] = INTERNAL_NOTIFICATION
+        batch.append(data)
+    prepare_messages(batch)  # validate now: bad input is refused, never queued
+    return batch
+
+
+def _cause(exc: BaseException) -> str:
+    if isinstance(exc, OwnerUnavailable):
+        return "no_owner_store"
+    return getattr(getattr(exc, "cause", None), "value", None) or type(exc).__name__

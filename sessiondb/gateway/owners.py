@@ -1,0 +1,90 @@
+"""The store from the key (S-30, S-31): which store owns a session key, opened lazily.
+
+Ownership is three-valued. The default profile (`main`) is the gateway's own store,
+`<home>/state.db`. A named profile whose home directory `<home>/profiles/NAME/` exists
+is that profile's store. A named profile without a home, or a name that is not a valid
+profile, has no store: `resolve` raises OwnerUnavailable and the caller keeps the write
+waiting. A miss is never cached, so a profile created while the gateway runs is found at
+the next attempt; nothing here creates a profile's directory.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from .. import open_store
+from ..errors import InvalidInput, StorageError
+from ..home import DEFAULT_PROFILE, profile_dir, validate_profile
+from ..keys import SessionKey
+from ..store.contract import Store
+
+
+class OwnerUnavailable(StorageError):
+    """The key's owner has no store (yet): its home is absent or its name is not a profile."""
+
+
+class Owners:
+    """One lazily opened store handle per profile; `close` releases them all."""
+
+    def __init__(self, home: Path, *, patience: float, durability: str = "full",
+                 multiplex_profiles: bool = True) -> None:
+        self.home = home
+        self.patience = patience
+        self.durability = durability
+        self.multiplex_profiles = multiplex_profiles
+        self._lock = threading.Lock()
+        self._stores: dict[str, Store] = {}
+        self._closed = False
+
+    def root(self) -> Store:
+        """The gateway's own store (the default profile's)."""
+        return self._open(DEFAULT_PROFILE)
+
+    def resolve(self, key: SessionKey) -> Store:
+        """The store that owns `key`, or OwnerUnavailable; never the root store for a named owner."""
+        profile = key.profile
+        if profile == DEFAULT_PROFILE:
+            return self.root()
+        if not self.multiplex_profiles:
+            raise InvalidInput(f"this gateway serves only the {DEFAULT_PROFILE} profile, not {profile!r}")
+        try:
+            validate_profile(profile)
+        except InvalidInput:
+            raise OwnerUnavailable(f"{profile!r} is not a valid profile name; the write waits") from None
+        with self._lock:
+            store = self._stores.get(profile)
+        if store is not None:
+            return store
+        if not profile_dir(self.home, profile).is_dir():
+            raise OwnerUnavailable(f"profile {profile!r} has no home at {profile_dir(self.home, profile)} yet")
+        return self._open(profile)
+
+    def _open(self, profile: str) -> Store:
+        with self._lock:
+            if self._closed:
+                raise StorageError("the gateway is closed")
+            store = self._stores.get(profile)
+            if store is None:
+                store = open_store(home=self.home, profile=profile, patience=self.patience,
+                                   durability=self.durability)
+                self._stores[profile] = store
+            return store
+
+    def opened(self) -> dict[str, Store]:
+        with self._lock:
+            return dict(self._stores)
+
+    def forget(self, profile: str) -> None:
+        """Drop a handle that failed to open or stopped working; the next use reopens it."""
+        with self._lock:
+            store = self._stores.pop(profile, None)
+        if store is not None:
+            store.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            stores, self._stores = list(self._stores.values()), {}
+        for store in stores:
+            store.close()

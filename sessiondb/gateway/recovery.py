@@ -1,0 +1,128 @@
+"""Startup recovery (S-33, S-34) and the gateway's status report.
+
+`recover` reads the one routing index in the gateway's own store (S-32). A turn still
+marked running was cut short by the death of an earlier process: within the freshness
+window it becomes `resume_pending` (the next turn picks it up); past it, or with no valid
+start time, the session is ended instead. Then the reset policy, if any, is applied to
+every recovered session from its durable `last_activity_at` in its owner's store. Each
+routing change is a conditional single-field update against the entry as read, so an
+entry a live process changed meanwhile is left alone. Last, the spool of earlier
+processes is replayed, each key in order. Every store is resolved from the key; an owner
+without a store leaves its entries as they are, for the next start.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import NotFound
+from ..keys import parse
+from .policies import is_fresh
+
+if TYPE_CHECKING:
+    from .gateway import Gateway
+
+log = logging.getLogger("sessiondb.gateway")
+
+#: End reasons written by recovery.
+STALE_TURN = "stale_turn"
+
+
+@dataclass
+class RecoveryReport:
+    resumed: list[str] = field(default_factory=list)  # keys marked resume_pending
+    ended_stale: list[str] = field(default_factory=list)  # running markers past the window
+    reset: list[str] = field(default_factory=list)  # ended by the reset policy
+    deferred: list[str] = field(default_factory=list)  # owner store unavailable: left for later
+    spool_files: int = 0  # spool files waiting when recovery began (earlier processes' included)
+    replayed: int = 0  # messages stored from the queue and the spool
+    still_waiting: int = 0  # keys whose messages still wait
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def recover(gw: "Gateway", now: float) -> RecoveryReport:
+    from .gateway import DEFERRABLE
+
+    gw.backlog.load()
+    with gw.backlog.lock:
+        report = RecoveryReport(spool_files=sum(len(q.files) for q in gw.backlog.keys.values()))
+    routing = gw.owners.root().routing
+    for route in routing.entries(states=("running", "resume_pending", "idle")):
+        expect = {"state": route.state, "turn_started_at": route.turn_started_at,
+                  "session_id": route.session_id}
+        try:
+            key = parse(route.key)
+            store = gw.owners.resolve(key)
+        except DEFERRABLE:
+            report.deferred.append(route.key)
+            continue
+        except ValueError:
+            continue  # not a key this release can parse: left alone
+        if route.state == "running":
+            if is_fresh(route.turn_started_at, now, gw.freshness):
+                if routing.update(route.key, expect=expect, state="resume_pending") is not None:
+                    report.resumed.append(route.key)
+                continue
+            if _end(gw, store, route, expect, STALE_TURN):
+                report.ended_stale.append(route.key)
+            continue
+        if gw.reset_policy is None:
+            continue
+        try:
+            session = store.tip(route.session_id)
+        except NotFound:
+            session = None
+        except DEFERRABLE:
+            report.deferred.append(route.key)
+            continue
+        if session is not None and session.ended_at is not None:
+            continue
+        last = None if session is None else session.last_activity_at
+        if gw.reset_policy.expired(last, now):
+            if _end(gw, store, route, expect, f"{gw.reset_policy.name}_reset"):
+                report.reset.append(route.key)
+    report.replayed = gw.flush_all()
+    report.still_waiting = len(gw._waiting_keys())  # noqa: SLF001 - same package
+    return report
+
+
+def _end(gw: "Gateway", store, route, expect: dict[str, Any], reason: str) -> bool:
+    """End the routed session (its tip) in its owner's store and mark the entry ended."""
+    try:
+        tip = store.tip(route.session_id)
+        if tip.ended_at is None:
+            store.end_session(tip.id, reason)
+    except NotFound:
+        pass
+    return gw.owners.root().routing.update(route.key, expect=expect, state="ended", turn_started_at=None) is not None
+
+
+def status(gw: "Gateway") -> dict[str, Any]:
+    """Per profile: routing entries by state, messages waiting in memory and in the spool."""
+    profiles: dict[str, dict[str, Any]] = {}
+
+    def row(profile: str) -> dict[str, Any]:
+        return profiles.setdefault(profile, {
+            "routes": 0, "idle": 0, "running": 0, "resume_pending": 0, "ended": 0,
+            "keys_waiting": 0, "queued": 0, "spool_files": 0, "spooled": 0,
+        })
+
+    routes = gw.routes()
+    for route in routes:
+        r = row(route.profile)
+        r["routes"] += 1
+        r[route.state] += 1
+    for profile, counts in gw.backlog.counts().items():
+        r = row(profile)
+        r["keys_waiting"] += counts["keys"]
+        r["queued"] += counts["queued"]
+        r["spool_files"] += counts["spool_files"]
+        r["spooled"] += counts["spooled"]
+    return {"home": str(gw.home), "profiles": profiles, "routes": [route.to_dict() for route in routes]}
+
+
+__all__ = ["RecoveryReport", "recover", "status"]

@@ -1,0 +1,113 @@
+"""The retry queue never drops (S-31, S-35): queue, spool, replay in order, in the owner's store only."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+from sessiondb import keys, open_store
+from sessiondb.gateway import Gateway
+from sessiondb.home import profile_dir
+
+from .conftest import all_texts, make_profile
+
+
+def wait_for(predicate, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+def test_a_profile_created_while_the_gateway_runs_gets_its_deferred_messages(home, gateway):
+    key = keys.build("late", "telegram", "dm", "1")
+    for i in range(5):
+        assert gateway.append(key, {"role": "user", "content": f"early {i}"}).deferred
+    make_profile(home, "late")  # the miss was not cached: the next attempt finds it
+    assert wait_for(lambda: not gateway.status()["profiles"]["late"]["queued"])
+    gateway.append(key, {"role": "user", "content": "after"})
+    with open_store(home=home, profile="late") as late, open_store(home=home) as root:
+        assert all_texts(late) == [f"early {i}" for i in range(5)] + ["after"]
+        assert all_texts(root) == []
+        assert root.routing.get(key).profile == "late"
+
+
+def test_a_locked_store_queues_spools_past_the_cap_and_replays_in_order(home, lock_holder):
+    make_profile(home, "work")
+    key = keys.build("work", "telegram", "group", "-5")
+    gw = Gateway(home, queue_cap=10, patience=0.1, retry_interval=0.3)
+    try:
+        gw.append(key, {"role": "user", "content": "m0"})  # opens the store and routes the key
+        holder = lock_holder(profile_dir(home, "work") / "state.db")
+        results = [gw.append(key, {"role": "user", "content": f"m{i}"}) for i in range(1, 36)]
+        assert all(r.deferred for r in results)
+        files = sorted(gw.backlog.directory.glob("*.json"))
+        assert len(files) >= 3
+        assert all(os.stat(f).st_mode & 0o777 == 0o600 for f in files)
+        assert gw.status()["profiles"]["work"]["spooled"] >= 30
+        holder.release()
+        assert wait_for(lambda: "work" not in gw.status()["profiles"] or
+                        not gw.status()["profiles"]["work"]["keys_waiting"])
+        assert list(gw.backlog.directory.glob("*.json")) == []
+    finally:
+        gw.close()
+    with open_store(home=home, profile="work") as work, open_store(home=home) as root:
+        assert all_texts(work) == [f"m{i}" for i in range(36)]
+        assert all_texts(root) == []
+
+
+def test_messages_waiting_at_shutdown_are_replayed_in_order_at_the_next_start(home):
+    key = keys.build("late", "telegram", "dm", "2")
+    with Gateway(home, queue_cap=4, retry_interval=60) as gw:
+        for i in range(10):
+            gw.append(key, {"role": "user", "content": f"n{i}"})
+    spooled = sorted((home / "gateway" / "spool").glob("*.json"))
+    assert spooled, "close() spools what is still waiting"
+    make_profile(home, "late")
+    with Gateway(home) as gw:
+        report = gw.recover()
+        assert report.spool_files == len(spooled) and report.replayed == 10
+    with open_store(home=home, profile="late") as late, open_store(home=home) as root:
+        assert all_texts(late) == [f"n{i}" for i in range(10)]
+        assert all_texts(root) == []
+    assert list((home / "gateway" / "spool").glob("*.json")) == []
+
+
+def test_a_replay_that_fails_keeps_its_files(home):
+    key = keys.build("late", "telegram", "dm", "3")
+    with Gateway(home, queue_cap=1, retry_interval=60) as gw:
+        gw.append(key, [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}])
+    before = sorted((home / "gateway" / "spool").glob("*.json"))
+    with Gateway(home, retry_interval=60) as gw:
+        report = gw.recover()
+        assert report.replayed == 0 and report.still_waiting == 1
+    assert sorted((home / "gateway" / "spool").glob("*.json")) == before
+
+
+def test_a_replay_repeated_after_a_crash_stores_nothing_twice(home):
+    key = keys.build("late", "telegram", "dm", "4")
+    with Gateway(home, queue_cap=1, retry_interval=60) as gw:
+        gw.append(key, [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}])
+    (spooled,) = sorted((home / "gateway" / "spool").glob("*.json"))
+    copy = spooled.read_bytes()
+    make_profile(home, "late")
+    with Gateway(home) as gw:
+        gw.recover()
+    spooled.write_bytes(copy)  # as if the process died between the commit and the unlink
+    with Gateway(home) as gw:
+        assert gw.recover().replayed == 2
+    with open_store(home=home, profile="late") as late:
+        assert all_texts(late) == ["a", "b"]
+
+
+def test_logging_escalates_after_three_consecutive_failures(home, caplog):
+    key = keys.build("late", "telegram", "dm", "5")
+    with Gateway(home, retry_interval=0) as gw, caplog.at_level(logging.WARNING, "sessiondb.gateway"):
+        for _ in range(5):
+            gw.append(key, {"role": "user", "content": "x"})
+        levels = [r.levelno for r in caplog.records if key in r.getMessage()]
+    assert levels[:3] == [logging.WARNING] * 3
+    assert logging.ERROR in levels[3:]

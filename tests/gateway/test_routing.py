@@ -1,0 +1,189 @@
+"""The store from the key, the one routing index, lineage, legacy rows and activity (S-08, S-09, S-30..S-32, S-36)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from sessiondb import keys, open_store
+from sessiondb.errors import InvalidInput
+from sessiondb.gateway import Gateway, OwnerUnavailable
+
+from .conftest import all_texts, make_profile, texts
+
+
+def test_each_key_is_written_to_the_store_its_profile_names(home, gateway):
+    make_profile(home, "work")
+    main_key = keys.build("main", "telegram", "dm", "1")
+    work_key = keys.build("work", "telegram", "group", "-100")
+    gateway.append(main_key, {"role": "user", "content": "to main"})
+    gateway.append(work_key, {"role": "user", "content": "to work"})
+    with open_store(home=home) as root, open_store(home=home, profile="work") as work:
+        assert all_texts(root) == ["to main"]
+        assert all_texts(work) == ["to work"]
+        assert work.get_session(gateway.session_for(work_key).id).profile == "work"
+
+
+def test_the_routing_index_lives_in_the_gateways_own_store_for_every_profile(home, gateway):
+    make_profile(home, "work")
+    key = keys.build("work", "slack", "dm", "U1")
+    session = gateway.session_for(key)
+    with open_store(home=home) as root, open_store(home=home, profile="work") as work:
+        route = root.routing.get(key)
+        assert (route.session_id, route.profile, route.state) == (session.id, "work", "idle")
+        assert work.routing.entries() == []
+
+
+def test_a_profile_without_a_home_gets_no_store_and_no_directory(home, gateway):
+    key = keys.build("ghost", "telegram", "dm", "1")
+    with pytest.raises(OwnerUnavailable):
+        gateway.session_for(key)
+    result = gateway.append(key, {"role": "user", "content": "waiting"})
+    assert result.deferred and not result.stored
+    assert not (home / "profiles" / "ghost").exists()
+    with open_store(home=home) as root:
+        assert all_texts(root) == []
+
+
+def test_an_invalid_profile_in_a_key_waits_and_never_reaches_the_root_store(home, gateway):
+    key = "agent:Bad%0AName:telegram:dm:1"
+    result = gateway.append(key, {"role": "user", "content": "nowhere yet"})
+    assert result.deferred
+    with open_store(home=home) as root:
+        assert all_texts(root) == []
+
+
+def test_without_multiplexing_a_named_profile_is_refused(home):
+    make_profile(home, "work")
+    with Gateway(home, multiplex_profiles=False) as gw:
+        with pytest.raises(InvalidInput):
+            gw.session_for(keys.build("work", "telegram", "dm", "1"))
+        assert gw.session_for(keys.build("main", "telegram", "dm", "1")).profile is None
+
+
+def test_concurrent_callers_for_one_key_get_one_session(home, gateway):
+    make_profile(home, "work")
+    key = keys.build("work", "telegram", "dm", "42")
+    results, barrier = [], threading.Barrier(8)
+
+    def call():
+        barrier.wait()
+        results.append(gateway.session_for(key).id)
+
+    threads = [threading.Thread(target=call) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(results)) == 1
+    with open_store(home=home, profile="work") as work:
+        assert work.stats().sessions == 1
+
+
+def test_a_compaction_child_becomes_the_keys_session_and_the_route_follows(home, gateway):
+    key = keys.build("main", "telegram", "dm", "7")
+    first = gateway.session_for(key)
+    gateway.append(key, [{"role": "user", "content": f"m{i}"} for i in range(4)])
+    with open_store(home=home) as store:
+        lease = store.begin_compaction(first.id)
+        child = store.commit_compaction(lease, [{"role": "system", "content": "summary"}], mode="rotate")
+    result = gateway.append(key, {"role": "user", "content": "after"})
+    assert result.stored[0].session_id == child.id
+    assert gateway.session_for(key).id == child.id
+    with open_store(home=home) as store:
+        assert store.routing.get(key).session_id == child.id
+        assert texts(store, child.id)[-1] == "after"
+
+
+def test_a_fresh_gateway_finds_a_rotated_session_by_its_route(home, gateway):
+    key = keys.build("main", "telegram", "dm", "8")
+    first = gateway.session_for(key)
+    gateway.append(key, {"role": "user", "content": "x"})
+    with open_store(home=home) as store:
+        child = store.commit_compaction(store.begin_compaction(first.id), [{"role": "system", "content": "s"}],
+                                        mode="rotate")
+    with Gateway(home) as again:
+        assert again.session_for(key).id == child.id
+
+
+def test_two_profiles_with_the_same_dm_peer_never_see_each_others_rows(home, gateway):
+    make_profile(home, "alice")
+    make_profile(home, "bob")
+    a = keys.build("alice", "telegram", "dm", "777")
+    b = keys.build("bob", "telegram", "dm", "777")
+    for i in range(3):
+        gateway.append(a, {"role": "user", "content": f"alice {i}"})
+        gateway.append(b, {"role": "user", "content": f"bob {i}"})
+    with open_store(home=home, profile="alice") as alice, open_store(home=home, profile="bob") as bob:
+        assert all_texts(alice) == ["alice 0", "alice 1", "alice 2"]
+        assert all_texts(bob) == ["bob 0", "bob 1", "bob 2"]
+        assert bob.search("alice") == [] and alice.search("bob") == []
+
+
+def test_legacy_rows_are_adopted_only_by_their_owner_profile(home, gateway):
+    make_profile(home, "bob")
+    with open_store(home=home, profile="bob") as bob:
+        foreign = bob.create_session("telegram", profile="alice", chat_type="dm", chat_id="777")
+        bob.append(foreign.id, {"role": "user", "content": "alice's old row"})
+    key = keys.build("bob", "telegram", "dm", "777")
+    session = gateway.session_for(key)
+    assert session.id != foreign.id and session.profile == "bob"
+
+    with open_store(home=home, profile="bob") as bob:
+        own = bob.create_session("telegram", chat_type="dm", chat_id="555")  # profile: the store's owner
+    assert gateway.session_for(keys.build("bob", "telegram", "dm", "555")).id == own.id
+
+
+def test_a_reset_child_links_its_parent_only_within_one_namespace(home, gateway):
+    key = keys.build("main", "telegram", "dm", "9")
+    first = gateway.session_for(key)
+    with open_store(home=home) as store:
+        store.end_session(first.id, "user_reset")
+    second = gateway.session_for(key)
+    assert second.id != first.id
+    assert (second.parent_session_id, second.parent_relation) == (first.id, "reset")
+
+
+def test_routing_and_turn_marks_never_move_the_activity_clock(home, gateway):
+    key = keys.build("main", "telegram", "dm", "10")
+    gateway.append(key, {"role": "user", "content": "hello"})
+    session_id = gateway.session_for(key).id
+    with open_store(home=home) as store:
+        before = store.get_session(session_id).last_activity_at
+    time.sleep(0.02)
+    gateway.turn_started(key)
+    gateway.turn_finished(key)
+    gateway.recover()
+    gateway.append(key, {"role": "user", "content": "note"}, internal=True)
+    with open_store(home=home) as store:
+        assert store.get_session(session_id).last_activity_at == before
+
+
+def test_internal_turns_are_marked_and_reach_a_model_as_plain_user_turns(home, gateway):
+    key = keys.build("main", "telegram", "dm", "11")
+    gateway.append(key, {"role": "assistant", "content": "background job done"}, internal=True)
+    session_id = gateway.session_for(key).id
+    with open_store(home=home) as store:
+        (row,) = store.transcript(session_id)
+        assert (row.role, row.display_kind) == ("user", "internal_notification")
+        assert store.resume(session_id) == [{"role": "user", "content": "background job done"}]
+
+
+def test_bad_input_is_refused_and_never_queued(home, gateway):
+    key = keys.build("ghost", "telegram", "dm", "1")
+    with pytest.raises(InvalidInput):
+        gateway.append(key, {"role": "wizard", "content": "x"})
+    assert gateway.status()["profiles"] == {}
+
+
+def test_a_live_routing_entry_is_never_replaced_by_an_older_copy(home, gateway):
+    key = keys.build("main", "telegram", "dm", "12")
+    gateway.turn_started(key)
+    with open_store(home=home) as store:
+        seen = store.routing.get(key)
+        gateway.turn_finished(key)  # a live writer moves on
+        stale = {"state": seen.state, "turn_started_at": seen.turn_started_at}
+        assert store.routing.update(key, expect=stale, state="resume_pending") is None
+        assert store.routing.get(key).state == "idle"
