@@ -6,6 +6,8 @@ import click
 
 from .context import CliContext
 from .demo import demo
+from .doctor import doctor, recover
+from .gateway import gateway
 from .sessions import sessions
 from . import maintenance, transfer as _transfer  # noqa: F401 - transfer adds export and import to `sessions`
 
@@ -21,6 +23,9 @@ def main(ctx: click.Context, home: str | None, profile: str | None) -> None:
 
 
 main.add_command(demo)
+main.add_command(doctor)
+main.add_command(recover)
+main.add_command(gateway)
 main.add_command(maintenance.backup)
 main.add_command(sessions)
 for _command in (maintenance.optimize, maintenance.vacuum, maintenance.prune):

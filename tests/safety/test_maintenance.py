@@ -173,3 +173,17 @@ def test_the_backup_command_writes_a_copy_and_refuses_to_overwrite(tmp_path, iso
         assert [s.title for s in copy.list_sessions().items] == ["kept"]
     again = _cli("--home", str(isolated_home), "backup", str(target))
     assert again.exit_code == 1 and "already exists" in again.output
+
+
+def test_prune_never_active_removes_the_routing_entries_of_what_it_prunes(store):
+    unused = store.create_session("gateway", session_key="agent:main:telegram:dm:9").id
+    kept = store.create_session("gateway", session_key="agent:main:telegram:dm:10").id
+    store.routing.put("agent:main:telegram:dm:9", unused, "main")
+    store.routing.put("agent:main:telegram:dm:10", kept, "main")
+    store.append(kept, {"role": "user", "content": "hello"})
+    _age(store, unused, 45)
+    _age(store, kept, 45)
+
+    assert store.prune(never_active=True).sessions == [unused]
+    assert store.routing.get("agent:main:telegram:dm:9") is None
+    assert store.routing.get("agent:main:telegram:dm:10").session_id == kept

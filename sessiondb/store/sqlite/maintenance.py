@@ -106,8 +106,12 @@ def select_ids(conn: apsw.Connection, query: tuple[str, tuple]) -> list[str]:
 
 
 def delete_sessions(conn: apsw.Connection, query: tuple[str, tuple]) -> list[str]:
+    """Delete the matching sessions (messages and usage go by cascade) and the routing
+    entries this store holds for them, so a gateway never routes a key to a pruned session."""
     ids = select_ids(conn, query)
-    conn.executemany("DELETE FROM sessions WHERE id = ?", [(i,) for i in ids])
+    rows = [(i,) for i in ids]
+    conn.executemany("DELETE FROM sessions WHERE id = ?", rows)
+    conn.executemany("DELETE FROM gateway_routes WHERE session_id = ?", rows)
     return ids
 
 

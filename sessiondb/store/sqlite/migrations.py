@@ -16,7 +16,7 @@ from typing import Callable
 import apsw
 
 from ...errors import NotASessionStore
-from . import search
+from . import routing, search
 from .connect import APPLICATION_ID
 
 
@@ -149,6 +149,7 @@ MIGRATIONS: list[tuple[str, Callable[[apsw.Connection], None]]] = [
     ("0001_core", _core),
     ("0002_search", search.install),  # full-text indexes over messages, kept by triggers
     ("0003_lineage", _lineage),
+    ("0004_gateway_routing", routing.install),  # the gateway's key -> session index (S-32)
 ]
 
 

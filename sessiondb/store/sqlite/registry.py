@@ -26,6 +26,7 @@ from ... import home as homes
 from ...errors import Cause, classify
 from ...safety.holders import holders
 from ...safety.containment import Containment, no_checkpoint_on_close, refuse_if_damaged
+from ...safety.doctor import startup_probe, unclean_shutdown
 from .connect import configure_reader, configure_writer, connect, set_durability
 from .errors import convert
 from . import search
@@ -64,9 +65,12 @@ class SharedFile:
         homes.ensure_private_dir(self.path.parent)
         conn = None
         try:
+            unclean = unclean_shutdown(self.path)  # a WAL left behind that nobody holds
             conn = connect(self.path, patience=self._patience, vfs=self._vfs)
             # Refuse a file that is not ours before changing anything about it.
             check_ownership(conn)
+            if unclean:
+                startup_probe(conn, self.path)  # structural damage stops us before any write
             # Tighten the file before the first write creates the WAL, which SQLite gives
             # the main file's mode.
             homes.make_private(self.path)
@@ -80,6 +84,8 @@ class SharedFile:
             _rebuild_stale_index(conn, self.path)
         except BaseException as exc:
             if conn is not None:
+                # An open that failed (foreign, newer, damaged file) leaves the file as it was.
+                no_checkpoint_on_close(conn)
                 conn.close()
             raise convert(exc) from None
         return conn

@@ -35,6 +35,7 @@ from ...errors import NotFound, SessionDBError, SessionTooLarge
 from ...model import MAX_TITLE_LENGTH, ImportReport, Role, SearchHit, StoreStats
 from . import catalog, search as search_index, transfer
 from .errors import convert
+from . import routing as routing_rows
 
 T = TypeVar("T")
 MAX_PAGE = 1000
@@ -83,6 +84,11 @@ class SQLiteStore:
     @property
     def journal_mode(self) -> str:
         return self._file.journal_mode
+
+    @property
+    def routing(self) -> "routing_rows.RoutingTable":
+        """The gateway's routing index and key/peer lookups on this store (SQLite only)."""
+        return routing_rows.RoutingTable(self._write, self._read, self._profile)
 
     def close(self) -> None:
         if self._closed.is_set():
