@@ -174,3 +174,12 @@ def is_test_runner(argv: list[str]) -> bool:
         if arg == "-m" and i + 1 < len(argv) and argv[i + 1] in ("pytest", "py.test", "unittest"):
             return True
     return False
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a rename or unlink in `directory` durable (its entry list reaches the disk)."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -18,6 +18,7 @@ from ..guidance import command_for
 from ..home import refuse_real_home_under_test, resolve_home, store_path
 from ..safety import doctor as doctors
 from ..safety import recover as recovery
+from . import render
 from .context import CliContext
 
 
@@ -31,14 +32,6 @@ def _store(ctx: CliContext) -> tuple[Path, str]:
     return path, command_for(ctx.profile, None if ctx.home is None else home)
 
 
-def _size(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
-
-
 def _render(report: doctors.Report) -> None:
     echo = click.echo
     echo(f"store        {report.path}")
@@ -50,7 +43,7 @@ def _render(report: doctors.Report) -> None:
     if ident:
         echo(f"identity     device {ident.get('device')} inode {ident.get('inode')} "
              f"generation {ident.get('generation', '?')}")
-    echo(f"size         {_size(report.size)}; WAL {_size(report.wal_bytes)}; "
+    echo(f"size         {render.size(report.size)}; WAL {render.size(report.wal_bytes)}; "
          f"free pages {report.free_pages if report.free_pages is not None else '?'}")
     echo(f"holders      {', '.join(report.holders) or 'none'}")
     check = report.integrity

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..home import fsync_dir
 from ..keys import parse
 from ..model import prepare_messages
 from ..safety import spool
@@ -125,7 +126,7 @@ class Backlog:
     def drop_file(self, key: str, path: Path) -> None:
         """Forget a spool file whose batch committed."""
         path.unlink(missing_ok=True)
-        spool._fsync_dir(path.parent)  # noqa: SLF001 - the spool's own durability step
+        fsync_dir(path.parent)
         with self.lock:
             q = self.queue(key)
             if path in q.files:

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import SessionDBError
-from ..home import FILE_MODE, SIDECAR_SUFFIXES, ensure_private_dir
+from ..home import FILE_MODE, SIDECAR_SUFFIXES, ensure_private_dir, fsync_dir
 
 BACKUP_DIR = "backups"
 KEEP = 3
@@ -137,7 +137,7 @@ def take(db_path: Path, *, free_space: FreeSpace = statvfs_space) -> BackupSet:
             final = directory / f"{name}{suffix}"
             os.replace(target, final)
             published.append(final)
-        _fsync_dir(directory)
+        fsync_dir(directory)
     except BaseException:
         for _, target in staged:
             target.unlink(missing_ok=True)
@@ -210,11 +210,3 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
     else:
         path.unlink(missing_ok=True)
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

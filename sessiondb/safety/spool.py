@@ -17,7 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ..home import FILE_MODE, ensure_private_dir
+from ..home import FILE_MODE, ensure_private_dir, fsync_dir
 from ..model import NewMessage
 
 SPOOL_DIR = "spool"
@@ -57,7 +57,7 @@ def write(db_path: Path, session_id: str, batch: list[NewMessage], cause: str) -
     except BaseException:
         staging.unlink(missing_ok=True)
         raise
-    _fsync_dir(directory)
+    fsync_dir(directory)
     return final
 
 
@@ -90,7 +90,7 @@ def replay(db_path: Path, append: Callable[[str, list[dict[str, Any]]], object])
             yield path, exc
             continue
         path.unlink()
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
         yield path, None
 
 
@@ -104,11 +104,3 @@ def _message_dict(m: NewMessage, now: float) -> dict[str, Any]:
     if data["timestamp"] is None:
         data["timestamp"] = now
     return data
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
