@@ -16,6 +16,7 @@ from pathlib import Path
 import click
 
 from ..errors import SessionDBError
+from .. import formats
 from . import render
 from .context import CliContext
 from .sessions import json_option, resolve, sessions
@@ -53,7 +54,7 @@ def export(ctx: CliContext, refs: tuple[str, ...], session_refs: tuple[str, ...]
         stream = ctx.call(store.export, ids)
         with closing(stream):  # finish the store's read before the store closes
             records = counted(stream)
-            lines = _guarded(render.jsonl(records) if fmt == "jsonl" else render.markdown(records))
+            lines = _guarded(formats.jsonl(records) if fmt == "jsonl" else formats.markdown(records))
             if output is None:
                 _to_stdout(lines)
                 return
