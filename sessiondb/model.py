@@ -309,10 +309,22 @@ def clean_title(title: str | None) -> str | None:
         return None
     if not isinstance(title, str):
         raise InvalidInput(f"title must be text, not {type(title).__name__}")
+    check_unicode(title, "title")
     cleaned = " ".join(_CONTROL.sub(" ", title).split())
     if len(cleaned) > MAX_TITLE_LENGTH:
         raise InvalidInput(f"title is {len(cleaned)} characters; the limit is {MAX_TITLE_LENGTH}")
     return cleaned or None
+
+
+def check_unicode(value: str, what: str) -> str:
+    """Refuse text SQLite cannot store: an unpaired surrogate (from a JSON "\\ud800" escape
+    or a surrogate-escaped file name) has no UTF-8 form."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(f"{what} is not valid Unicode text: it holds an unpaired surrogate at "
+                           f"character {exc.start}") from None
+    return value
 
 
 def check_label(value: Any, what: str, *, required: bool = False) -> str | None:
@@ -323,6 +335,7 @@ def check_label(value: Any, what: str, *, required: bool = False) -> str | None:
         return None
     if not isinstance(value, str):
         raise InvalidInput(f"{what} must be text, not {type(value).__name__}")
+    check_unicode(value, what)
     if required and not value.strip():
         raise InvalidInput(f"{what} must not be empty")
     if len(value) > MAX_NAME_LENGTH or "\x00" in value:
@@ -410,7 +423,7 @@ def prepare_message(raw: Message | Mapping[str, Any], index: int = 0) -> NewMess
         raise InvalidInput(f"{where}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
 
     role = data.get("role")
-    if role not in _ROLES:
+    if not isinstance(role, str) or role not in _ROLES:
         raise InvalidInput(f"{where}: role must be one of system, user, assistant, tool (got {role!r})")
     role = getattr(role, "value", role)  # a Role member becomes its plain string
 
@@ -419,12 +432,13 @@ def prepare_message(raw: Message | Mapping[str, Any], index: int = 0) -> NewMess
         uid = new_uid()
     elif not isinstance(uid, str) or not uid or len(uid) > MAX_UID_LENGTH or "\x00" in uid:
         raise InvalidInput(f"{where}: uid must be non-empty text of at most {MAX_UID_LENGTH} characters")
+    check_unicode(uid, f"{where}: uid")
 
     content = data.get("content")
     text: str | None = None
     parts: str | None = None
     if isinstance(content, str):
-        text = content
+        text = check_unicode(content, f"{where}: content")
     elif isinstance(content, list):
         parts = dump_json(content, f"{where}: content")
     elif content is not None:
@@ -440,12 +454,14 @@ def prepare_message(raw: Message | Mapping[str, Any], index: int = 0) -> NewMess
         raise InvalidInput(f"{where}: token_count must be a non-negative integer")
 
     state = data.get("state") or _ACTIVE
-    if state not in _STATES:
+    if not isinstance(state, str) or state not in _STATES:
         raise InvalidInput(f"{where}: state must be one of active, compacted, rewound")
 
     reasoning = data.get("reasoning")
     if reasoning is not None and not isinstance(reasoning, str):
         raise InvalidInput(f"{where}: reasoning must be text")
+    if reasoning is not None:
+        check_unicode(reasoning, f"{where}: reasoning")
 
     return NewMessage(
         uid=uid,

@@ -32,7 +32,7 @@ from ...model import Lease
 from .connect import DEFAULT_PATIENCE, check_durability, check_sqlite_version
 from ... import query as search_query
 from ...errors import NotFound, SessionDBError, SessionTooLarge
-from ...model import MAX_TITLE_LENGTH, ImportReport, Role, SearchHit, StoreStats
+from ...model import MAX_TITLE_LENGTH, ImportReport, Role, SearchHit, StoreStats, check_unicode
 from . import catalog, search as search_index, transfer
 from .errors import convert
 from . import routing as routing_rows
@@ -428,7 +428,8 @@ class SQLiteStore:
     ) -> list[SearchHit]:
         if not isinstance(query, str):
             raise InvalidInput(f"the search query must be text, not {type(query).__name__}")
-        if role is not None and role not in {r.value for r in Role}:
+        check_unicode(query, "the search query")
+        if role is not None and (not isinstance(role, str) or role not in {r.value for r in Role}):
             raise InvalidInput(f"role must be one of system, user, assistant, tool (got {role!r})")
         return self._read(
             partial(

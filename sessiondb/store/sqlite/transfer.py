@@ -279,13 +279,22 @@ def _json_text(value: Any, name: str, line: int, what: str) -> str:
 
 def _check_type(value: Any, column: Column, line: int, what: str) -> None:
     ok = {
-        "TEXT": isinstance(value, str) and "\x00" not in value,
+        "TEXT": isinstance(value, str) and "\x00" not in value and _is_unicode(value),
         "INTEGER": isinstance(value, int) and not isinstance(value, bool),
         "REAL": isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value),
     }.get(column.type, isinstance(value, (str, int, float)) and not isinstance(value, bool))
     if not ok:
         kind = {"TEXT": "text", "INTEGER": "an integer", "REAL": "a number"}.get(column.type, "a value")
         raise ImportRejected(line, f"the {what}'s {column.name!r} must be {kind}, not {value!r}")
+
+
+def _is_unicode(value: str) -> bool:
+    """False for text SQLite cannot store: a lone surrogate (a JSON "\\ud800" escape)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _session(record: Any, tables: Schema, line: int) -> dict[str, Any]:
