@@ -1,0 +1,81 @@
+"""The FastAPI application: stores per profile, auth, error JSON, routes, the dashboard.
+
+Every store call is awaited on the AsyncStore's own thread pool (doctor and export run on
+worker threads too), so a slow request never holds the event loop and never blocks others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import asynccontextmanager
+from importlib import resources
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.responses import FileResponse, Response
+from fastapi.staticfiles import StaticFiles
+
+from ..home import resolve_home
+from . import doctor, errors, search, sessions
+from .auth import TokenAuth
+from .stores import Stores
+
+try:
+    from importlib.metadata import version as _version
+
+    VERSION = _version("sessiondb")
+except Exception:  # noqa: BLE001 - running from a source tree without metadata
+    VERSION = "0.0.0"
+
+STATIC = Path(str(resources.files("sessiondb.api") / "static"))
+
+
+def stores_of(request: Request) -> Stores:
+    return request.app.state.stores
+
+
+def create_app(home: str | Path | None = None, *, token: str | None = None) -> FastAPI:
+    """The service for every profile under `home` (default: $SESSIONDB_HOME or ~/.sessiondb).
+
+    With `token`, every API request must send `Authorization: Bearer <token>`.
+    """
+    stores = Stores(resolve_home(home))
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        yield
+        await stores.close()
+
+    app = FastAPI(title="sessiondb", version=VERSION, lifespan=lifespan,
+                  description="The durable memory of AI agents: sessions, messages, search, doctor.")
+    app.state.stores = stores
+    errors.install(app)
+
+    @app.get("/api/health", tags=["service"])
+    async def health(request: Request) -> dict:
+        """The service is up: its version, home and profiles."""
+        return {"status": "ok", "version": VERSION, "home": str(stores.home),
+                "profiles": await asyncio.to_thread(stores.profiles)}
+
+    @app.get("/api/profiles", tags=["service"])
+    async def profiles() -> dict:
+        """Every profile under the home: `main` (the home's own store), then the named ones."""
+        names = await asyncio.to_thread(stores.profiles)
+        return {"items": [{"name": n, "path": str(stores.path(n))} for n in names]}
+
+    app.include_router(sessions.router, prefix="/api")
+    app.include_router(search.router, prefix="/api")
+    app.include_router(doctor.router, prefix="/api")
+
+    @app.get("/", include_in_schema=False)
+    async def dashboard() -> FileResponse:
+        return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    async def favicon() -> Response:
+        return Response(status_code=204)
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    if token:
+        app.add_middleware(TokenAuth, token=token)
+    return app

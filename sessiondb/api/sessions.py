@@ -1,0 +1,224 @@
+"""Sessions and their messages: the routes of store.list_sessions, create_session,
+get_session, set_title/set_flags, delete_session, transcript, append, lineage, usage and
+export (streamed, never capped)."""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import closing
+from typing import Any, Literal
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
+
+from .. import formats
+from ..errors import InvalidInput
+from ..store.aio import AsyncStore
+from .stores import Stores
+
+router = APIRouter(tags=["sessions"])
+
+ProfileQuery = Query(None, description="The profile whose store to use (default: main).", max_length=64)
+MAX_PAGE = 1000
+MAX_BATCH = 1000  # messages in one POST
+
+
+def row(obj: Any) -> dict[str, Any]:
+    """A Session or Message as a JSON object: its fields, shallow (asdict's deep copy is
+    most of a listing's cost, and the values are only serialised)."""
+    return {name: getattr(obj, name) for name in obj.__dataclass_fields__}
+
+
+def stores_of(request: Request) -> Stores:
+    return request.app.state.stores
+
+
+async def store_for(request: Request, profile: str | None) -> AsyncStore:
+    return await stores_of(request).get(profile)
+
+
+class NewSession(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    source: str = Field(..., min_length=1, max_length=200, description="The surface writing it (cli, desktop...).")
+    title: str | None = Field(None, max_length=1000)
+    session_id: str | None = Field(None, max_length=200)
+    model: str | None = Field(None, max_length=200)
+    user_id: str | None = Field(None, max_length=200)
+    session_key: str | None = Field(None, max_length=1000)
+    parent_session_id: str | None = Field(None, max_length=200)
+    parent_relation: str | None = Field(None, max_length=200)
+    metadata: dict[str, Any] | None = None
+
+
+class SessionPatch(BaseModel):
+    """Fields to change; a field left out is unchanged, `title: null` clears the title."""
+
+    model_config = ConfigDict(extra="forbid")
+    title: str | None = Field(None, max_length=1000)
+    pinned: StrictBool | None = None
+    archived: StrictBool | None = None
+    hidden: StrictBool | None = None
+
+
+class NewMessages(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    messages: list[dict[str, Any]] = Field(..., max_length=MAX_BATCH,
+                                           description="Messages as store.append takes them (role, content, uid...).")
+
+
+@router.get("/sessions")
+async def list_sessions(
+    request: Request,
+    profile: str | None = ProfileQuery,
+    source: str | None = Query(None, max_length=200),
+    q: str | None = Query(None, max_length=1000, description="Only sessions with a message matching this search."),
+    pinned: bool | None = None,
+    include_archived: bool = False,
+    include_hidden: bool = False,
+    since: float | None = Query(None, allow_inf_nan=False),
+    until: float | None = Query(None, allow_inf_nan=False),
+    limit: int = Query(50, ge=1, le=MAX_PAGE),
+    cursor: str | None = Query(None, max_length=200),
+) -> dict:
+    """Sessions, most recently active first (store.list_sessions); pass `cursor` back for the next page.
+
+    With `q`, the sessions holding the best matches of that search instead, best first
+    (one page: no cursor).
+    """
+    store = await store_for(request, profile)
+    if q is None:
+        page = await store.list_sessions(source=source, pinned=pinned, include_archived=include_archived,
+                                         include_hidden=include_hidden, since=since, until=until,
+                                         limit=limit, cursor=cursor)
+        # JSONResponse directly: the rows are plain JSON already (no re-encoding pass).
+        return JSONResponse({"items": [row(s) for s in page.items], "cursor": page.cursor})
+    hits = await store.search(q, source=source, since=since, until=until, limit=MAX_PAGE)
+    items: list[dict] = []
+    seen: set[str] = set()
+    for hit in hits:
+        if hit.session_id in seen or len(items) >= limit:
+            continue
+        seen.add(hit.session_id)
+        s = await store.get_session(hit.session_id)
+        if (pinned is not None and s.pinned != pinned) or (s.archived and not include_archived) \
+                or (s.hidden and not include_hidden):
+            continue
+        items.append(s.to_dict())
+    return {"items": items, "cursor": None}
+
+
+@router.post("/sessions", status_code=201)
+async def create_session(request: Request, body: NewSession, profile: str | None = ProfileQuery) -> dict:
+    """Create a session (store.create_session)."""
+    store = await store_for(request, profile)
+    fields = body.model_dump(exclude_none=True)
+    source = fields.pop("source")
+    return (await store.create_session(source, **fields)).to_dict()
+
+
+@router.get("/sessions/{session_id}")
+async def get_session(request: Request, session_id: str, profile: str | None = ProfileQuery) -> dict:
+    """The session (store.get_session)."""
+    store = await store_for(request, profile)
+    return (await store.get_session(session_id)).to_dict()
+
+
+@router.patch("/sessions/{session_id}")
+async def update_session(request: Request, session_id: str, body: SessionPatch,
+                         profile: str | None = ProfileQuery) -> dict:
+    """Rename (store.set_title) and set flags (store.set_flags); returns the session."""
+    store = await store_for(request, profile)
+    given = body.model_fields_set
+    if not given:
+        raise InvalidInput("nothing to change: give title, pinned, archived or hidden")
+    session = await store.get_session(session_id)
+    if "title" in given:
+        session = await store.set_title(session_id, body.title)
+    flags = {k: getattr(body, k) for k in ("pinned", "archived", "hidden") if k in given}
+    if any(v is None for v in flags.values()):
+        raise InvalidInput("pinned, archived and hidden must be true or false")
+    if flags:
+        session = await store.set_flags(session_id, **flags)
+    return session.to_dict()
+
+
+@router.delete("/sessions/{session_id}")
+async def delete_session(request: Request, session_id: str, profile: str | None = ProfileQuery) -> dict:
+    """Delete the session with its messages and usage (store.delete_session)."""
+    store = await store_for(request, profile)
+    await store.delete_session(session_id)
+    return {"deleted": session_id}
+
+
+@router.get("/sessions/{session_id}/messages")
+async def transcript(
+    request: Request,
+    session_id: str,
+    profile: str | None = ProfileQuery,
+    limit: int = Query(100, ge=1, le=MAX_PAGE),
+    order: Literal["asc", "desc", "latest"] = Query(
+        "asc", description="asc: oldest first; desc: newest first; latest: the newest `limit`, oldest first."),
+    include_compacted: bool = False,
+    before: int | None = Query(None, ge=0, le=2**62, description="Only messages with a smaller id."),
+    after: int | None = Query(None, ge=0, le=2**62, description="Only messages with a larger id."),
+) -> dict:
+    """A page of the transcript (store.transcript). `next_before`/`next_after` page on;
+    null when there is nothing more that way."""
+    store = await store_for(request, profile)
+    descending = order in ("desc", "latest")
+    rows = await store.transcript(session_id, include_compacted=include_compacted, limit=limit, before=before,
+                                  after=after, order="desc" if descending else "asc")
+    full = len(rows) == limit
+    if order == "latest":
+        rows.reverse()
+    items = [row(m) for m in rows]
+    if descending:
+        oldest = min((m.id for m in rows), default=None)
+        return JSONResponse({"items": items, "next_before": oldest if full else None, "next_after": None})
+    newest = max((m.id for m in rows), default=None)
+    return JSONResponse({"items": items, "next_after": newest if full else None, "next_before": None})
+
+
+@router.post("/sessions/{session_id}/messages")
+async def append(request: Request, session_id: str, body: NewMessages, profile: str | None = ProfileQuery) -> dict:
+    """Store messages as one atomic batch (store.append): idempotent by uid; returns the stored rows."""
+    store = await store_for(request, profile)
+    if not body.messages:
+        raise InvalidInput("messages must hold at least one message")
+    rows = await store.append(session_id, body.messages)
+    return JSONResponse({"items": [row(m) for m in rows]})
+
+
+@router.get("/sessions/{session_id}/lineage")
+async def lineage(request: Request, session_id: str, profile: str | None = ProfileQuery) -> dict:
+    """The conversation across compaction rotations, root first, tip last (store.lineage)."""
+    store = await store_for(request, profile)
+    return {"items": [s.to_dict() for s in await store.lineage(session_id)]}
+
+
+@router.get("/sessions/{session_id}/usage")
+async def usage(request: Request, session_id: str, profile: str | None = ProfileQuery) -> dict:
+    """Accumulated model usage: totals and one row per model, provider and task (store.usage)."""
+    store = await store_for(request, profile)
+    return (await store.usage(session_id)).to_dict()
+
+
+@router.get("/sessions/{session_id}/export", response_class=StreamingResponse,
+            responses={200: {"content": {"application/x-ndjson": {}, "text/markdown": {}}}})
+async def export(request: Request, session_id: str, profile: str | None = ProfileQuery,
+                 format: Literal["jsonl", "md"] = "jsonl") -> StreamingResponse:
+    """The session as the lossless JSONL export or as Markdown (store.export), streamed in
+    constant memory and never capped."""
+    store = await store_for(request, profile)
+    records = await asyncio.to_thread(store.sync.export, [session_id])  # NotFound before any byte
+
+    def lines():
+        # A sync generator: Starlette pulls it on a worker thread, never on the event loop.
+        with closing(records):
+            yield from formats.jsonl(records) if format == "jsonl" else formats.markdown(records)
+
+    media = "application/x-ndjson" if format == "jsonl" else "text/markdown; charset=utf-8"
+    name = f"{session_id}.{format}".replace('"', "")
+    return StreamingResponse(lines(), media_type=media,
+                             headers={"Content-Disposition": f'attachment; filename="{name}"'})

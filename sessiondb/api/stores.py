@@ -1,0 +1,84 @@
+"""One AsyncStore per profile under the home, opened on first use and closed at shutdown.
+
+A profile named in a request is validated (home.validate_profile) before it becomes a
+path; a named profile is served only if its directory exists under `<home>/profiles/`
+(the service never creates profiles). `main` is the store in the home itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from .. import open_store
+from ..errors import NotFound
+from ..home import DEFAULT_PROFILE, STORE_FILENAME, profile_dir, validate_profile
+from ..store.aio import AsyncStore
+
+
+class Stores:
+    """The stores of one home, by profile name."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self._open: dict[str, AsyncStore] = {}
+        self._lock = asyncio.Lock()
+
+    def name(self, profile: str | None) -> str:
+        """The canonical profile name; InvalidInput for a malformed one."""
+        if profile is None or profile == "":
+            return DEFAULT_PROFILE
+        return validate_profile(profile)
+
+    def path(self, profile: str | None) -> Path:
+        """The store file of a profile (validated; NotFound for a profile that does not exist)."""
+        name = self.name(profile)
+        directory = profile_dir(self.home, name)
+        if name != DEFAULT_PROFILE and not directory.is_dir():
+            raise NotFound(f"no profile {name!r} under {self.home}; the profiles are listed at /api/profiles")
+        return directory / STORE_FILENAME
+
+    def profiles(self) -> list[str]:
+        """`main`, then every named profile under the home, sorted."""
+        names = [DEFAULT_PROFILE]
+        root = self.home / "profiles"
+        if root.is_dir():
+            for entry in sorted(root.iterdir()):
+                try:
+                    if entry.is_dir() and validate_profile(entry.name) and entry.name != DEFAULT_PROFILE:
+                        names.append(entry.name)
+                except Exception:  # noqa: BLE001 - a stray directory is not a profile
+                    continue
+        return names
+
+    async def get(self, profile: str | None) -> AsyncStore:
+        """The profile's AsyncStore, opened once (off the event loop) and then shared."""
+        name = self.name(profile)
+        store = self._open.get(name)
+        if store is not None:
+            return store
+        self.path(name)
+        async with self._lock:
+            store = self._open.get(name)
+            if store is None:
+                sync = await asyncio.to_thread(open_store, home=self.home,
+                                               profile=None if name == DEFAULT_PROFILE else name)
+                store = self._open[name] = AsyncStore(sync)
+            return store
+
+    @asynccontextmanager
+    async def released(self, name: str):
+        """Close the profile's handle and keep it closed (no store is opened meanwhile), so
+        a repair finds no connection of this process on the file; reopened on next use."""
+        async with self._lock:
+            store = self._open.pop(name, None)
+            if store is not None:
+                await store.close()
+            yield
+
+    async def close(self) -> None:
+        async with self._lock:
+            stores, self._open = list(self._open.values()), {}
+        for store in stores:
+            await store.close()

@@ -1,0 +1,90 @@
+"""A real `sessiondb serve` process on a free loopback port with a throw-away home."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+SERVE = [sys.executable, "-c", "from sessiondb.cli import main; main()"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Server:
+    url: str
+    home: Path
+    process: subprocess.Popen
+    token: str | None = None
+
+    def client(self, token: str | None = None, **kwargs) -> httpx.Client:
+        token = self.token if token is None else token
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=30, **kwargs)
+
+
+def start(home: Path, *args: str, token: str | None = None, env: dict | None = None) -> Server:
+    port = free_port()
+    environ = {k: v for k, v in os.environ.items() if k != "SESSIONDB_TOKEN"}
+    environ.update({"SESSIONDB_UNDER_TEST": "1", **(env or {})})
+    command = SERVE + ["--home", str(home), "serve", "--port", str(port), *args]
+    if token:
+        command += ["--token", token]
+    process = subprocess.Popen(command, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    token = token or environ.get("SESSIONDB_TOKEN")
+    server = Server(f"http://127.0.0.1:{port}", home, process, token)
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"sessiondb serve exited {process.returncode}: {process.stderr.read()}")
+        try:
+            if httpx.get(server.url + "/api/health", headers=headers, timeout=2).status_code == 200:
+                return server
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)
+    stop(server)
+    raise RuntimeError("sessiondb serve did not answer /api/health within 30 s")
+
+
+def stop(server: Server) -> None:
+    server.process.terminate()
+    try:
+        server.process.wait(10)
+    except subprocess.TimeoutExpired:
+        server.process.kill()
+        server.process.wait()
+
+
+def seed(home: Path) -> None:
+    """The demo profile's sessions, written by the CLI before the server starts."""
+    subprocess.run(SERVE + ["--home", str(home), "demo"], check=True, capture_output=True,
+                   env={**os.environ, "SESSIONDB_UNDER_TEST": "1"})
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    home = tmp_path_factory.mktemp("api") / "home"
+    seed(home)
+    running = start(home)
+    yield running
+    stop(running)
+
+
+@pytest.fixture
+def api(server):
+    with server.client() as client:
+        yield client
