@@ -1,0 +1,91 @@
+"""A full disk: the store on a 2 MB tmpfs, filled until writes fail.
+
+The test mounts its own tmpfs (`mount -t tmpfs -o size=2m`), so it needs root; it is
+skipped, saying why, when the mount is refused. What must hold: the failing write raises
+DiskFull (classify -> Cause.DISK_FULL) promptly, nothing acknowledged is lost, the file
+passes its integrity checks, and writes resume once space is freed.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import apsw
+import pytest
+
+import sessiondb
+from sessiondb.errors import Cause, DiskFull, classify
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    mount_point = tmp_path / "small"
+    mount_point.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a 2 MB tmpfs needs root (the test mounts its own small disk)")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", str(mount_point)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip() or done.returncode}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+def integrity(path: Path, *, writable: bool) -> None:
+    flags = apsw.SQLITE_OPEN_READWRITE if writable else apsw.SQLITE_OPEN_READONLY
+    conn = apsw.Connection(str(path), flags=flags)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        if writable:
+            for name in ("messages_fts", "messages_trigram"):
+                conn.execute(f"INSERT INTO {name}({name}, rank) VALUES ('integrity-check', 1)")
+    finally:
+        conn.close()
+
+
+def test_a_full_disk_refuses_writes_clearly_loses_nothing_and_recovers(small_disk, figures):
+    path = small_disk / "state.db"
+    filler = small_disk / "filler"
+    acked: list[str] = []
+    attempts = 0
+    with sessiondb.open_store(path) as store:
+        sid = store.create_session("cli", session_id="full").id
+        filler.write_bytes(b"\0" * (1400 * 1024))
+        error = None
+        started = time.monotonic()
+        for i in range(10_000):
+            uid = f"m{i}"
+            attempts += 1
+            t0 = time.monotonic()
+            try:
+                store.append(sid, {"uid": uid, "role": "user", "content": f"kyoto {i} " + "x" * 6000})
+            except sessiondb.SessionDBError as exc:
+                error = exc
+                refused_after = time.monotonic() - t0
+                break
+            acked.append(uid)
+        figures.record(tried=attempts, failed=0 if isinstance(error, DiskFull) else 1, unit="appends",
+                       detail=f"2 MB tmpfs with a 1.4 MB filler: {len(acked)} appends acknowledged, then "
+                              f"{type(error).__name__}; filled in {time.monotonic() - started:.1f} s")
+        assert error is not None, "the disk never filled"
+        assert isinstance(error, DiskFull), f"{type(error).__name__}: {error}"
+        assert classify(error) is Cause.DISK_FULL
+        assert refused_after < 5, f"the refusal took {refused_after:.1f}s"
+        # A second write on the full disk is refused the same way, not hung or damaged.
+        with pytest.raises(DiskFull):
+            store.append(sid, {"uid": "again", "role": "user", "content": "y" * 6000})
+        assert [m.uid for m in store.transcript(sid)] == acked
+        integrity(path, writable=False)
+
+        filler.unlink()  # space is freed: writes resume on the same handle
+        store.append(sid, {"uid": "resumed", "role": "user", "content": "after the disk was freed"})
+        acked.append("resumed")
+    integrity(path, writable=True)
+    with sessiondb.open_store(path) as store:
+        assert [m.uid for m in store.transcript(sid)] == acked
+        assert any(h.uid == "resumed" for h in store.search("freed", limit=10))
