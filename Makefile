@@ -1,10 +1,11 @@
-# The two set-up commands: `make run` (the demo on the embedded store) and `make test`.
+# The two set-up commands: `make run` (the demo data, then the dashboard and API on the
+# embedded store at http://127.0.0.1:8765/) and `make test`.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench-core bench-lineage bench-search clean
+.PHONY: run test reliability bench bench-core bench-lineage bench-search bench-api clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,9 +15,35 @@ $(STAMP): pyproject.toml
 
 run: $(STAMP)
 	$(BIN)/sessiondb demo
+	$(BIN)/sessiondb serve
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# The reliability harness, quick and long tiers (tests/reliability, about half an hour on 2 cores);
+# the figures it records are rendered into docs/reliability.md even when a test fails.
+FIGURES := build/reliability-figures.jsonl
+reliability: $(STAMP)
+	@mkdir -p build && rm -f $(FIGURES)
+	@start=$$(date +%s); \
+	SESSIONDB_FIGURES=$(CURDIR)/$(FIGURES) $(BIN)/python -m pytest -q tests/reliability -m "long or not long"; \
+	status=$$?; \
+	$(BIN)/python tests/reliability/render_figures.py $(FIGURES) docs/reliability.md $$(( $$(date +%s) - start )); \
+	exit $$status
+
+# Side by side with the peers (docs/benchmarks.md, .json and charts; about 10 minutes).
+# The peers and matplotlib live in their own venv, never in the project's dependencies.
+PEERS := bench/.venv-peers
+PEER_PACKAGES := hermes-agent==0.19.0 openai-agents langchain-community greenlet matplotlib
+$(PEERS)/.installed:
+	$(PYTHON) -m venv $(PEERS)
+	$(PEERS)/bin/pip install --quiet --upgrade pip
+	$(PEERS)/bin/pip install --quiet $(PEER_PACKAGES) || for p in $(PEER_PACKAGES); do \
+	  $(PEERS)/bin/pip install --quiet "$$p" || echo "bench: could not install $$p (reported n/a)"; done
+	touch $@
+
+bench: $(STAMP) $(PEERS)/.installed
+	$(BIN)/python bench/compare.py
 
 bench-core: $(STAMP)
 	$(BIN)/python bench/bench_core.py
@@ -26,6 +53,9 @@ bench-search: $(STAMP)
 
 bench-lineage: $(STAMP)
 	$(BIN)/python bench/bench_lineage.py
+
+bench-api: $(STAMP)
+	$(BIN)/python bench/bench_api.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -38,6 +38,7 @@ def open_store(
     profile: str | None = None,
     durability: str = "full",
     patience: float = 30.0,
+    vfs: str | None = None,
 ) -> Store:
     """Open a profile's store (or the store file at `path`).
 
@@ -46,6 +47,10 @@ def open_store(
     "full" (the default) makes every acknowledged write survive power loss; "normal"
     survives the process dying only. `patience` is how long a write waits for another
     process's lock before StoreBusy.
+
+    `vfs` is a testing hook: the name of a registered SQLite VFS (an `apsw.VFS`) that
+    every connection of the store goes through, so tests can inject I/O errors or record
+    writes and syncs (tests/reliability/vfs.py). Leave it None in real use.
     """
     from .store.sqlite import SQLiteStore
 
@@ -58,6 +63,7 @@ def open_store(
         profile=None if profile in (None, DEFAULT_PROFILE) else profile,
         durability=durability,
         patience=patience,
+        vfs=vfs,
     )
 
 

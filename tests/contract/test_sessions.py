@@ -448,7 +448,7 @@ def test_updating_metadata_of_an_unknown_session_raises_not_found(store):
 
 def test_background_writes_never_move_last_activity(store):
     """S-08: metadata, flags, titles, ends and usage are not user activity."""
-    quiet = store.create_session("cli", session_id="quiet")
+    store.create_session("cli", session_id="quiet")
     busy = store.create_session("cli", session_id="busy")
     stamp = time.time() + 50
     store.append(busy.id, user("hi", timestamp=stamp))

@@ -21,7 +21,6 @@ import pytest
 import sessiondb
 from sessiondb import MessageConflict, NotFound, StoreBusy
 from sessiondb.errors import Cause
-from sessiondb.store.sqlite import writer as writer_module
 from sessiondb.store.sqlite.writer import Writer
 
 MAIN = threading.main_thread()
@@ -329,7 +328,6 @@ def test_an_interrupt_while_waiting_for_the_ack_does_not_cancel_the_write(path, 
 def test_an_interrupt_while_running_the_group_hands_it_to_the_writer(path, sigint, hold_lock):
     store = sessiondb.open_store(path)
     sid = store.create_session("cli").id
-    writer = store._file.writer
     holder = hold_lock()
     others = [threading.Thread(target=store.append, args=(sid, user(f"o{i}", uid=f"o{i}"))) for i in range(3)]
 
