@@ -11,13 +11,12 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from pathlib import Path
 
-import apsw
 import pytest
 
 import sessiondb
 from sessiondb.errors import Cause, DiskFull, classify
+from checks import assert_intact
 
 
 @pytest.fixture
@@ -34,18 +33,6 @@ def small_disk(tmp_path):
         yield mount_point
     finally:
         subprocess.run(["umount", "-l", str(mount_point)], check=False)
-
-
-def integrity(path: Path, *, writable: bool) -> None:
-    flags = apsw.SQLITE_OPEN_READWRITE if writable else apsw.SQLITE_OPEN_READONLY
-    conn = apsw.Connection(str(path), flags=flags)
-    try:
-        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-        if writable:
-            for name in ("messages_fts", "messages_trigram"):
-                conn.execute(f"INSERT INTO {name}({name}, rank) VALUES ('integrity-check', 1)")
-    finally:
-        conn.close()
 
 
 def test_a_full_disk_refuses_writes_clearly_loses_nothing_and_recovers(small_disk, figures):
@@ -80,12 +67,12 @@ def test_a_full_disk_refuses_writes_clearly_loses_nothing_and_recovers(small_dis
         with pytest.raises(DiskFull):
             store.append(sid, {"uid": "again", "role": "user", "content": "y" * 6000})
         assert [m.uid for m in store.transcript(sid)] == acked
-        integrity(path, writable=False)
+        assert_intact(path, writable=False)
 
         filler.unlink()  # space is freed: writes resume on the same handle
         store.append(sid, {"uid": "resumed", "role": "user", "content": "after the disk was freed"})
         acked.append("resumed")
-    integrity(path, writable=True)
+    assert_intact(path, writable=True)
     with sessiondb.open_store(path) as store:
         assert [m.uid for m in store.transcript(sid)] == acked
         assert any(h.uid == "resumed" for h in store.search("freed", limit=10))

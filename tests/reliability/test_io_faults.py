@@ -17,11 +17,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import apsw
 import pytest
 
 import sessiondb
 from sessiondb import SessionDBError
+from checks import assert_intact
 from vfs import FaultPlan, ShimVFS
 
 SESSION = "s1"
@@ -58,16 +58,6 @@ def workload(store, appends: int) -> tuple[list[list[str]], list[list[str]], boo
     return acked, refused, compacted
 
 
-def check_integrity(path: Path) -> None:
-    conn = apsw.Connection(str(path))
-    try:
-        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-        for name in ("messages_fts", "messages_trigram"):
-            conn.execute(f"INSERT INTO {name}({name}, rank) VALUES ('integrity-check', 1)")
-    finally:
-        conn.close()
-
-
 def run_case(base: Path, path: Path, plan: FaultPlan, appends: int) -> None:
     shutil.copy(base, path)
     shim = ShimVFS(plan)
@@ -87,7 +77,7 @@ def run_case(base: Path, path: Path, plan: FaultPlan, appends: int) -> None:
     finally:
         shim.close()
 
-    check_integrity(path)
+    assert_intact(path)
     with sessiondb.open_store(path) as store:
         stored = [m.uid for m in store.transcript(SESSION, include_compacted=True)]
         assert len(stored) == len(set(stored)), "a message is stored twice"

@@ -20,10 +20,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import apsw
 import pytest
 
 import sessiondb
+from checks import assert_intact
 
 HERE = Path(__file__).parent
 APPENDERS = 4
@@ -51,13 +51,7 @@ def check_round(path: Path, session_ids: list[str], appended: dict[str, list[str
         stored = sorted(int(u.rsplit("-", 1)[1]) for u in counts if u.rsplit("-", 1)[0] == writer)
         assert stored == list(range(len(stored))), f"{writer} has a gap"
         assert len(uids) <= len(stored) <= len(uids) + 1, f"{writer}: {len(stored)} stored for {len(uids)} acks"
-    conn = apsw.Connection(str(path))
-    try:
-        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-        for name in ("messages_fts", "messages_trigram"):
-            conn.execute(f"INSERT INTO {name}({name}, rank) VALUES ('integrity-check', 1)")
-    finally:
-        conn.close()
+    assert_intact(path)
     return len(rows)
 
 

@@ -13,23 +13,13 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-import apsw
 import pytest
 
 import sessiondb
+from checks import assert_intact
 
 WORKER = Path(__file__).with_name("soak_worker.py")
 PROCESSES = 4
-
-
-def integrity(path: Path) -> None:
-    conn = apsw.Connection(str(path))
-    try:
-        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-        for name in ("messages_fts", "messages_trigram"):
-            conn.execute(f"INSERT INTO {name}({name}, rank) VALUES ('integrity-check', 1)")
-    finally:
-        conn.close()
 
 
 def soak(tmp_path: Path, seconds: float, figures) -> None:
@@ -80,10 +70,10 @@ def soak(tmp_path: Path, seconds: float, figures) -> None:
     for writer, seq in by_thread.items():
         assert sorted(seq) == list(range(len(seq))), f"{writer} has a gap"
     assert len(acked) > 0 and hits > 0
-    integrity(path)
+    assert_intact(path)
     kept = [Path(b) for b in backup_files if Path(b).exists()]
     for backup in kept[:: max(1, len(kept) // 40)]:  # at most ~40 of them, spread out
-        integrity(backup)
+        assert_intact(backup)
 
 
 def test_four_processes_of_four_threads_mixing_every_call_keep_every_invariant(tmp_path, figures):
