@@ -6,23 +6,12 @@ from __future__ import annotations
 
 from itertools import product
 
-import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 
-from .conftest import seed, start, stop
-
-
-@pytest.fixture(scope="module")
-def fuzzed_server(tmp_path_factory):
-    home = tmp_path_factory.mktemp("fuzz") / "home"
-    seed(home)
-    server = start(home)
-    yield server
-    stop(server)
 
 
 def operations(url: str):
@@ -34,14 +23,14 @@ def operations(url: str):
 # schemathesis' own pytest plugin (`schema.parametrize`) does not run under this pytest, so
 # each operation's strategy is drawn through hypothesis directly: the same generator, the
 # same check.
-def test_no_request_makes_the_service_fail(fuzzed_server):
+def test_no_request_makes_the_service_fail(server):  # this module's own seeded server
     tried, statuses = [], []
-    for operation, mode in product(operations(fuzzed_server.url), GenerationMode):
+    for operation, mode in product(operations(server.url), GenerationMode):
         @given(case=operation.as_strategy(mode))
         @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck), database=None,
                   phases=[Phase.explicit, Phase.generate])
         def fuzz(case):
-            response = case.call_and_validate(base_url=fuzzed_server.url, checks=[not_a_server_error], timeout=30)
+            response = case.call_and_validate(base_url=server.url, checks=[not_a_server_error], timeout=30)
             statuses.append(response.status_code)
             if response.status_code >= 400:
                 assert set(response.json()) == {"code", "message", "detail"}, response.text
