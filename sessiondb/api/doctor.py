@@ -15,8 +15,8 @@ from fastapi import APIRouter, Query, Request
 from ..errors import StoreHeld
 from ..guidance import command_for
 from ..home import DEFAULT_PROFILE
-from ..safety import doctor as doctors
-from ..safety.holders import holders
+from ..store.sqlite.safety import doctor as doctors
+from ..store.sqlite.safety.holders import holders
 from .sessions import ProfileQuery, stores_of
 
 router = APIRouter(tags=["doctor"])

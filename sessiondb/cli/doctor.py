@@ -16,8 +16,8 @@ import click
 from ..errors import SessionDBError, StoreHeld
 from ..guidance import command_for
 from ..home import refuse_real_home_under_test, resolve_home, store_path
-from ..safety import doctor as doctors
-from ..safety import recover as recovery
+from ..store.sqlite.safety import doctor as doctors
+from ..store.sqlite.safety import recover as recovery
 from . import render
 from .context import CliContext
 

@@ -3,7 +3,7 @@
 While a key's store is unavailable its batches wait here in memory, in arrival order.
 When a key holds more than `cap` waiting messages, its whole in-memory queue is written
 to one spool file under the gateway's home (`<home>/gateway/spool/`, atomic JSON, 0600,
-directory fsynced; the file format and writer are sessiondb.safety.spool's, with the
+directory fsynced; the file format and writer are sessiondb.store.spool's, with the
 record's `session_id` field carrying the session key). So everything on disk for a key is
 older than everything in memory, and a flush sends the key's spool files first, oldest
 first, then its memory queue. A file is deleted only once its batch committed; a flush
@@ -27,7 +27,7 @@ from typing import Any
 from ..home import fsync_dir
 from ..keys import parse
 from ..model import prepare_messages
-from ..safety import spool
+from ..store import spool
 
 #: Where the gateway's spool lives under its home; spool.write puts files in `<anchor's dir>/spool`.
 SPOOL_ANCHOR = Path("gateway") / "queue"

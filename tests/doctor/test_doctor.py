@@ -14,7 +14,8 @@ import corpus
 import sessiondb
 from conftest import damaged
 from sessiondb.cli import main
-from sessiondb.safety import doctor, spool
+from sessiondb.store import spool
+from sessiondb.store.sqlite.safety import doctor
 from sessiondb.model import NewMessage
 
 CORPUS = [

@@ -12,7 +12,7 @@ import corpus
 import sessiondb
 from conftest import damaged
 from sessiondb.cli import main
-from sessiondb.safety import recover
+from sessiondb.store.sqlite.safety import recover
 
 TOTAL = corpus.SESSIONS * corpus.MESSAGES
 

@@ -14,7 +14,7 @@ import pytest
 import corpus
 from conftest import damaged
 from sessiondb.errors import StoreHeld
-from sessiondb.safety import doctor, forensics, ledger
+from sessiondb.store.sqlite.safety import doctor, forensics, ledger
 
 BIG_DISK = 10 ** 12
 

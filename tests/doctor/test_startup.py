@@ -11,7 +11,7 @@ import pytest
 import corpus
 import sessiondb
 from sessiondb.errors import Cause, StoreDamaged
-from sessiondb.safety import doctor
+from sessiondb.store.sqlite.safety import doctor
 
 DIE_WITHOUT_CLOSING = (
     "import os, sys, sessiondb\n"
@@ -58,7 +58,7 @@ def test_a_clean_store_is_not_probed(store, monkeypatch):
 
 
 def test_recover_keeps_the_commits_still_in_the_wal_and_leaves_both_files_as_they_were(store, isolated_home):
-    from sessiondb.safety import recover
+    from sessiondb.store.sqlite.safety import recover
 
     crash_after_a_write(store)
     before = corpus.digest(store), corpus.digest(Path(f"{store}-wal"))

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import sessiondb
-from sessiondb.safety import spool
+from sessiondb.store import spool
 from sessiondb.store.sqlite import search
 
 WRITER = Path(__file__).with_name("live_writer.py")

@@ -11,7 +11,7 @@ import pytest
 
 import sessiondb
 from sessiondb.errors import StoreHeld
-from sessiondb.safety.holders import holders
+from sessiondb.store.sqlite.safety.holders import holders
 
 HOLD = "import sessiondb, sys, time; s = sessiondb.open_store(sys.argv[1]); print('held', flush=True); time.sleep(60)"
 

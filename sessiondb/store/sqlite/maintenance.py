@@ -17,7 +17,7 @@ import apsw
 
 from ...errors import InvalidInput, StoreHeld
 from ...home import FILE_MODE, SIDECAR_SUFFIXES
-from ...safety.holders import holders
+from .safety.holders import holders
 from . import search
 
 NEVER_ACTIVE_FLOOR_DAYS = 30

@@ -24,7 +24,7 @@ from ...model import (
     new_session_id, prepare_messages,
 )
 from ..contract import MessageInput
-from ...safety import spool
+from .. import spool
 from . import maintenance
 from . import messages as message_rows, registry, sessions, usage
 from . import compaction, leases, lineage as lineage_rows

@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..errors import SessionDBError
-from ..home import FILE_MODE, SIDECAR_SUFFIXES, ensure_private_dir, fsync_dir
+from ....errors import SessionDBError
+from ....home import FILE_MODE, SIDECAR_SUFFIXES, ensure_private_dir, fsync_dir
 
 BACKUP_DIR = "backups"
 KEEP = 3

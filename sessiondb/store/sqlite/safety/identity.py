@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import Cause
+from ....errors import Cause
 
 # The identity page holds only the generation stamp; migrations must never add rows to it.
 IDENTITY_TABLE = "store_identity"

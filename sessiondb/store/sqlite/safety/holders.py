@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psutil
 
-from ..home import SIDECAR_SUFFIXES
+from ....home import SIDECAR_SUFFIXES
 
 DELETED = " (deleted)"
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import apsw
 
-from ..errors import Cause, StoreDamaged, classify
+from ....errors import Cause, StoreDamaged, classify
 from .identity import FileGuard, Finding, descriptors_of
 
 # Paths found damaged in this process, with what was found. Never cleared: the remedy is

@@ -44,9 +44,10 @@ from typing import Any
 
 import apsw
 
-from ..errors import Cause, SessionDBError, StoreDamaged, StoreHeld
-from ..home import SIDECAR_SUFFIXES
-from . import forensics, ledger, spool
+from ....errors import Cause, SessionDBError, StoreDamaged, StoreHeld
+from ....home import SIDECAR_SUFFIXES
+from . import forensics, ledger
+from ... import spool
 from .containment import no_checkpoint_on_close
 from .holders import holders
 from .identity import SQLITE_MAGIC, descriptors_of
@@ -128,7 +129,7 @@ def _uri_path(path: Path) -> str:
 @lru_cache(maxsize=8)
 def reference_schema(applied: frozenset[str]) -> dict[str, tuple[str, str, str | None]]:
     """name -> (type, tbl_name, sql) of a healthy store with these migrations applied."""
-    from ..store.sqlite.migrations import MIGRATIONS
+    from ..migrations import MIGRATIONS
 
     conn = apsw.Connection(":memory:")
     try:
@@ -148,7 +149,7 @@ def reference_schema(applied: frozenset[str]) -> dict[str, tuple[str, str, str |
 def examine(db_path: Path | str, *, deep: bool = False, command: str = "sessiondb",
             budget: float | None = QUICK_BUDGET) -> Report:
     """Everything the doctor knows about the store at `db_path`; never writes to it."""
-    from ..store.sqlite.connect import filesystem_type
+    from ..connect import filesystem_type
 
     db_path = Path(os.path.realpath(db_path))
     report = Report(str(db_path))
@@ -243,7 +244,7 @@ def _inspect(conn: apsw.Connection, db_path: Path, report: Report, *, deep: bool
             report.findings.append(f"the generation stamp cannot be read ({exc})")
     if "store_meta" in names and "store_meta" not in schema_broken:
         try:
-            from ..store.sqlite.search import STALE_KEY
+            from ..search import STALE_KEY
 
             report.index_stale = conn.execute("SELECT 1 FROM store_meta WHERE key = ?", (STALE_KEY,)).fetchone() \
                 is not None
@@ -478,7 +479,7 @@ def _refuse_if_held(db_path: Path) -> None:
 
 def repair_connection(db_path: Path) -> apsw.Connection:
     """A private writable connection with full durability barriers."""
-    from ..store.sqlite.connect import busy_handler
+    from ..connect import busy_handler
 
     conn = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_NOFOLLOW)
     conn.set_busy_handler(busy_handler(5.0))
@@ -494,7 +495,7 @@ def repair_connection(db_path: Path) -> apsw.Connection:
 
 
 def _operate(db_path: Path, report: Report, actions: list[str]) -> None:
-    from ..store.sqlite import search
+    from .. import search
 
     conn = repair_connection(db_path)
     try:
@@ -552,7 +553,7 @@ def _damaged_indexes(report: Report) -> list[str]:
 
 def _replay_and_checkpoint(db_path: Path, report: Report, actions: list[str]) -> None:
     """Replay the spool through the store itself, then checkpoint, both only when nobody else holds it."""
-    from .. import open_store
+    from .... import open_store
 
     if report.spool_pending:
         with open_store(db_path) as store:

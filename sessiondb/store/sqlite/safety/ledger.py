@@ -29,7 +29,7 @@ import os
 import time
 from pathlib import Path
 
-from ..home import FILE_MODE
+from ....home import FILE_MODE
 from .identity import descriptors_of
 
 MAX_FAILED = 3

@@ -40,7 +40,7 @@ from typing import Any, Callable
 
 import apsw
 
-from ..errors import InvalidInput
+from ....errors import InvalidInput
 from .identity import SQLITE_MAGIC, descriptors_of
 
 MIN_ROWID, MAX_ROWID = -(2 ** 63), 2 ** 63 - 1
@@ -138,7 +138,7 @@ def recover(source: Path | str, output: Path | str | None, *, inspect_only: bool
 
 def _rebuild(conn: apsw.Connection, columns: dict[str, list[str]], rowid_tables: set[str], target: Path,
              report: RecoverReport) -> None:
-    from .. import open_store
+    from .... import open_store
 
     open_store(target).close()
     out = apsw.Connection(str(target), flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_NOFOLLOW)
@@ -375,7 +375,7 @@ def _fix_header(work: Path, *, has_wal: bool) -> bool:
         return False
     size = os.path.getsize(work)
     original = head
-    from ..store.sqlite.connect import APPLICATION_ID
+    from ..connect import APPLICATION_ID
 
     for page_size in PAGE_SIZES:
         if size < page_size or size % page_size:
