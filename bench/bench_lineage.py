@@ -162,7 +162,7 @@ def run_phase(store, hot: str, others: list[str], seconds: float, rng: random.Ra
             if stop.wait(summary_s):
                 store.abort_compaction(lease)
                 return
-            tail = store._read(lambda conn: conn.execute(
+            tail = store.backend._read(lambda conn: conn.execute(
                 "SELECT count(*) FROM messages WHERE session_id = ? AND id > ?",
                 (lease.session_id, lease.watermark)).fetchone()[0])
             started = time.perf_counter()

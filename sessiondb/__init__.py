@@ -10,20 +10,21 @@
 from __future__ import annotations
 
 import os
+from typing import Callable
 
 from .errors import (
     Cause, Conflict, InvalidInput, MessageConflict, NotASessionStore, NotFound, SessionDBError,
     StorageError, StoreBusy, StoreClosed, TitleConflict, UnsupportedSQLite,
 )
 from .errors import CompactionBusy, CompressionClosed, LeaseLost, SessionTooLarge
-from .home import DEFAULT_PROFILE, refuse_real_home_under_test, store_path, validate_profile
 from .model import Message, MessageState, Page, Role, Session, Usage
 from .model import Lease
 from .store.aio import AsyncStore
-from .store.contract import Store
+from .store import locations
+from .store.contract import Doctor, Maintainable, Salvageable, Store
 
 __all__ = [
-    "open_store", "open_async_store", "Store", "AsyncStore", "Session", "Message", "Role",
+    "open_store", "open_async_store", "open_doctor", "Store", "Maintainable", "Doctor", "Salvageable", "AsyncStore", "Session", "Message", "Role",
     "MessageState", "Page", "Usage", "SessionDBError", "InvalidInput", "NotFound", "Conflict",
     "MessageConflict", "TitleConflict", "StoreBusy", "StoreClosed", "StorageError",
     "UnsupportedSQLite", "NotASessionStore", "Cause",
@@ -32,41 +33,42 @@ __all__ = [
 
 
 def open_store(
-    path: str | os.PathLike[str] | None = None,
+    location: str | os.PathLike[str] | None = None,
     *,
     home: str | os.PathLike[str] | None = None,
     profile: str | None = None,
     durability: str = "full",
     patience: float = 30.0,
     vfs: str | None = None,
+    clock: Callable[[], float] | None = None,
 ) -> Store:
-    """Open a profile's store (or the store file at `path`).
+    """Open a profile's store, or the store at `location` (a file path or a URL).
 
-    `home` defaults to $SESSIONDB_HOME or ~/.sessiondb; the default profile's store is
+    A path (or a `sqlite:` URL) is an embedded SQLite store. With no location, `home`
+    defaults to $SESSIONDB_HOME or ~/.sessiondb; the default profile's store is
     `<home>/state.db`, profile NAME's is `<home>/profiles/NAME/state.db`. durability
     "full" (the default) makes every acknowledged write survive power loss; "normal"
     survives the process dying only. `patience` is how long a write waits for another
     process's lock before StoreBusy.
 
-    `vfs` is a testing hook: the name of a registered SQLite VFS (an `apsw.VFS`) that
-    every connection of the store goes through, so tests can inject I/O errors or record
-    writes and syncs (tests/reliability/vfs.py). Leave it None in real use.
+    Testing hooks, left None in real use: `vfs` names a registered SQLite VFS (an
+    `apsw.VFS`) every connection goes through, so tests can inject I/O errors or record
+    writes and syncs (tests/reliability/vfs.py); `clock` is the time source of the handle.
     """
-    from .store.sqlite import SQLiteStore
-
-    if profile is not None:
-        validate_profile(profile)
-    resolved = store_path(path, home=home, profile=profile)
-    refuse_real_home_under_test(resolved)  # S-24: a test never opens the user's real store
-    return SQLiteStore(
-        resolved,
-        profile=None if profile in (None, DEFAULT_PROFILE) else profile,
-        durability=durability,
-        patience=patience,
-        vfs=vfs,
-    )
+    return locations.open_store(location, home=home, profile=profile, clock=clock,
+                                durability=durability, patience=patience, vfs=vfs)
 
 
 def open_async_store(*args, **kwargs) -> AsyncStore:
     """`open_store`, as an AsyncStore whose methods are coroutines with the same names."""
     return AsyncStore(open_store(*args, **kwargs))
+
+
+def open_doctor(
+    location: str | os.PathLike[str] | None = None,
+    *,
+    home: str | os.PathLike[str] | None = None,
+    profile: str | None = None,
+) -> Doctor:
+    """The doctor of a store (`examine`, `repair`, `holders`), which never opens it as a store."""
+    return locations.open_doctor(location, home=home, profile=profile)

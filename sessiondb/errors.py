@@ -51,6 +51,10 @@ class TitleConflict(Conflict):
     """Another session already has this title."""
 
 
+class SessionExists(Conflict):
+    """A session with this id is already stored."""
+
+
 class CompactionBusy(Conflict):
     """Another live compaction lease is held on the session; nothing was written."""
 
@@ -79,13 +83,16 @@ class CompressionClosed(Conflict):
 class SessionTooLarge(SessionDBError):
     """An in-memory copy of the session was refused: it holds more messages than the guard.
 
-    `limit` is the guard that refused it and `count` what the session holds, when known.
+    `limit` is the guard that refused it, `count` what the session holds and `session_id`
+    the session refused (the live tip, for a resume), when known.
     """
 
-    def __init__(self, message: str, *, limit: int | None = None, count: int | None = None) -> None:
+    def __init__(self, message: str, *, limit: int | None = None, count: int | None = None,
+                 session_id: str | None = None) -> None:
         super().__init__(message)
         self.limit = limit
         self.count = count
+        self.session_id = session_id
 
 
 class RealHomeRefused(SessionDBError):

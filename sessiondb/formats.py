@@ -1,83 +1,335 @@
-"""Export formats: the lossless JSONL lines and Markdown for reading, from export records.
+"""The sessiondb export format: its versioned column lists and the validation of its records.
 
-Pure functions of the records `Store.export()` yields; the CLI and the HTTP service both
-stream them.
+The format (version 1) is one JSON object per line:
+
+    {"type": "header", "format": "sessiondb-export", "version": 1, "exported_at": ..., "generator": ..., "profile": ...}
+    {"type": "session", "session": {every column of the session row}}
+    {"type": "message", "message": {every column of a message row}}     every state, commit order
+    {"type": "usage", "usage": {every column of a usage row}}
+    {"type": "end", "session_id": "...", "messages": N, "usage": K}
+    ... the next session ...
+
+The columns are listed here, explicitly and for this version, not read from a backend's
+tables: every backend writes and reads exactly these. Columns holding JSON (session
+metadata, message parts and tool calls) are written as JSON values rather than strings,
+and flags as booleans; everything else is the stored value. The `end` record closes a
+session, so a file cut short is recognised as truncated.
+
+Import validates every record of a session before anything of it is written
+(`read_groups`); a backend then stores each validated `SessionGroup` in one transaction.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from datetime import datetime, timezone
-from typing import Any, Iterable, Iterator
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator, Mapping
 
-from .model import content_text
+from .errors import InvalidInput, SessionDBError
+from .model import MAX_UID_LENGTH, MessageState, Role, check_label, clean_title, dump_json
 
-
-def when(ts: float | None) -> str:
-    return "" if ts is None else datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def call_summary(call: Any) -> str:
-    if isinstance(call, dict):
-        fn = call.get("function") if isinstance(call.get("function"), dict) else call
-        name = fn.get("name", "?")
-        args = fn.get("arguments", "")
-        args = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
-        return f"{name}({args[:200]})"
-    return str(call)[:200]
+FORMAT = "sessiondb-export"
+VERSION = 1
 
 
-def jsonl(records: Iterable[dict[str, Any]]) -> Iterator[str]:
-    for record in records:
-        yield json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n"
+class ImportRejected(InvalidInput):
+    """A record of an import was refused; `line` is its line (1-based)."""
+
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(f"line {line}: {message}")
+        self.line = line
 
 
-def markdown(records: Iterable[dict[str, Any]]) -> Iterator[str]:
-    """An export stream as Markdown for reading (rewound messages counted, not shown)."""
-    rewound = 0
-    for record in records:
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str  # TEXT, INTEGER or REAL
+    notnull: bool = False
+    required: bool = False  # a record must give it (NOT NULL without a default)
+
+
+def _columns_of(*columns: Column) -> dict[str, Column]:
+    return {c.name: c for c in columns}
+
+
+_TEXT, _INT, _REAL = "TEXT", "INTEGER", "REAL"
+
+#: Version 1's columns, in the order records carry them.
+COLUMNS: dict[str, dict[str, Column]] = {
+    "sessions": _columns_of(
+        Column("id", _TEXT, True, True), Column("source", _TEXT, True, True), Column("profile", _TEXT),
+        Column("session_key", _TEXT), Column("user_id", _TEXT), Column("chat_id", _TEXT),
+        Column("chat_type", _TEXT), Column("thread_id", _TEXT), Column("title", _TEXT), Column("model", _TEXT),
+        Column("parent_session_id", _TEXT), Column("started_at", _REAL, True, True), Column("ended_at", _REAL),
+        Column("end_reason", _TEXT), Column("last_activity_at", _REAL), Column("message_count", _INT, True),
+        Column("tool_call_count", _INT, True), Column("pinned", _INT, True), Column("archived", _INT, True),
+        Column("hidden", _INT, True), Column("metadata", _TEXT, True), Column("parent_relation", _TEXT),
+    ),
+    "messages": _columns_of(
+        Column("id", _INT), Column("session_id", _TEXT, True, True), Column("uid", _TEXT, True, True),
+        Column("seq", _INT, True, True), Column("role", _TEXT, True, True), Column("content", _TEXT),
+        Column("parts", _TEXT), Column("tool_calls", _TEXT), Column("tool_call_id", _TEXT),
+        Column("tool_name", _TEXT), Column("reasoning", _TEXT), Column("finish_reason", _TEXT),
+        Column("token_count", _INT), Column("timestamp", _REAL, True, True), Column("display_kind", _TEXT),
+        Column("state", _TEXT, True),
+    ),
+    "usage": _columns_of(
+        Column("session_id", _TEXT, True, True), Column("model", _TEXT, True, True),
+        Column("provider", _TEXT, True), Column("task", _TEXT, True), Column("input_tokens", _INT, True),
+        Column("output_tokens", _INT, True), Column("cache_read_tokens", _INT, True),
+        Column("cache_write_tokens", _INT, True), Column("reasoning_tokens", _INT, True),
+        Column("cost_usd", _REAL, True), Column("calls", _INT, True),
+    ),
+}
+TABLES = tuple(COLUMNS)
+JSON_COLUMNS = {"sessions": frozenset({"metadata"}), "messages": frozenset({"parts", "tool_calls"}), "usage": frozenset()}
+BOOL_COLUMNS = {"sessions": frozenset({"pinned", "archived", "hidden"}), "messages": frozenset(), "usage": frozenset()}
+
+
+# --- export -----------------------------------------------------------------------------
+
+
+def header(profile: str | None, generator: str, now: float) -> dict[str, Any]:
+    return {"type": "header", "format": FORMAT, "version": VERSION, "exported_at": now, "generator": generator,
+            "profile": profile}
+
+
+def encode(table: str, row: Iterable[Any]) -> dict[str, Any]:
+    """A stored row (values in COLUMNS order, JSON columns as JSON text) as its record."""
+    record = {}
+    for name, value in zip(COLUMNS[table], row, strict=True):
+        if value is not None and name in JSON_COLUMNS[table]:
+            value = json.loads(value)
+        elif name in BOOL_COLUMNS[table]:
+            value = bool(value)
+        record[name] = value
+    return record
+
+
+def end_record(session_id: str, messages: int, usage: int) -> dict[str, Any]:
+    return {"type": "end", "session_id": session_id, "messages": messages, "usage": usage}
+
+
+# --- import: reading and validating -----------------------------------------------------
+
+
+@dataclass
+class SessionGroup:
+    """One session of an import, validated: column values ready to insert."""
+
+    line: int  # of its session record
+    session: dict[str, Any]
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    usage: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return self.session["id"]
+
+
+def read_groups(records: Iterable[Any]) -> Iterator[SessionGroup]:
+    """Parse and validate records, yielding each session once all its records are checked.
+
+    Records are JSONL lines (str or bytes) or already-parsed mappings; blank lines are
+    skipped. Raises ImportRejected naming the line of the first bad record.
+    """
+    seen_header = False
+    group: SessionGroup | None = None
+    uids: set[str] = set()
+    line = 0
+    for line, raw in enumerate(records, 1):
+        record = _parse(raw, line)
+        if record is None:
+            continue
+        if not seen_header:
+            _check_header(record, line)
+            seen_header = True
+            continue
         kind = record.get("type")
-        if kind == "header":
-            stamp = datetime.fromtimestamp(record["exported_at"], timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-            yield f"# sessiondb export\n\n_Exported {stamp} from profile {record.get('profile') or 'main'}._\n"
-        elif kind == "session":
-            s = record["session"]
-            rewound = 0
-            yield f"\n## {s.get('title') or 'Untitled session'}\n\n"
-            yield f"- id: `{s['id']}`\n- source: {s['source']}\n- started: {when(s['started_at'])}\n"
-            if s.get("parent_session_id"):
-                yield f"- continues: `{s['parent_session_id']}`\n"
-            if s.get("ended_at"):
-                yield f"- ended: {when(s['ended_at'])} ({s.get('end_reason')})\n"
-        elif kind == "message":
-            m = record["message"]
-            if m["state"] == "rewound":
-                rewound += 1
-                continue
-            yield "\n" + _markdown_message(m)
-        elif kind == "usage":
-            u = record["usage"]
-            yield (f"\n_Usage: {u['model']} — {u['input_tokens']:,} in, {u['output_tokens']:,} out, "
-                   f"{u['calls']:,} calls, ${u['cost_usd']:.4f}._\n")
-        elif kind == "end" and rewound:
-            yield f"\n_{rewound} rewound message(s) not shown._\n"
+        if kind == "session":
+            if group is not None:
+                raise ImportRejected(line, f"session {group.id} (line {group.line}) has no end record before the next "
+                                           "session: the file is truncated or spliced; export it again")
+            group = SessionGroup(line, _session(record.get("session"), line))
+            uids = set()
+        elif kind in ("message", "usage", "end"):
+            if group is None:
+                raise ImportRejected(line, f"a {kind} record outside any session (a session record must come first)")
+            if kind == "message":
+                message = _message(record.get("message"), line, group.id)
+                if message["uid"] in uids:
+                    raise ImportRejected(line, f"message uid {message['uid']!r} appears twice in session {group.id}")
+                uids.add(message["uid"])
+                group.messages.append(message)
+            elif kind == "usage":
+                group.usage.append(_usage(record.get("usage"), line, group.id))
+            else:
+                _check_end(record, group, line)
+                yield group
+                group = None
+        else:
+            raise ImportRejected(line, f"unknown record type {kind!r} (expected session, message, usage or end)")
+    if not seen_header:
+        raise ImportRejected(max(line, 1), "the file holds no records: it is empty, not a sessiondb export")
+    if group is not None:
+        raise ImportRejected(line + 1, f"the file ends inside session {group.id} (line {group.line}) before its end "
+                                       "record: it is truncated; export it again")
 
 
-def _markdown_message(m: dict[str, Any]) -> str:
-    parts = m.get("parts")
-    content = m.get("content")
-    text = content if content is not None else content_text(parts if isinstance(parts, list) else None)
-    head = f"### {m['role']}" + (f" ({m['tool_name']})" if m.get("tool_name") else "")
-    head += f" · {when(m['timestamp'])}" + (" · compacted" if m["state"] == "compacted" else "")
-    if m["role"] == "tool":
-        fence = "`" * max(3, _longest_backtick_run(text) + 1)
-        body = f"{fence}\n{text}\n{fence}\n"
-    else:
-        body = f"{text}\n" if text else ""
-    calls = "".join(f"- → `{call_summary(c)}`\n" for c in (m.get("tool_calls") or []))
-    return f"{head}\n\n{body}{calls}"
+def _parse(raw: Any, line: int) -> dict[str, Any] | None:
+    if isinstance(raw, Mapping):
+        return dict(raw)
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ImportRejected(line, "not UTF-8 text") from None
+    if not isinstance(raw, str):
+        raise ImportRejected(line, f"expected a JSON line or a mapping, not {type(raw).__name__}")
+    if not raw.strip():
+        return None
+    try:
+        value = json.loads(raw, parse_constant=_refuse_constant)
+    except (ValueError, RecursionError) as exc:
+        raise ImportRejected(line, f"not valid JSON, the line is truncated or damaged ({exc})") from None
+    if not isinstance(value, dict):
+        raise ImportRejected(line, f"expected a JSON object, found {type(value).__name__}")
+    return value
 
 
-def _longest_backtick_run(text: str) -> int:
-    return max((len(run) for run in re.findall(r"`+", text)), default=0)
+def _refuse_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a number sessiondb stores")
+
+
+def _check_header(record: dict[str, Any], line: int) -> None:
+    if record.get("format") != FORMAT:
+        raise ImportRejected(line, f'not a sessiondb export: the first line must be the header {{"format": "{FORMAT}", ...}}')
+    version = record.get("version")
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise ImportRejected(line, f"the export header's version must be an integer, not {version!r}")
+    if version != VERSION:
+        raise ImportRejected(line, f"unknown export format version {version} (this sessiondb reads version {VERSION}); "
+                                   "import it with the sessiondb that wrote it, or a newer one")
+
+
+def _check_end(record: dict[str, Any], group: SessionGroup, line: int) -> None:
+    if record.get("session_id") != group.id:
+        raise ImportRejected(line, f"the end record names session {record.get('session_id')!r}, but session {group.id} "
+                                   f"(line {group.line}) is open")
+    for key, have in (("messages", len(group.messages)), ("usage", len(group.usage))):
+        if record.get(key) != have:
+            raise ImportRejected(line, f"session {group.id} declares {record.get(key)!r} {key} records but the file "
+                                       f"holds {have}: records are missing; export it again")
+
+
+def _fields(table: str, record: Any, line: int, what: str) -> dict[str, Any]:
+    """Check a record's fields against the store's columns; JSON and flags encoded."""
+    if not isinstance(record, dict):
+        raise ImportRejected(line, f"the {what} record must hold an object, not {type(record).__name__}")
+    columns = COLUMNS[table]
+    unknown = sorted(set(record) - set(columns))
+    if unknown:
+        raise ImportRejected(line, f"unknown {what} field(s) {', '.join(map(repr, unknown))}")
+    out: dict[str, Any] = {}
+    for name, column in columns.items():
+        if name not in record:
+            if column.required:
+                raise ImportRejected(line, f"the {what} has no {name!r}")
+            continue
+        value = record[name]
+        if value is None:
+            if column.notnull:
+                raise ImportRejected(line, f"the {what}'s {name!r} must not be null")
+        elif name in JSON_COLUMNS[table]:
+            value = _json_text(value, name, line, what)
+        elif name in BOOL_COLUMNS[table]:
+            if not isinstance(value, bool):
+                raise ImportRejected(line, f"the {what}'s {name!r} must be true or false, not {value!r}")
+            value = int(value)
+        else:
+            _check_type(value, column, line, what)
+        out[name] = value
+    return out
+
+
+def _json_text(value: Any, name: str, line: int, what: str) -> str:
+    try:
+        return dump_json(value, f"the {what}'s {name!r}")
+    except InvalidInput as exc:
+        raise ImportRejected(line, str(exc)) from None
+
+
+def _check_type(value: Any, column: Column, line: int, what: str) -> None:
+    ok = {
+        "TEXT": isinstance(value, str) and "\x00" not in value and _is_unicode(value),
+        "INTEGER": isinstance(value, int) and not isinstance(value, bool),
+        "REAL": isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value),
+    }.get(column.type, isinstance(value, (str, int, float)) and not isinstance(value, bool))
+    if not ok:
+        kind = {"TEXT": "text", "INTEGER": "an integer", "REAL": "a number"}.get(column.type, "a value")
+        raise ImportRejected(line, f"the {what}'s {column.name!r} must be {kind}, not {value!r}")
+
+
+def _is_unicode(value: str) -> bool:
+    """False for text SQLite cannot store: a lone surrogate (a JSON "\\ud800" escape)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _session(record: Any, line: int) -> dict[str, Any]:
+    values = _fields("sessions", record, line, "session")
+    try:
+        check_label(values.get("id"), "the session's 'id'", required=True)
+        check_label(values.get("source"), "the session's 'source'", required=True)
+        check_label(values.get("parent_session_id"), "the session's 'parent_session_id'")
+        values["title"] = clean_title(values.get("title"))
+    except InvalidInput as exc:
+        raise ImportRejected(line, str(exc)) from None
+    if "metadata" in values and not isinstance(json.loads(values["metadata"]), dict):
+        raise ImportRejected(line, "the session's 'metadata' must be an object")
+    for name in ("message_count", "tool_call_count"):
+        if values.get(name, 0) < 0:
+            raise ImportRejected(line, f"the session's {name!r} must not be negative")
+    return values
+
+
+def _message(record: Any, line: int, session_id: str) -> dict[str, Any]:
+    values = _fields("messages", record, line, "message")
+    values.pop("id", None)  # ids are the importing store's to assign
+    if values.setdefault("session_id", session_id) != session_id:
+        raise ImportRejected(line, f"the message belongs to session {values['session_id']!r}, not {session_id}")
+    uid = values.get("uid")
+    if not uid or len(uid) > MAX_UID_LENGTH:
+        raise ImportRejected(line, f"the message's uid must be non-empty text of at most {MAX_UID_LENGTH} characters")
+    if values.get("role") not in {r.value for r in Role}:
+        raise ImportRejected(line, f"the message's role must be system, user, assistant or tool, not {values.get('role')!r}")
+    if values.setdefault("state", MessageState.ACTIVE.value) not in {s.value for s in MessageState}:
+        raise ImportRejected(line, f"the message's state must be active, compacted or rewound, not {values['state']!r}")
+    for name in ("parts", "tool_calls"):
+        if values.get(name) is not None and not isinstance(json.loads(values[name]), list):
+            raise ImportRejected(line, f"the message's {name!r} must be a list")
+    if values.get("token_count") is not None and values["token_count"] < 0:
+        raise ImportRejected(line, "the message's 'token_count' must not be negative")
+    return values
+
+
+def _usage(record: Any, line: int, session_id: str) -> dict[str, Any]:
+    values = _fields("usage", record, line, "usage")
+    if values.setdefault("session_id", session_id) != session_id:
+        raise ImportRejected(line, f"the usage row belongs to session {values['session_id']!r}, not {session_id}")
+    for name, value in values.items():
+        if isinstance(value, (int, float)) and value < 0:
+            raise ImportRejected(line, f"the usage row's {name!r} must not be negative")
+    return values
+
+
+
+def annotate(exc: SessionDBError, imported: int) -> str:
+    """An import error's message, saying what was kept."""
+    kept = (f"the {imported} session(s) before it were imported (importing again skips them)"
+            if imported else "nothing was imported")
+    return f"{exc}; {kept}"

@@ -260,6 +260,30 @@ class ImportReport:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class ImportOutcome:
+    """What importing one session did (see ImportReport for a whole import)."""
+
+    created: bool
+    messages_imported: int
+    messages_skipped: int
+    usage_imported: int
+    usage_skipped: int
+    detached_from: str | None  # the parent that was not there, when the link was cleared
+
+
+@dataclass
+class VerifyReport:
+    """What Store.verify() found: `ok` when every invariant holds; `problems` says which did not."""
+
+    ok: bool
+    problems: list[str] = field(default_factory=list)
+    checked: dict[str, int] = field(default_factory=dict)  # what was examined, by kind
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 # --- text and JSON -------------------------------------------------------------------
 
 

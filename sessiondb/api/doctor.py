@@ -1,7 +1,7 @@
 """The doctor: a read-only report of a profile's store, and the in-place repair.
 
-The report is sessiondb.safety.doctor.examine (a private read-only connection, never the
-service's own handles). A repair refuses while another process holds the store (409, the
+The report is the store's Doctor (sessiondb.open_doctor: a private read-only connection,
+never the service's own handles). A repair refuses while another process holds the store (409, the
 holders listed, like the CLI); the service first closes its own handle on that profile so
 it is not the holder, and reopens it on the next request.
 """
@@ -13,27 +13,24 @@ import asyncio
 from fastapi import APIRouter, Query, Request
 
 from ..errors import StoreHeld
-from ..guidance import command_for
-from ..home import DEFAULT_PROFILE
-from ..store.sqlite.safety import doctor as doctors
-from ..store.sqlite.safety.holders import holders
+from ..store.contract import Doctor
+from ..store.locations import open_doctor
 from .sessions import ProfileQuery, stores_of
+from .stores import Stores
 
 router = APIRouter(tags=["doctor"])
 
 
-def _command(stores, name: str) -> str:
-    return command_for(None if name == DEFAULT_PROFILE else name, stores.home)
+def _doctor(stores: Stores, profile: str | None) -> Doctor:
+    stores.path(profile)  # NotFound for a profile the home does not have
+    return open_doctor(home=stores.home, profile=stores.name(profile))
 
 
 @router.get("/doctor")
 async def doctor(request: Request, profile: str | None = ProfileQuery,
                  deep: bool = Query(False, description="Run the full integrity check, however long.")) -> dict:
     """The doctor's report on the profile's store; never writes."""
-    stores = stores_of(request)
-    path = stores.path(profile)
-    report = await asyncio.to_thread(doctors.examine, path, deep=deep,
-                                     command=_command(stores, stores.name(profile)))
+    report = await asyncio.to_thread(_doctor(stores_of(request), profile).examine, deep=deep)
     return report.to_dict()
 
 
@@ -41,12 +38,11 @@ async def doctor(request: Request, profile: str | None = ProfileQuery,
 async def fix(request: Request, profile: str | None = ProfileQuery) -> dict:
     """Repair what can be repaired in place (doctor --fix); 409 while another process holds the store."""
     stores = stores_of(request)
-    path = stores.path(profile)
-    name = stores.name(profile)
-    held_by = await asyncio.to_thread(holders, path)
+    doctor = _doctor(stores, profile)
+    held_by = await asyncio.to_thread(doctor.holders)
     if held_by:  # as docs/cli.md says of --fix: never while another process holds the store
-        raise StoreHeld(f"repair refused: {path} is held by {', '.join(map(str, held_by))}; quit those "
-                        "processes and run the fix again", held_by)
-    async with stores.released(name):
-        report = await asyncio.to_thread(doctors.repair, path, command=_command(stores, name))
+        raise StoreHeld(f"repair refused: {doctor.location} is held by {', '.join(map(str, held_by))}; quit "
+                        "those processes and run the fix again", held_by)
+    async with stores.released(stores.name(profile)):
+        report = await asyncio.to_thread(doctor.repair)
     return report.to_dict()

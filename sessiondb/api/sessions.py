@@ -12,7 +12,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-from .. import formats
+from .. import exports
 from ..errors import InvalidInput
 from ..store.aio import AsyncStore
 from .stores import Stores
@@ -216,7 +216,7 @@ async def export(request: Request, session_id: str, profile: str | None = Profil
     def lines():
         # A sync generator: Starlette pulls it on a worker thread, never on the event loop.
         with closing(records):
-            yield from formats.jsonl(records) if format == "jsonl" else formats.markdown(records)
+            yield from exports.jsonl(records) if format == "jsonl" else exports.markdown(records)
 
     media = "application/x-ndjson" if format == "jsonl" else "text/markdown; charset=utf-8"
     name = f"{session_id}.{format}".replace('"', "")

@@ -1,4 +1,4 @@
-"""`doctor` and `recover`: the faces of sessiondb.safety.doctor and sessiondb.safety.recover.
+"""`doctor` and `recover`: the faces of a store's Doctor and Salvageable capabilities.
 
 `doctor` examines the profile's store without opening it through the library (a damaged
 file must not get a writer); `--fix` repairs what can be repaired in place. `recover`
@@ -9,30 +9,25 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
+from typing import Any
 
 import click
 
 from ..errors import SessionDBError, StoreHeld
-from ..guidance import command_for
-from ..home import refuse_real_home_under_test, resolve_home, store_path
-from ..store.sqlite.safety import doctor as doctors
-from ..store.sqlite.safety import recover as recovery
+from ..store.contract import Doctor, Salvageable
+from ..store.locations import open_doctor
 from . import render
 from .context import CliContext
 
 
-def _store(ctx: CliContext) -> tuple[Path, str]:
+def _doctor(**where: Any) -> Doctor:
     try:
-        path = store_path(home=ctx.home, profile=ctx.profile)
-        refuse_real_home_under_test(path)
+        return open_doctor(**where)
     except SessionDBError as exc:
         raise click.ClickException(str(exc)) from None
-    home = resolve_home(ctx.home)
-    return path, command_for(ctx.profile, None if ctx.home is None else home)
 
 
-def _render(report: doctors.Report) -> None:
+def _render(report: Any) -> None:
     echo = click.echo
     echo(f"store        {report.path}")
     if not report.exists:
@@ -78,16 +73,12 @@ def _render(report: doctors.Report) -> None:
 @click.pass_obj
 def doctor(ctx: CliContext, fix: bool, deep: bool, as_json: bool) -> None:
     """Examine the store (and with --fix, repair what can be repaired in place)."""
-    path, command = _store(ctx)
+    store = _doctor(home=ctx.home, profile=ctx.profile)
     try:
-        if fix:
-            report = doctors.repair(path, deep=deep, command=command)
-        else:
-            report = doctors.examine(path, deep=deep, command=command)
+        report = store.repair(deep=deep) if fix else store.examine(deep=deep)
     except SessionDBError as exc:  # refused (held, budget spent, no room for a backup): nothing changed
         if as_json:
-            payload = {"store": str(path), "refused": str(exc),
-                       "damage": doctors.examine(path, command=command).damage}
+            payload = {"store": store.location, "refused": str(exc), "damage": store.examine().damage}
             if isinstance(exc, StoreHeld):
                 payload["holders"] = [str(h) for h in exc.holders]
             click.echo(json.dumps(payload))
@@ -110,8 +101,11 @@ def recover(source: str, output: str | None, inspect_only: bool, as_json: bool) 
     """Rebuild a new store from whatever is readable in a damaged one."""
     if output is None and not inspect_only:
         raise click.UsageError("say where the recovered store goes (--output NEW), or pass --inspect-only")
+    damaged = _doctor(location=source)
+    if not isinstance(damaged, Salvageable):
+        raise click.ClickException(f"{damaged.location}: this store's backend has no recovery of its own")
     try:
-        report = recovery.recover(source, output, inspect_only=inspect_only)
+        report = damaged.recover(output, inspect_only=inspect_only)
     except SessionDBError as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:

@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..formats import call_summary, when
+from ..exports import call_summary, when
 from ..model import Message, SearchHit, Session, StoreStats
 
 HIGHLIGHT = re.compile(r"<mark>(.*?)</mark>", re.S)

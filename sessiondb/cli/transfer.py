@@ -16,7 +16,7 @@ from pathlib import Path
 import click
 
 from ..errors import SessionDBError
-from .. import formats
+from .. import exports
 from . import render
 from .context import CliContext
 from .sessions import json_option, resolve, sessions
@@ -54,7 +54,7 @@ def export(ctx: CliContext, refs: tuple[str, ...], session_refs: tuple[str, ...]
         stream = ctx.call(store.export, ids)
         with closing(stream):  # finish the store's read before the store closes
             records = counted(stream)
-            lines = _guarded(formats.jsonl(records) if fmt == "jsonl" else formats.markdown(records))
+            lines = _guarded(exports.jsonl(records) if fmt == "jsonl" else exports.markdown(records))
             if output is None:
                 _to_stdout(lines)
                 return

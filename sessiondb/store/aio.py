@@ -15,7 +15,7 @@ from itertools import islice
 from typing import Any
 
 from ..errors import StoreClosed
-from .contract import Store
+from .contract import Maintainable, Store
 
 # Concurrent calls in flight per store: enough for group commit to batch many appends.
 MAX_CONCURRENCY = 32
@@ -26,8 +26,9 @@ METHODS = (
     "record_usage", "usage",
     "begin_compaction", "refresh_compaction", "abort_compaction", "commit_compaction",
     "compaction_lease", "lineage", "tip", "resume", "rewind", "restore_rewound", "branch",
-    "search", "find_session", "stats", "export_session", "import_records",
-    "replay_spool", "backup", "optimize", "vacuum", "prune",
+    "search", "find_session", "stats", "export_session", "import_records", "replay_spool", "verify",
+    # Maintainable, where the store has it
+    "backup", "optimize", "vacuum", "prune",
 )
 
 
@@ -110,7 +111,7 @@ def _delegate(name: str):
         return await self._call(name, *args, **kwargs)
 
     method.__name__ = method.__qualname__ = name
-    method.__doc__ = getattr(Store, name).__doc__
+    method.__doc__ = getattr(Store if hasattr(Store, name) else Maintainable, name).__doc__
     return method
 
 

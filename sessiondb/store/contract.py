@@ -6,6 +6,10 @@ is accepted wherever a time is taken.
 
 Errors: every method raises only sessiondb errors (sessiondb.errors). Bad input raises
 InvalidInput and writes nothing; an unknown session raises NotFound.
+
+`Store` is the core every backend has. What not every backend has is a capability of its
+own (`Maintainable`, `Doctor`, `Salvageable`, the gateway's routing index): ask with
+isinstance(); a store offers a capability's methods only when its backend has it.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any, Iterable, Iterator, Mapping, Protocol, runtime_checkable
 
 from ..model import (
     ImportReport, Lease, MaintenanceReport, Message, Page, SearchHit, Session, SpoolReport, StoreStats, Usage,
+    VerifyReport,
 )
 
 MessageInput = Message | Mapping[str, Any]
@@ -335,14 +340,28 @@ class Store(Protocol):
         everything and writes nothing.
         """
 
-    # --- safety and maintenance --------------------------------------------------------
-
     def replay_spool(self) -> SpoolReport:
         """Append the batches this store refused and kept in its spool, oldest first.
 
         Each spool file is deleted only after its batch committed; a batch that still fails
         keeps its file and is reported. Runs by itself at every healthy open.
         """
+
+    def verify(self) -> VerifyReport:
+        """Check the store's invariants and report every one that does not hold.
+
+        Uids unique across a compression lineage, each session's counters equal to its
+        rows, seq order consistent with commit order among active rows, the search index
+        covering exactly the searchable messages, lease state, no orphan rows. Never writes.
+        """
+
+
+# --- capabilities: what not every backend has ---------------------------------------------
+
+
+@runtime_checkable
+class Maintainable(Protocol):
+    """Backup and the maintenance that rewrites a store (S-19)."""
 
     def backup(self, destination: str) -> int:
         """Write a consistent copy of the store to a new file while writers run; returns its size.
@@ -376,3 +395,32 @@ class Store(Protocol):
         Never-active: open, keyed, no messages, usage, tool calls, activity or title, older
         than 30 days, neither pinned nor archived. Refused while held, like optimize.
         """
+
+
+@runtime_checkable
+class Doctor(Protocol):
+    """Examination and in-place repair of one store, without opening it as a store (a
+    damaged store must not get a writer). `sessiondb.open_doctor` returns one."""
+
+    @property
+    def location(self) -> str:
+        """The store examined."""
+
+    def examine(self, *, deep: bool = False) -> Any:
+        """A report (`damage`, `healthy`, `steps`, `to_dict()`); never writes. `deep` runs
+        the full integrity check however long it takes."""
+
+    def repair(self, *, deep: bool = False) -> Any:
+        """Heal what can be healed in place, after a forensic backup, within the repair
+        budget; refused (StoreHeld) while any other process holds the store (S-20..S-22)."""
+
+    def holders(self) -> list[Any]:
+        """The other processes holding the store now."""
+
+
+@runtime_checkable
+class Salvageable(Protocol):
+    """Recovery of a damaged store into a new one, never touching the source (S-23)."""
+
+    def recover(self, output: str | None, *, inspect_only: bool = False) -> Any:
+        """Rebuild what is readable into `output` (a new store); report kept and lost."""

@@ -147,7 +147,7 @@ def test_a_cancelled_append_still_lands_once_it_was_handed_to_the_writer(backend
         holder.execute("BEGIN IMMEDIATE")
         try:
             task = asyncio.ensure_future(astore.append(s.id, user("must survive", uid="cancelled")))
-            writer = astore.sync._file.writer
+            writer = astore.sync.backend._file.writer
             deadline = time.monotonic() + 5
             while not writer._connection_lock.locked():  # probe: the append is in the writer
                 assert time.monotonic() < deadline, "the append never reached the writer"

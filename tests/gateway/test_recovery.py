@@ -95,7 +95,7 @@ def test_an_idle_reset_policy_uses_the_durable_activity_time(home):
         gw.append(fresh, {"role": "user", "content": "just now"})
         old_id = gw.session_for(old).id
     with open_store(home=home) as store:  # activity is the commit time; move it back as if hours passed
-        store._write(lambda c: c.execute("UPDATE sessions SET last_activity_at = ? WHERE id = ?",
+        store.backend._write(lambda c: c.execute("UPDATE sessions SET last_activity_at = ? WHERE id = ?",
                                          (time.time() - 7200, old_id)))
     with Gateway(home, reset_policy="idle:3600") as gw:
         report = gw.recover()

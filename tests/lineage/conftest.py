@@ -54,7 +54,7 @@ def lineage_rows():
 def _raw_rows(store, session_id):
     from sessiondb.store.sqlite import messages
 
-    return store._read(
+    return store.backend._read(
         lambda conn: [
             messages.from_row(r)
             for r in conn.execute(f"SELECT {messages.COLUMNS} FROM messages WHERE session_id = ? ORDER BY id", (session_id,))

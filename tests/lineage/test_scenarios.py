@@ -34,7 +34,7 @@ def summary(text="summary of the conversation so far", **extra):
 
 def byte_columns(store, session_id):
     """Every column but the id of every row of a session, text as hex: a byte-exact view."""
-    return store._read(lambda conn: conn.execute(
+    return store.backend._read(lambda conn: conn.execute(
         "SELECT uid, seq, role, hex(content), hex(parts), hex(tool_calls), tool_call_id, tool_name, "
         "hex(reasoning), finish_reason, token_count, timestamp, display_kind, state, "
         "typeof(content), typeof(parts), typeof(timestamp) "
@@ -43,7 +43,7 @@ def byte_columns(store, session_id):
 
 def everything(store):
     """The whole store as data, to prove that a refused write wrote nothing."""
-    return store._read(lambda conn: (
+    return store.backend._read(lambda conn: (
         conn.execute("SELECT * FROM sessions ORDER BY id").fetchall(),
         conn.execute("SELECT * FROM messages ORDER BY id").fetchall(),
         conn.execute("SELECT * FROM compaction_leases ORDER BY session_id").fetchall(),
@@ -128,7 +128,7 @@ def test_s03_rows_appended_during_a_compaction_survive_it_byte_for_byte(store, s
 
 
 def test_s03_the_watermark_is_read_in_the_database_when_the_lease_is_taken(store, sid):
-    other = sessiondb.open_store(store.path)  # a second handle: the same file, its own view
+    other = sessiondb.open_store(store.location)  # a second handle: the same file, its own view
     try:
         [late] = other.append(sid, user("just before", uid="jb"))
         lease = store.begin_compaction(sid)
@@ -297,7 +297,7 @@ HOLDER = textwrap.dedent("""
 
 
 def _holder(store, sid, mode):
-    return subprocess.Popen([sys.executable, "-c", HOLDER, str(store.path), sid, mode],
+    return subprocess.Popen([sys.executable, "-c", HOLDER, store.location, sid, mode],
                             stdout=subprocess.PIPE, text=True)
 
 
@@ -334,7 +334,7 @@ def test_s07_a_lease_held_by_a_zombie_is_reclaimed(store, sid):
 
 def _forge(store, sid, **columns):
     assignments = ", ".join(f"{name} = ?" for name in columns)
-    store._write(lambda conn: conn.execute(
+    store.backend._write(lambda conn: conn.execute(
         f"UPDATE compaction_leases SET {assignments} WHERE session_id = ?", (*columns.values(), sid)))
 
 

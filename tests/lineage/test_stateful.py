@@ -77,7 +77,7 @@ class LineageMachine(RuleBasedStateMachine):
         return self.entries[self.tip_start:]
 
     def message_id(self, uid: str) -> int:
-        return self.store._read(lambda conn: conn.execute(
+        return self.store.backend._read(lambda conn: conn.execute(
             "SELECT id FROM messages WHERE session_id = ? AND uid = ?", (self.tip, uid)).fetchone()[0])
 
     def lease_live(self) -> bool:
@@ -237,7 +237,7 @@ class LineageMachine(RuleBasedStateMachine):
     # --- the invariant ---------------------------------------------------------------------------------
 
     def raw(self, session_id):
-        return self.store._read(lambda conn: [messages.from_row(r) for r in conn.execute(
+        return self.store.backend._read(lambda conn: [messages.from_row(r) for r in conn.execute(
             f"SELECT {messages.COLUMNS} FROM messages WHERE session_id = ? ORDER BY id", (session_id,))])
 
     @invariant()

@@ -37,7 +37,7 @@ for line in sys.stdin:
         except sessiondb.SessionDBError as exc:
             reply = {"ok": False, "cause": exc.cause.value, "error": str(exc)}
     elif command == "checkpoint":
-        store._file.writer.run(lambda c: c.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall(), in_transaction=False)
+        store.backend._file.writer.run(lambda c: c.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall(), in_transaction=False)
         reply = {"ok": True}
     else:
         reply = {"ok": False, "error": f"unknown command {command}"}

@@ -233,4 +233,4 @@ def test_index_damage_is_not_database_damage_the_write_lands_and_the_index_is_re
         assert uids[-2:] == ["after-index-damage", "and-after-that"]
         hits = store.search('"message after-index-damage"')
         assert [h.uid for h in hits] == ["after-index-damage"]
-        store._file.writer.run(search.check_integrity)  # raises if the index disagrees with the messages
+        store.backend._file.writer.run(search.check_integrity)  # raises if the index disagrees with the messages

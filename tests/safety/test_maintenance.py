@@ -79,7 +79,7 @@ def test_vacuum_keeps_every_message_and_the_store_stays_writable(store):
 
 def _age(store, session_id, days):
     started = time.time() - days * 86400
-    store._file.writer.run(lambda c: c.execute("UPDATE sessions SET started_at = ? WHERE id = ?", (started, session_id)))
+    store.backend._file.writer.run(lambda c: c.execute("UPDATE sessions SET started_at = ? WHERE id = ?", (started, session_id)))
 
 
 def test_prune_never_active_takes_only_old_unused_keyed_sessions(store):
@@ -126,7 +126,7 @@ def test_an_online_backup_is_a_consistent_private_copy_with_its_own_generation(s
     with sessiondb.open_store(target) as copy:
         assert [m.uid for m in copy.transcript(sid)] == [f"m{i}" for i in range(100)]
     generation = "SELECT generation FROM store_identity"
-    original = store._file.read(lambda c: c.execute(generation).fetchone()[0])
+    original = store.backend._file.read(lambda c: c.execute(generation).fetchone()[0])
     copied = apsw.Connection(str(target)).execute(generation).fetchone()[0]
     assert copied != original
     with pytest.raises(sessiondb.InvalidInput):

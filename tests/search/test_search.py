@@ -21,12 +21,12 @@ def store(tmp_path):
 
 def sql(store, statement, params=()):
     """A write the way internal write paths (compaction, rewind) make one: on the store's writer."""
-    return store._file.writer.run(lambda conn: conn.execute(statement, params).fetchall())
+    return store.backend._file.writer.run(lambda conn: conn.execute(statement, params).fetchall())
 
 
 def check_indexes(store):
     """FTS5's own integrity check of both indexes against the messages they cover."""
-    store._file.writer.run(check_integrity)
+    store.backend._file.writer.run(check_integrity)
 
 
 def uids(hits):

@@ -30,7 +30,7 @@ def header(path) -> bytes:
 
 
 def synchronous(store) -> int:
-    return store._file.writer.run(lambda c: c.execute("PRAGMA synchronous").fetchone()[0], in_transaction=False)
+    return store.backend._file.writer.run(lambda c: c.execute("PRAGMA synchronous").fetchone()[0], in_transaction=False)
 
 
 def write_something(store):
@@ -55,7 +55,7 @@ def test_the_store_and_its_sidecars_are_0600_and_the_home_0700(isolated_home, op
         write_something(store)
         db = isolated_home / "state.db"
         assert Path(store.location) == db
-        assert store.journal_mode == "wal"
+        assert store.backend.journal_mode == "wal"
         # While the store is open and has written, the WAL and shared memory exist.
         for path in (db, Path(f"{db}-wal"), Path(f"{db}-shm")):
             assert path.exists(), path
@@ -166,11 +166,11 @@ def test_a_symlinked_home_reaches_the_same_file_and_the_same_writer(tmp_path):
     c = sessiondb.open_store(link / "state.db")
     try:
         assert a.location == b.location == c.location == str(real / "state.db")
-        assert a._file is b._file is c._file
+        assert a.backend._file is b.backend._file is c.backend._file
         key = (os.stat(real / "state.db").st_dev, os.stat(real / "state.db").st_ino)
         entries = [f for k, f in registry._files.items() if k == key]
-        assert entries == [a._file]
-        assert a._file.refs == 3
+        assert entries == [a.backend._file]
+        assert a.backend._file.refs == 3
         sid = a.create_session("cli").id
         b.append(sid, {"role": "user", "content": "via the link"})
         assert [m.content for m in c.transcript(sid)] == ["via the link"]
@@ -187,7 +187,7 @@ def test_a_hard_link_to_the_store_shares_the_writer_of_the_first_path(tmp_path):
         sid = a.create_session("cli").id
         os.link(first, second)
         with sessiondb.open_store(second) as b:
-            assert b._file is a._file
+            assert b.backend._file is a.backend._file
             b.append(sid, {"role": "user", "content": "x"})
             assert a.get_session(sid).message_count == 1
 
@@ -199,7 +199,7 @@ def test_the_journal_mode_on_disk_is_wal(tmp_path):
     path = tmp_path / "wal.db"
     with sessiondb.open_store(path) as store:
         write_something(store)
-        assert store.journal_mode == "wal"
+        assert store.backend.journal_mode == "wal"
     raw = header(path)  # after close: no live handle has its locks dropped
     assert raw[:16] == b"SQLite format 3\x00"
     assert (raw[18], raw[19]) == (2, 2)
@@ -343,7 +343,7 @@ def test_a_new_store_on_a_network_filesystem_uses_the_rollback_journal(tmp_path,
     path = tmp_path / "remote.db"
     with sessiondb.open_store(path) as store:
         write_something(store)
-        assert store.journal_mode == "delete"
+        assert store.backend.journal_mode == "delete"
         assert not Path(f"{path}-wal").exists()
         assert synchronous(store) == 2
     raw = header(path)
@@ -356,7 +356,7 @@ def test_a_store_already_in_wal_is_never_downgraded_on_a_network_filesystem(tmp_
         sid = write_something(store)
     monkeypatch.setattr(sqlite_connect, "filesystem_type", lambda path, mountinfo=None: "virtiofs")
     with sessiondb.open_store(path) as store:
-        assert store.journal_mode == "wal"
+        assert store.backend.journal_mode == "wal"
         assert store.get_session(sid).message_count == 2
     raw = header(path)
     assert (raw[18], raw[19]) == (2, 2)

@@ -142,7 +142,7 @@ def test_a_failing_request_does_not_abort_the_others_in_its_group(path, commits,
     store = sessiondb.open_store(path)
     sid = store.create_session("cli").id
     store.append(sid, user("stored", uid="taken"))
-    writer = store._file.writer
+    writer = store.backend._file.writer
     holder = hold_lock()
     results: dict[str, object] = {}
     commits.clear()
@@ -193,14 +193,14 @@ def test_a_lone_append_runs_on_the_callers_thread(path):
     seen = []
     with sessiondb.open_store(path) as store:
         sid = store.create_session("cli").id
-        store._file.writer.run(lambda conn: seen.append(threading.current_thread()))
+        store.backend._file.writer.run(lambda conn: seen.append(threading.current_thread()))
         store.append(sid, user("x"))
     assert seen == [threading.current_thread()]
 
 
 def test_requests_submitted_after_stop_raise_store_closed(path):
     store = sessiondb.open_store(path)
-    writer = store._file.writer
+    writer = store.backend._file.writer
     store.close()
     with pytest.raises(sessiondb.StoreClosed):
         writer.submit(lambda conn: None)
@@ -305,7 +305,7 @@ def sigint():
 def test_an_interrupt_while_waiting_for_the_ack_does_not_cancel_the_write(path, sigint, hold_lock):
     store = sessiondb.open_store(path)
     sid = store.create_session("cli").id
-    writer = store._file.writer
+    writer = store.backend._file.writer
     holder = hold_lock()
     background = threading.Thread(target=store.append, args=(sid, user("bg", uid="bg")))
     background.start()
@@ -463,7 +463,7 @@ def _join_or_report(store, workers, interrupted):
     for t in workers:
         t.join(10)
         if t.is_alive():
-            writer = store._file.writer
+            writer = store.backend._file.writer
             frames = sys._current_frames()
             stacks = "\n".join(
                 f"--- {th.name}\n" + "".join(traceback.format_stack(frames[th.ident]))

@@ -1,5 +1,24 @@
-"""The embedded backend: one SQLite file per profile, through APSW."""
+"""The embedded backend: one SQLite file per profile, through APSW.
 
-from .store import SQLiteStore
+`open_backend` and `open_doctor` are what store/locations.py calls for `sqlite` locations.
+"""
 
-__all__ = ["SQLiteStore"]
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from ...model import SpoolReport
+from .checkup import FileDoctor
+from .store import SQLiteBackend
+
+__all__ = ["SQLiteBackend", "FileDoctor", "open_backend", "open_doctor"]
+
+
+def open_backend(path: Path, *, profile: str | None, **options: Any) -> SQLiteBackend:
+    """A handle on the store file at `path` (options: durability, patience, vfs)."""
+    return SQLiteBackend(path, profile=profile, **options)
+
+
+def open_doctor(path: Path, *, command: str, replay: Callable[[], SpoolReport]) -> FileDoctor:
+    return FileDoctor(path, command=command, replay=replay)

@@ -35,7 +35,6 @@ from ...errors import InvalidInput, MessageConflict
 from ...model import COMPRESSION, MAX_TITLE_LENGTH, Lease, MessageState, NewMessage, Session, new_session_id
 from . import leases, lineage, messages, sessions
 
-MODES = ("in_place", "rotate")
 
 # Every column of a message row but its id, in insert order.
 _MOVED = (

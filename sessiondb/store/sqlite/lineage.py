@@ -27,8 +27,6 @@ from . import messages, sessions
 
 #: Sessions a lineage walk visits at most (a guard against runaway chains).
 MAX_HOPS = 1000
-#: The default size guard of resume (S-42); 0 disables it.
-RESUME_LIMIT = 20_000
 
 
 # --- following the chain -----------------------------------------------------------------
@@ -297,41 +295,17 @@ def branch(conn: apsw.Connection, session_id: str, at_message_id: int, values: d
 # --- resume ------------------------------------------------------------------------------------
 
 
-def resume(conn: apsw.Connection, session_id: str, max_messages: int, profile: str | None = None) -> list[dict[str, Any]]:
-    """The tip's active conversation as plain model-ready dicts (see the contract).
-
-    `profile` names the store's profile in the export command the refusal prints (S-18).
-    """
+def live_messages(conn: apsw.Connection, session_id: str, max_messages: int) -> tuple[str, list[Message]]:
+    """The tip's id and its active messages in order; over `max_messages` (0: no limit)
+    SessionTooLarge before any is read (S-42)."""
     path, _ = resolve(conn, session_id)
     tip_id = path[-1]
-    count = conn.execute(
-        "SELECT count(*) FROM messages WHERE session_id = ? AND state = 'active'", (tip_id,)
-    ).fetchone()[0]
-    if max_messages and count > max_messages:
-        raise SessionTooLarge(
-            f"session {tip_id} holds {count:,} active messages, over the resume limit of "
-            f"{max_messages:,}; stream it instead with `sessiondb{f' -p {profile}' if profile else ''} "
-            f"sessions export --session {tip_id} -o FILE` "
-            "(never capped), or raise the limit (max_messages=0 disables it)",
-            limit=max_messages, count=count,
-        )
-    out: list[dict[str, Any]] = []
-    loads = json.loads
-    for role, content, parts, tool_calls, tool_call_id, tool_name, reasoning, display_kind in conn.execute(
-        "SELECT role, content, parts, tool_calls, tool_call_id, tool_name, reasoning, display_kind "
-        "FROM messages WHERE session_id = ? AND state = 'active' ORDER BY id",
-        (tip_id,),
-    ):
-        message: dict[str, Any] = {"role": role, "content": content if parts is None else loads(parts)}
-        if tool_calls is not None:
-            message["tool_calls"] = loads(tool_calls)
-        if tool_call_id is not None:
-            message["tool_call_id"] = tool_call_id
-        if tool_name is not None and role == "tool":
-            message["name"] = tool_name
-        if reasoning is not None:
-            message["reasoning"] = reasoning
-        if display_kind == INTERNAL_NOTIFICATION:
-            message["role"] = "user"  # the marker is ours; the model sees a user turn (S-09)
-        out.append(message)
-    return out
+    if max_messages:
+        count = conn.execute(
+            "SELECT count(*) FROM messages WHERE session_id = ? AND state = 'active'", (tip_id,)
+        ).fetchone()[0]
+        if count > max_messages:
+            raise SessionTooLarge(f"session {tip_id} holds {count:,} active messages",
+                                  limit=max_messages, count=count, session_id=tip_id)
+    return tip_id, [messages.from_row(r) for r in conn.execute(
+        f"SELECT {messages.COLUMNS} FROM messages WHERE session_id = ? AND state = 'active' ORDER BY id", (tip_id,))]

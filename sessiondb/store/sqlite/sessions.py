@@ -1,4 +1,4 @@
-"""Session rows: create, read, list with a cursor, end, reopen, flags, titles, delete.
+"""Session rows: create, read, list with a cursor, change (end, reopen, title, flags, metadata), delete.
 
 Functions take the connection they run on: the store runs writes on its writer thread
 (inside the group-commit transaction) and reads on a pooled read connection.
@@ -12,8 +12,9 @@ from typing import Any
 
 import apsw
 
-from ...errors import Conflict, InvalidInput, NotFound, TitleConflict
+from ...errors import InvalidInput, NotFound, SessionExists, TitleConflict
 from ...model import Page, Session
+from ..commands import EndSession, PatchMetadata, ReopenSession, SessionChange, SetFlags, SetTitle
 
 COLUMNS = (
     "id, source, profile, session_key, user_id, chat_id, chat_type, thread_id, title, model, "
@@ -33,7 +34,7 @@ def from_row(row: tuple[Any, ...]) -> Session:
 
 def create(conn: apsw.Connection, values: dict[str, Any]) -> Session:
     if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (values["id"],)).fetchone():
-        raise Conflict(f"a session with id {values['id']!r} already exists; give the new session its own id")
+        raise SessionExists(f"a session with id {values['id']!r} already exists; give the new session its own id")
     if values["parent_session_id"] is not None:
         require(conn, values["parent_session_id"])
     _check_title_free(conn, values["title"], None)
@@ -116,25 +117,31 @@ def _decode_cursor(cursor: str) -> tuple[float, str]:
     raise InvalidInput("the listing cursor is not one this store handed out; start the listing again")
 
 
-def end(conn: apsw.Connection, session_id: str, reason: str, now: float) -> Session:
+def change(conn: apsw.Connection, session_id: str, change: SessionChange) -> Session:
+    """Apply one change to the session's row and return the row as it now is."""
     require(conn, session_id)
-    conn.execute(
-        "UPDATE sessions SET ended_at = coalesce(ended_at, ?), end_reason = ? WHERE id = ?",
-        (now, reason, session_id),
-    )
-    return get(conn, session_id)
-
-
-def reopen(conn: apsw.Connection, session_id: str) -> Session:
-    require(conn, session_id)
-    conn.execute("UPDATE sessions SET ended_at = NULL, end_reason = NULL WHERE id = ?", (session_id,))
-    return get(conn, session_id)
-
-
-def set_title(conn: apsw.Connection, session_id: str, title: str | None) -> Session:
-    require(conn, session_id)
-    _check_title_free(conn, title, session_id)
-    conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
+    match change:
+        case EndSession(reason=reason, now=now):  # the first end time is kept
+            conn.execute("UPDATE sessions SET ended_at = coalesce(ended_at, ?), end_reason = ? WHERE id = ?",
+                         (now, reason, session_id))
+        case ReopenSession():
+            conn.execute("UPDATE sessions SET ended_at = NULL, end_reason = NULL WHERE id = ?", (session_id,))
+        case SetTitle(title=title):
+            _check_title_free(conn, title, session_id)
+            conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
+        case SetFlags(flags=flags) if flags:
+            # Column names come from a fixed set checked by the store, never from user text.
+            assignments = ", ".join(f"{name} = ?" for name in flags)
+            conn.execute(f"UPDATE sessions SET {assignments} WHERE id = ?", (*map(int, flags.values()), session_id))
+        case PatchMetadata(patch=patch):  # a None value removes the key; not user activity
+            current = get(conn, session_id).metadata
+            for key, value in patch.items():
+                if value is None:
+                    current.pop(key, None)
+                else:
+                    current[key] = value
+            conn.execute("UPDATE sessions SET metadata = ? WHERE id = ?",
+                         (json.dumps(current, sort_keys=True, ensure_ascii=False), session_id))
     return get(conn, session_id)
 
 
@@ -144,30 +151,6 @@ def _check_title_free(conn: apsw.Connection, title: str | None, session_id: str 
     row = conn.execute("SELECT id FROM sessions WHERE title = ?", (title,)).fetchone()
     if row is not None and row[0] != session_id:
         raise TitleConflict(f"the title {title!r} is already used by session {row[0]}; choose another")
-
-
-def set_flags(conn: apsw.Connection, session_id: str, flags: dict[str, bool]) -> Session:
-    require(conn, session_id)
-    if flags:
-        # Column names come from a fixed set checked by the store, never from user text.
-        assignments = ", ".join(f"{name} = ?" for name in flags)
-        conn.execute(f"UPDATE sessions SET {assignments} WHERE id = ?", (*map(int, flags.values()), session_id))
-    return get(conn, session_id)
-
-
-def update_metadata(conn: apsw.Connection, session_id: str, patch: dict[str, Any]) -> Session:
-    """Merge `patch` into the metadata (a None value removes the key); not user activity."""
-    current = get(conn, session_id).metadata
-    for key, value in patch.items():
-        if value is None:
-            current.pop(key, None)
-        else:
-            current[key] = value
-    conn.execute(
-        "UPDATE sessions SET metadata = ? WHERE id = ?",
-        (json.dumps(current, sort_keys=True, ensure_ascii=False), session_id),
-    )
-    return get(conn, session_id)
 
 
 def delete(conn: apsw.Connection, session_id: str) -> None:

@@ -1,0 +1,94 @@
+"""The optional capabilities of a store, checked like the core, offered only where they exist.
+
+A store's class is CheckedStore plus one mixin per capability its backend has
+(`checked_store`), so `isinstance(store, Maintainable)` tells the truth and a backend
+without maintenance gives a store without those methods, never one whose methods fail.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable
+
+from ..errors import InvalidInput
+from ..model import MaintenanceReport
+from . import arguments as arg
+from . import commands as cmd
+from .backend import Backend, MaintenanceBackend, RoutingBackend
+from .checked import CheckedStore
+from .contract import Doctor, Maintainable, Salvageable
+
+__all__ = ["Doctor", "Maintainable", "Salvageable", "checked_store"]
+
+
+class CheckedMaintenance:
+    """Maintainable (contract.py) over a MaintenanceBackend."""
+
+    _open: Callable[[], MaintenanceBackend]
+    _clock: Callable[[], float]
+
+    def backup(self, destination: str | os.PathLike[str]) -> int:
+        if not isinstance(destination, (str, os.PathLike)):
+            raise InvalidInput(f"the backup destination must be a path, not {type(destination).__name__}")
+        target = Path(os.path.realpath(os.path.expanduser(os.fspath(destination))))
+        return self._open().backup(target)
+
+    def optimize(self, *, force: bool = False, dry_run: bool = False) -> MaintenanceReport:
+        return self._open().optimize(force=arg.flag(force, "force"), dry_run=arg.flag(dry_run, "dry_run"))
+
+    def vacuum(self, *, force: bool = False, dry_run: bool = False) -> MaintenanceReport:
+        return self._open().vacuum(force=arg.flag(force, "force"), dry_run=arg.flag(dry_run, "dry_run"))
+
+    def prune(
+        self,
+        *,
+        older_than: float | None = None,
+        never_active: bool = False,
+        include_pinned: bool = False,
+        include_archived: bool = False,
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> MaintenanceReport:
+        now = self._clock()
+        inactive_before = None
+        if older_than is not None:
+            if isinstance(older_than, bool) or not isinstance(older_than, (int, float)) or not 0 <= older_than < float("inf"):
+                raise InvalidInput("older_than must be a non-negative number of seconds")
+            inactive_before = now - older_than
+        never_active_at = now if arg.flag(never_active, "never_active") else None
+        if inactive_before is None and never_active_at is None:
+            raise InvalidInput("say what to prune: older_than, never_active, or both")
+        return self._open().prune(cmd.Prune(
+            inactive_before, never_active_at, arg.flag(include_pinned, "include_pinned"),
+            arg.flag(include_archived, "include_archived"), arg.flag(force, "force"), arg.flag(dry_run, "dry_run")))
+
+
+class CheckedRouting:
+    """The gateway's routing index (contract.Routable), as the backend keeps it."""
+
+    _open: Callable[[], RoutingBackend]
+
+    @property
+    def routing(self):  # noqa: ANN201 - the backend's RoutingIndex
+        return self._open().routing
+
+
+_MIXINS: tuple[tuple[type, type], ...] = (
+    (MaintenanceBackend, CheckedMaintenance),
+    (RoutingBackend, CheckedRouting),
+)
+
+
+@lru_cache(maxsize=None)
+def _store_class(mixins: tuple[type, ...]) -> type[CheckedStore]:
+    if not mixins:
+        return CheckedStore
+    return type("Store", (CheckedStore, *mixins), {"__doc__": CheckedStore.__doc__})
+
+
+def checked_store(backend: Backend, *, profile: str | None, clock: Callable[[], float] | None = None) -> CheckedStore:
+    """The public store over `backend`: the core contract and each capability it has."""
+    mixins = tuple(mixin for capability, mixin in _MIXINS if isinstance(backend, capability))
+    return _store_class(mixins)(backend, profile=profile, clock=clock)

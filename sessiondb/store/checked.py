@@ -1,0 +1,369 @@
+"""The backend-neutral layer: every public store call is validated here, once.
+
+`CheckedStore` implements the Store contract (store/contract.py) over any backend
+(store/backend.py). Each method checks and normalises its input on the caller's thread,
+turns it into a typed command (store/commands.py) and hands that to the backend; nothing
+reaches a backend unchecked. What every backend needs the same way lives here too:
+keeping a batch the store cannot take in the spool (S-13..S-15), shaping resumed
+messages for a model, and the in-memory size guard (S-42). Export and import are in
+store/transfer.py; the optional capabilities in store/capabilities.py.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import replace
+from typing import Any, Callable, Iterable, Mapping
+
+from .. import home as homes
+from .. import query as search_query
+from ..errors import DAMAGE_CAUSES, InvalidInput, SessionExists, SessionTooLarge, StorageError, StoreClosed, StoreDamaged
+from ..model import (
+    INTERNAL_NOTIFICATION, MAX_TITLE_LENGTH, Lease, Message, Page, Role, SearchHit, Session, SpoolReport,
+    StoreStats, Usage, VerifyReport, check_label, check_metadata, check_timestamp, check_unicode, clean_title,
+    new_session_id, prepare_messages,
+)
+from . import arguments as arg
+from . import commands as cmd
+from . import spool
+from .backend import Backend
+from .contract import MessageInput
+from .transfer import Transfer
+
+RESUME_LIMIT = 20_000  # active messages resume() hands over at most (S-42); 0 disables
+MINT_ATTEMPTS = 3  # minted session ids tried before a fourth, whose conflict is raised
+_ROLES = frozenset(r.value for r in Role)
+_MODES = ("in_place", "rotate")
+
+
+class CheckedStore(Transfer):
+    """A handle on one profile's store, over the backend that holds it."""
+
+    def __init__(self, backend: Backend, *, profile: str | None, clock: Callable[[], float] | None = None) -> None:
+        self.backend = backend  # the backend's own handle, for backend-specific tools and tests
+        self._profile = profile
+        self._clock = clock or time.time
+        self._closed = threading.Event()
+        if spool.pending(backend.spool_anchor):
+            # A healthy open replays what an earlier refusal kept; what still fails stays spooled.
+            self.replay_spool()
+
+    # --- the handle --------------------------------------------------------------------
+
+    @property
+    def profile(self) -> str | None:
+        return self._profile
+
+    @property
+    def location(self) -> str:
+        return self.backend.location
+
+    def close(self) -> None:
+        if self._closed.is_set():
+            return
+        self._closed.set()
+        self.backend.close()
+
+    def __enter__(self) -> "CheckedStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.location!r}, profile={self._profile!r})"
+
+    def _open(self) -> Backend:
+        if self._closed.is_set():
+            raise StoreClosed("this store handle is closed; open the store again")
+        return self.backend
+
+    # --- sessions ----------------------------------------------------------------------
+
+    def create_session(
+        self,
+        source: str,
+        *,
+        session_id: str | None = None,
+        title: str | None = None,
+        profile: str | None = None,
+        session_key: str | None = None,
+        user_id: str | None = None,
+        chat_id: str | None = None,
+        chat_type: str | None = None,
+        thread_id: str | None = None,
+        model: str | None = None,
+        parent_session_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        parent_relation: str | None = None,
+    ) -> Session:
+        now = self._clock()
+        if parent_relation is not None and parent_session_id is None:
+            raise InvalidInput("parent_relation needs a parent_session_id")
+        given = check_label(session_id, "session_id")
+        command = cmd.CreateSession(
+            id=given or new_session_id(now),
+            source=check_label(source, "source", required=True),
+            profile=homes.validate_profile(profile) if profile is not None else self._profile,
+            session_key=check_label(session_key, "session_key"),
+            user_id=check_label(user_id, "user_id"),
+            chat_id=check_label(chat_id, "chat_id"),
+            chat_type=check_label(chat_type, "chat_type"),
+            thread_id=check_label(thread_id, "thread_id"),
+            title=clean_title(title),
+            model=check_label(model, "model"),
+            parent_session_id=check_label(parent_session_id, "parent_session_id"),
+            parent_relation=check_label(parent_relation, "parent_relation"),
+            started_at=now,
+            metadata=check_metadata(metadata),
+        )
+        for _attempt in range(MINT_ATTEMPTS):
+            try:
+                return self._open().create_session(command)
+            except SessionExists:
+                if given is not None:
+                    raise
+                # A minted id met another minted in the same second: mint again.
+                command = replace(command, id=new_session_id(now))
+        return self._open().create_session(command)
+
+    def get_session(self, session_id: str) -> Session:
+        return self._open().get_session(arg.session_id(session_id))
+
+    def list_sessions(
+        self,
+        *,
+        source: str | None = None,
+        include_archived: bool = False,
+        include_hidden: bool = False,
+        pinned: bool | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page:
+        return self._open().list_sessions(cmd.ListSessions(
+            source=check_label(source, "source"),
+            include_archived=arg.flag(include_archived, "include_archived"),
+            include_hidden=arg.flag(include_hidden, "include_hidden"),
+            pinned=None if pinned is None else arg.flag(pinned, "pinned"),
+            since=check_timestamp(since, "since"),
+            until=check_timestamp(until, "until"),
+            limit=arg.limit(limit),
+            cursor=None if cursor is None else check_label(cursor, "cursor"),
+        ))
+
+    def _change(self, session_id: str, change: cmd.SessionChange) -> Session:
+        return self._open().change_session(arg.session_id(session_id), change)
+
+    def end_session(self, session_id: str, reason: str) -> Session:
+        return self._change(session_id, cmd.EndSession(check_label(reason, "reason", required=True), self._clock()))
+
+    def reopen_session(self, session_id: str) -> Session:
+        return self._change(session_id, cmd.ReopenSession())
+
+    def set_title(self, session_id: str, title: str | None) -> Session:
+        return self._change(session_id, cmd.SetTitle(clean_title(title)))
+
+    def set_flags(
+        self,
+        session_id: str,
+        *,
+        pinned: bool | None = None,
+        archived: bool | None = None,
+        hidden: bool | None = None,
+    ) -> Session:
+        given = {"pinned": pinned, "archived": archived, "hidden": hidden}
+        return self._change(session_id, cmd.SetFlags(
+            {name: arg.flag(value, name) for name, value in given.items() if value is not None}))
+
+    def update_metadata(self, session_id: str, patch: Mapping[str, Any]) -> Session:
+        if not isinstance(patch, Mapping):  # check_metadata takes None as "no metadata"
+            raise InvalidInput(f"the metadata patch must be a mapping, not {type(patch).__name__}")
+        check_metadata(patch)
+        return self._change(session_id, cmd.PatchMetadata(dict(patch)))
+
+    def delete_session(self, session_id: str) -> None:
+        self._open().delete_session(arg.session_id(session_id))
+
+    def find_session(self, ref: str) -> Session:
+        ref = check_label(ref, "session reference", required=True).strip()
+        title = clean_title(ref) if len(ref) <= MAX_TITLE_LENGTH else None
+        return self._open().find_session(ref, title)
+
+    # --- messages ----------------------------------------------------------------------
+
+    def append(self, session_id: str, messages: MessageInput | Iterable[MessageInput]) -> list[Message]:
+        command = cmd.Append(arg.session_id(session_id), tuple(prepare_messages(messages)), self._clock())
+        try:
+            return self._open().append(command)
+        except StorageError as exc:
+            if exc.cause not in DAMAGE_CAUSES:
+                raise
+            # The store cannot take writes; the messages are kept, never dropped (S-13..S-15).
+            kept = spool.write(self.backend.spool_anchor, command.session_id, list(command.batch), exc.cause.value)
+            raise StoreDamaged.spooled(exc, str(kept)) from exc
+
+    def replay_spool(self) -> SpoolReport:
+        """Append every spooled batch of this store, oldest first (see store/spool.py)."""
+        report = SpoolReport()
+        for path, error in spool.replay(self.backend.spool_anchor, self.append):
+            if error is None:
+                report.replayed.append(str(path))
+            else:
+                report.kept.append((str(path), str(error)))
+        return report
+
+    def transcript(
+        self,
+        session_id: str,
+        *,
+        include_compacted: bool = False,
+        limit: int | None = None,
+        before: int | None = None,
+        after: int | None = None,
+        order: str = "asc",
+    ) -> list[Message]:
+        if order not in ("asc", "desc"):
+            raise InvalidInput(f"order must be 'asc' or 'desc', not {order!r}")
+        return self._open().transcript(cmd.ReadTranscript(
+            session_id=arg.session_id(session_id),
+            include_compacted=arg.flag(include_compacted, "include_compacted"),
+            limit=arg.optional_count(limit, "limit"),
+            before=arg.optional_count(before, "before"),
+            after=arg.optional_count(after, "after"),
+            order=order,
+        ))
+
+    # --- compaction and lineage ----------------------------------------------------------
+
+    def begin_compaction(self, session_id: str, *, holder: str | None = None, ttl: float = 300) -> Lease:
+        return self._open().begin_compaction(
+            cmd.BeginCompaction(arg.session_id(session_id), check_label(holder, "holder"), arg.ttl(ttl)))
+
+    def refresh_compaction(self, lease: Lease, ttl: float | None = None) -> Lease:
+        return self._open().refresh_compaction(
+            cmd.RefreshCompaction(arg.lease(lease), None if ttl is None else arg.ttl(ttl)))
+
+    def abort_compaction(self, lease: Lease) -> None:
+        self._open().abort_compaction(arg.lease(lease))
+
+    def commit_compaction(
+        self, lease: Lease, summary_messages: MessageInput | Iterable[MessageInput], *, mode: str = "in_place",
+    ) -> Session:
+        lease = arg.lease(lease)
+        if mode not in _MODES:
+            raise InvalidInput(f"mode must be 'in_place' or 'rotate', not {mode!r}")
+        batch = tuple(prepare_messages(summary_messages))
+        return self._open().commit_compaction(cmd.CommitCompaction(lease, batch, mode, self._clock()))
+
+    def compaction_lease(self, session_id: str) -> Lease | None:
+        return self._open().compaction_lease(arg.session_id(session_id))
+
+    def lineage(self, session_id: str) -> list[Session]:
+        return self._open().lineage(arg.session_id(session_id))
+
+    def tip(self, session_id: str) -> Session:
+        return self._open().tip(arg.session_id(session_id))
+
+    def resume(self, session_id: str, *, max_messages: int = RESUME_LIMIT) -> list[dict[str, Any]]:
+        sid, limit = arg.session_id(session_id), arg.count(max_messages, "max_messages")
+        try:
+            _tip, messages = self._open().live_messages(sid, limit)
+        except SessionTooLarge as exc:
+            raise self._stream_instead(exc, "resume", sid) from None
+        return [model_message(m) for m in messages]
+
+    def rewind(self, session_id: str, to_message_id: int) -> int:
+        return self._open().rewind(cmd.Rewind(arg.session_id(session_id), arg.count(to_message_id, "to_message_id")))
+
+    def restore_rewound(self, session_id: str) -> int:
+        return self._open().restore_rewound(arg.session_id(session_id))
+
+    def branch(self, session_id: str, at_message_id: int, *, title: str | None = None) -> Session:
+        now = self._clock()
+        return self._open().branch(cmd.Branch(
+            arg.session_id(session_id), arg.count(at_message_id, "at_message_id"),
+            new_session_id(now), clean_title(title), now))
+
+    # --- usage, search, statistics, integrity --------------------------------------------
+
+    def record_usage(
+        self,
+        session_id: str,
+        *,
+        model: str,
+        provider: str = "",
+        task: str = "",
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        cache_read_tokens: int = 0,
+        cache_write_tokens: int = 0,
+        reasoning_tokens: int = 0,
+        cost_usd: float = 0.0,
+    ) -> None:
+        tokens = {
+            "input_tokens": input_tokens, "output_tokens": output_tokens, "cache_read_tokens": cache_read_tokens,
+            "cache_write_tokens": cache_write_tokens, "reasoning_tokens": reasoning_tokens,
+        }
+        amounts: dict[str, float] = {name: arg.count(value, name) for name, value in tokens.items()}
+        amounts["cost_usd"] = arg.cost(cost_usd)
+        self._open().record_usage(cmd.RecordUsage(
+            arg.session_id(session_id), check_label(model, "model", required=True),
+            check_label(provider, "provider") or "", check_label(task, "task") or "", amounts))
+
+    def usage(self, session_id: str) -> Usage:
+        return self._open().usage(arg.session_id(session_id))
+
+    def search(
+        self,
+        query: str,
+        *,
+        profile: str | None = None,
+        source: str | None = None,
+        session_id: str | None = None,
+        role: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        include_tools: bool = False,
+        limit: int = 20,
+        substring: bool = False,
+    ) -> list[SearchHit]:
+        if not isinstance(query, str):
+            raise InvalidInput(f"the search query must be text, not {type(query).__name__}")
+        check_unicode(query, "the search query")
+        if role is not None and (not isinstance(role, str) or role not in _ROLES):
+            raise InvalidInput(f"role must be one of system, user, assistant, tool (got {role!r})")
+        return self._open().search(cmd.Search(
+            query=search_query.parse(query, substring=arg.flag(substring, "substring")),
+            profile=None if profile is None else homes.validate_profile(profile),
+            source=check_label(source, "source"),
+            session_id=None if session_id is None else arg.session_id(session_id),
+            role=role,
+            since=check_timestamp(since, "since"),
+            until=check_timestamp(until, "until"),
+            include_tools=arg.flag(include_tools, "include_tools"),
+            limit=arg.limit(limit),
+        ))
+
+    def stats(self) -> StoreStats:
+        return self._open().stats()
+
+    def verify(self) -> VerifyReport:
+        return self._open().verify()
+
+
+def model_message(m: Message) -> dict[str, Any]:
+    """A stored message as a model provider takes it: nothing internal (S-09)."""
+    out: dict[str, Any] = {"role": Role.USER.value if m.display_kind == INTERNAL_NOTIFICATION else m.role,
+                           "content": m.content}
+    if m.tool_calls is not None:
+        out["tool_calls"] = m.tool_calls
+    if m.tool_call_id is not None:
+        out["tool_call_id"] = m.tool_call_id
+    if m.tool_name is not None and m.role == Role.TOOL.value:
+        out["name"] = m.tool_name
+    if m.reasoning is not None:
+        out["reasoning"] = m.reasoning
+    return out

@@ -1,0 +1,111 @@
+"""Where a store lives, which backend serves it, and opening it.
+
+A location is a file path (the embedded SQLite backend), a `sqlite:` URL, or a URL whose
+scheme names another backend (`postgresql://...`). `BACKENDS` maps each kind to the
+module that serves it; that module offers `open_backend(target, *, profile, **options)`
+and, where the backend has one, `open_doctor(target, *, command)`. This is the only
+place outside `store/` backends are named, and they are imported when first used, so
+a backend's driver is loaded only by the stores that need it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable
+from urllib.parse import unquote, urlsplit
+
+from .. import home as homes
+from ..errors import InvalidInput
+from ..guidance import command_for
+from .capabilities import Doctor, checked_store
+from .contract import Store
+
+#: Backend kind -> the module serving it. URL schemes name a kind directly.
+BACKENDS = {"sqlite": "sessiondb.store.sqlite"}
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")  # a scheme of two letters or more: not a drive letter
+
+
+@dataclass(frozen=True)
+class Location:
+    kind: str  # a key of BACKENDS
+    target: Any  # what the backend opens: a resolved Path for sqlite, the URL otherwise
+    profile: str | None  # None for the default profile
+    home: Path | None  # the home the store belongs to, when it is a profile's
+
+
+def locate(
+    location: str | os.PathLike[str] | None = None,
+    *,
+    home: str | os.PathLike[str] | None = None,
+    profile: str | None = None,
+) -> Location:
+    """Resolve a path, URL or home/profile to a backend kind and its target (nothing opened)."""
+    if profile is not None:
+        homes.validate_profile(profile)
+    named = None if profile in (None, homes.DEFAULT_PROFILE) else profile
+    if isinstance(location, str) and _URL.match(location):
+        parts = urlsplit(location)
+        kind = parts.scheme.lower()
+        if kind == "sqlite":
+            if home is not None or profile is not None:
+                raise InvalidInput("give either a store location or a home/profile, not both")
+            location = unquote(parts.path) or unquote(parts.netloc)
+        elif kind in BACKENDS:
+            return Location(kind, location, named, None)
+        else:
+            known = ", ".join(f"{k}:" for k in BACKENDS)
+            raise InvalidInput(f"no sessiondb backend serves {kind}: locations (known: a file path, {known})")
+    path = homes.store_path(location, home=home, profile=profile)
+    homes.refuse_real_home_under_test(path)  # S-24: a test never opens the user's real store
+    return Location("sqlite", path, named, None if location is not None else homes.resolve_home(home))
+
+
+def _backend_module(kind: str) -> ModuleType:
+    return importlib.import_module(BACKENDS[kind])
+
+
+def open_store(
+    location: str | os.PathLike[str] | None = None,
+    *,
+    home: str | os.PathLike[str] | None = None,
+    profile: str | None = None,
+    clock: Callable[[], float] | None = None,
+    **options: Any,
+) -> Store:
+    """Open the store at `location` (see sessiondb.open_store) through its backend."""
+    where = locate(location, home=home, profile=profile)
+    backend = _backend_module(where.kind).open_backend(where.target, profile=where.profile, **options)
+    try:
+        return checked_store(backend, profile=where.profile, clock=clock)
+    except BaseException:
+        backend.close()
+        raise
+
+
+def open_doctor(
+    location: str | os.PathLike[str] | None = None,
+    *,
+    home: str | os.PathLike[str] | None = None,
+    profile: str | None = None,
+) -> Doctor:
+    """The doctor of the store at `location`: examines (and repairs) it without opening it
+    as a store, so a damaged store gets no writer. InvalidInput if its backend has none."""
+    where = locate(location, home=home, profile=profile)
+    module = _backend_module(where.kind)
+    if not hasattr(module, "open_doctor"):
+        raise InvalidInput(f"the {where.kind} backend has no doctor; its server's own tools examine it")
+    command = command_for(where.profile, where.home if home is not None else None)
+    return module.open_doctor(
+        where.target, command=command,
+        replay=lambda: _replay(location, home=home, profile=profile))
+
+
+def _replay(location: Any, *, home: Any, profile: str | None) -> Any:
+    """Open the store normally (which replays its spool) and report what is still kept."""
+    with open_store(location, home=home, profile=profile) as store:
+        return store.replay_spool()

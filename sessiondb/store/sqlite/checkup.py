@@ -1,0 +1,39 @@
+"""The doctor and salvage capabilities (contract.Doctor, contract.Salvageable) on a store file.
+
+Both work on the file without opening it as a store: examination through a private
+read-only connection, repair and recovery on their own connections (safety/doctor.py,
+safety/recover.py). The spool replay that ends a repair goes through the neutral layer,
+which the caller hands in as `replay`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from ...model import SpoolReport
+from .safety import doctor as doctors
+from .safety import recover as recovery
+from .safety.holders import Holder, holders
+
+
+class FileDoctor:
+    """The doctor of the SQLite store at `path`; `command` is how guidance names the store."""
+
+    def __init__(self, path: Path, *, command: str, replay: Callable[[], SpoolReport]) -> None:
+        self.path = path
+        self.location = str(path)
+        self._command = command
+        self._replay = replay
+
+    def examine(self, *, deep: bool = False) -> doctors.Report:
+        return doctors.examine(self.path, deep=deep, command=self._command)
+
+    def repair(self, *, deep: bool = False) -> doctors.Report:
+        return doctors.repair(self.path, deep=deep, command=self._command)
+
+    def holders(self) -> list[Holder]:
+        return holders(self.path)
+
+    def recover(self, output: str | None, *, inspect_only: bool = False) -> recovery.RecoverReport:
+        return recovery.recover(self.path, output, inspect_only=inspect_only)
