@@ -12,9 +12,11 @@ import asyncio
 
 from fastapi import APIRouter, Query, Request
 
+from .. import open_store
 from ..errors import StoreHeld
 from ..guidance import command_for
 from ..home import DEFAULT_PROFILE
+from ..model import SpoolReport
 from ..store.sqlite.safety import doctor as doctors
 from ..store.sqlite.safety.holders import holders
 from .sessions import ProfileQuery, stores_of
@@ -24,6 +26,12 @@ router = APIRouter(tags=["doctor"])
 
 def _command(stores, name: str) -> str:
     return command_for(None if name == DEFAULT_PROFILE else name, stores.home)
+
+
+def _replay(path) -> SpoolReport:
+    """Replay the spool through the store opened normally (the repair calls it when healthy)."""
+    with open_store(path) as store:
+        return store.replay_spool()
 
 
 @router.get("/doctor")
@@ -48,5 +56,6 @@ async def fix(request: Request, profile: str | None = ProfileQuery) -> dict:
         raise StoreHeld(f"repair refused: {path} is held by {', '.join(map(str, held_by))}; quit those "
                         "processes and run the fix again", held_by)
     async with stores.released(name):
-        report = await asyncio.to_thread(doctors.repair, path, command=_command(stores, name))
+        report = await asyncio.to_thread(doctors.repair, path, command=_command(stores, name),
+                                         replay=lambda: _replay(path))
     return report.to_dict()

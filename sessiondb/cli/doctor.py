@@ -13,9 +13,11 @@ from pathlib import Path
 
 import click
 
+from .. import open_store
 from ..errors import SessionDBError, StoreHeld
 from ..guidance import command_for
 from ..home import refuse_real_home_under_test, resolve_home, store_path
+from ..model import SpoolReport
 from ..store.sqlite.safety import doctor as doctors
 from ..store.sqlite.safety import recover as recovery
 from . import render
@@ -70,6 +72,12 @@ def _render(report: doctors.Report) -> None:
     echo("healthy" if report.healthy else "problems found")
 
 
+def _replay(path: Path) -> SpoolReport:
+    """Replay the spool through the store opened normally (the repair calls it when healthy)."""
+    with open_store(path) as store:
+        return store.replay_spool()
+
+
 @click.command()
 @click.option("--fix", is_flag=True, help="Replay the spool, rebuild the search index, repair the schema, "
               "checkpoint; never while another process holds the store.")
@@ -81,7 +89,7 @@ def doctor(ctx: CliContext, fix: bool, deep: bool, as_json: bool) -> None:
     path, command = _store(ctx)
     try:
         if fix:
-            report = doctors.repair(path, deep=deep, command=command)
+            report = doctors.repair(path, deep=deep, command=command, replay=lambda: _replay(path))
         else:
             report = doctors.examine(path, deep=deep, command=command)
     except SessionDBError as exc:  # refused (held, budget spent, no room for a backup): nothing changed

@@ -15,6 +15,7 @@ import corpus
 from conftest import damaged
 from sessiondb.errors import StoreHeld
 from sessiondb.store.sqlite.safety import doctor, forensics, ledger
+from sessiondb.store.sqlite.safety import repair as surgery
 
 BIG_DISK = 10 ** 12
 
@@ -25,7 +26,7 @@ def files(db: Path) -> dict[str, str]:
 
 def test_three_failed_repairs_of_one_file_stop_the_fourth(store, monkeypatch):
     damaged(store, "garble_index_blocks")
-    monkeypatch.setattr(doctor, "_operate", lambda db, report, actions: actions.append("did nothing"))
+    monkeypatch.setattr(surgery, "_operate", lambda db, report, actions: actions.append("did nothing"))
 
     passes = [doctor.repair(store).repair["failed_passes"] for _ in range(3)]
 
@@ -50,7 +51,7 @@ def test_structural_damage_counts_as_a_failed_pass_without_surgery(store):
 def test_a_restore_resets_the_budget_but_an_ordinary_commit_does_not(store, template, monkeypatch):
     damaged(store, "garble_index_blocks")
     key = ledger.file_key(store)
-    monkeypatch.setattr(doctor, "_operate", lambda db, report, actions: None)
+    monkeypatch.setattr(surgery, "_operate", lambda db, report, actions: None)
     for _ in range(3):
         doctor.repair(store)
     # A commit in rollback mode changes only the change counter and version-valid-for.
