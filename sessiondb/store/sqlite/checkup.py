@@ -30,7 +30,7 @@ class FileDoctor:
         return doctors.examine(self.path, deep=deep, command=self._command)
 
     def repair(self, *, deep: bool = False) -> doctors.Report:
-        return doctors.repair(self.path, deep=deep, command=self._command)
+        return doctors.repair(self.path, deep=deep, command=self._command, replay=self._replay)
 
     def holders(self) -> list[Holder]:
         return holders(self.path)

@@ -26,7 +26,7 @@ from ... import home as homes
 from ...errors import Cause, classify
 from .safety.holders import holders
 from .safety.containment import Containment, no_checkpoint_on_close, refuse_if_damaged
-from .safety.doctor import startup_probe, unclean_shutdown
+from .safety.probe import startup_probe, unclean_shutdown
 from .connect import configure_reader, configure_writer, connect, set_durability
 from .errors import convert
 from . import search

@@ -35,23 +35,6 @@ STATES = ("idle", "running", "resume_pending", "ended")
 _FIELDS = ("session_id", "profile", "state", "turn_started_at", "updated_at")
 
 
-def install(conn: apsw.Connection) -> None:
-    """Migration 0004_gateway_routing: the routing table (empty in every store but a gateway's)."""
-    conn.execute(
-        """
-        CREATE TABLE gateway_routes (
-            key             TEXT PRIMARY KEY,
-            session_id      TEXT NOT NULL,   -- in the store of `profile`, not necessarily this one
-            profile         TEXT NOT NULL,   -- the owner the key names ('main': this store)
-            state           TEXT NOT NULL DEFAULT 'idle'
-                            CHECK (state IN ('idle', 'running', 'resume_pending', 'ended')),
-            turn_started_at REAL,
-            updated_at      REAL NOT NULL
-        ) STRICT;
-        """
-    )
-
-
 @dataclass(frozen=True)
 class Route:
     key: str

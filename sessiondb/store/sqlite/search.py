@@ -5,6 +5,10 @@ of its `parts` JSON joined by newlines; a `tool` message contributes only its fi
 8,192 characters (tool output can be megabytes, and what matters is at the top). Rewound
 messages are never indexed; compacted ones are, and hits say so.
 
+The indexes, the view and the triggers are created by migration 0002_search, whose SQL
+is frozen in its own module; this module keeps what runs against them. `text_sql` here
+is the same expression as the view's, used by the queries that read text directly.
+
 How the text is stored once: both indexes are FTS5 tables with *external content*, and
 their content table is the view `message_search_text`, which derives the readable text
 from the `messages` row on demand. Neither index stores a copy of the text; FTS5 reads
@@ -84,47 +88,9 @@ def text_sql(row: str) -> str:
 
 INDEXES = ("messages_fts", "messages_trigram")
 STALE_KEY = "search_stale"  # present in store_meta while the indexes need a rebuild
-_TOKENIZERS = {
-    "messages_fts": "unicode61 remove_diacritics 2",
-    "messages_trigram": "trigram remove_diacritics 1",
-}
-
-
-def install(conn: apsw.Connection) -> None:
-    """Migration 0002_search: the view, both indexes, their triggers; index existing rows."""
-    conn.execute(
-        f"CREATE VIEW message_search_text(id, text) AS "
-        f"SELECT m.id, {text_sql('m')} FROM messages AS m WHERE m.state <> 'rewound'"
-    )
-    for name in INDEXES:
-        conn.execute(
-            f"CREATE VIRTUAL TABLE {name} USING fts5(text, content='message_search_text', "
-            f"content_rowid='id', tokenize='{_TOKENIZERS[name]}')"
-        )
-    new, old = text_sql("new"), text_sql("old")
-    add = "".join(f"INSERT INTO {n}(rowid, text) SELECT new.id, {new} WHERE new.state <> 'rewound';" for n in INDEXES)
-    remove = "".join(
-        f"INSERT INTO {n}({n}, rowid, text) SELECT 'delete', old.id, {old} WHERE old.state <> 'rewound';"
-        for n in INDEXES
-    )
-    # While the indexes are stale (damaged, S-16) writes skip them; a rebuild catches up.
-    live = f"NOT EXISTS (SELECT 1 FROM store_meta WHERE key = '{STALE_KEY}')"
-    conn.execute(
-        f"""
-        CREATE TRIGGER messages_search_insert AFTER INSERT ON messages WHEN {live} BEGIN {add} END;
-        CREATE TRIGGER messages_search_delete AFTER DELETE ON messages WHEN {live} BEGIN {remove} END;
-        CREATE TRIGGER messages_search_update AFTER UPDATE ON messages
-        WHEN {live} AND (old.id IS NOT new.id OR old.role IS NOT new.role OR old.content IS NOT new.content
-          OR old.parts IS NOT new.parts OR (old.state = 'rewound') IS NOT (new.state = 'rewound'))
-        BEGIN {remove} {add} END;
-        """
-    )
-    rebuild(conn)
-
-
 def rebuild(conn: apsw.Connection) -> None:
-    """Rebuild both indexes from the messages (after index damage, S-16; or at migration)
-    and mark them live again."""
+    """Rebuild both indexes from the messages (after index damage, S-16) and mark them live
+    again."""
     for name in INDEXES:
         conn.execute(f"INSERT INTO {name}({name}) VALUES ('rebuild')")
     conn.execute("DELETE FROM store_meta WHERE key = ?", (STALE_KEY,))

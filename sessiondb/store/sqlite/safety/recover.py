@@ -13,16 +13,12 @@ On the copy:
   size under which the schema page parses;
 - the schema is read with `writable_schema` on, so one garbled entry does not hide the
   rest;
-- each table is read in rowid order until it fails, then from the other end backwards
-  until it fails; the unreadable span between is bisected into rowid ranges
-  (`WHERE rowid BETWEEN a AND b`) and every range that still reads is kept, within a
-  query budget per table. A WITHOUT ROWID table (usage) is read in key order as far as
-  it goes.
+- each table is read as far as it can be (salvage.py).
 
-The output is a fresh store made by `sessiondb.open_store` (current schema, a new
-generation stamp), filled in one transaction with full durability barriers: sessions,
-messages (their search index is built by the store's own triggers), usage and the
-store's counters. Messages whose session row was lost get a stub session
+The output is a fresh store made the way the backend makes one (connect, the current
+migrations, a new generation stamp), filled in one transaction with full durability
+barriers: sessions, messages (their search index is built by the store's own triggers),
+usage and the store's counters. Messages whose session row was lost get a stub session
 (`source = 'recovered'`) so they stay reachable; dangling parent links are cleared;
 message counts are recomputed. Compaction leases are not carried over (they are
 short-lived locks).
@@ -41,24 +37,16 @@ from typing import Any, Callable
 import apsw
 
 from ....errors import InvalidInput
+from ....home import make_private
+from ..connect import APPLICATION_ID, configure_writer, connect
+from ..migrations import migrate
+from ..search import STALE_KEY
 from .identity import SQLITE_MAGIC, descriptors_of
+from .salvage import TableSalvage, salvage
 
-MIN_ROWID, MAX_ROWID = -(2 ** 63), 2 ** 63 - 1
-QUERY_BUDGET = 4000  # range queries per table before the rest is given up as lost
 TABLES = ("sessions", "messages", "usage", "store_meta")
 PAGE_SIZES = (4096, 1024, 2048, 8192, 16384, 32768, 65536, 512)
-
-
-@dataclass
-class TableSalvage:
-    kept: int = 0
-    lost_ranges: list[tuple[int, int]] = field(default_factory=list)  # rowid spans that could not be read
-    lost_estimate: int = 0  # rowids inside bounded lost spans (ids are dense, so ~rows)
-    unbounded: bool = False  # rows past the last readable one may exist but could not be reached
-    skipped: int = 0  # rows read but already stored (duplicates)
-    invalid: int = 0  # rows read but refused by the new store's types and checks (garbage)
-    expected: int | None = None  # the row count the table's smallest index claims, when readable
-    error: str | None = None
+SIDECARS = ("-wal", "-journal")  # the files beside the main one that carry its last commits
 
 
 @dataclass
@@ -84,31 +72,15 @@ def recover(source: Path | str, output: Path | str | None, *, inspect_only: bool
     source = Path(os.path.realpath(source))
     if not source.is_file():
         raise InvalidInput(f"{source} is not a file")
-    target = None
-    if not inspect_only:
-        if output is None:
-            raise InvalidInput("say where the recovered store goes: --output NEW")
-        target = Path(os.path.realpath(output))
-        if target == source:
-            raise InvalidInput("the output must be a new file, never the damaged one")
-        if target.exists() or any(os.path.exists(f"{target}{s}") for s in ("-wal", "-shm", "-journal")):
-            raise InvalidInput(f"{target} already exists; recover writes a new file only")
-        if not target.parent.is_dir():
-            raise InvalidInput(f"{target.parent} is not a directory")
+    target = None if inspect_only else _new_target(source, output)
     report = RecoverReport(str(source), None if target is None else str(target), inspect_only)
     scratch = Path(tempfile.mkdtemp(prefix="sessiondb-recover-", dir=None if target is None else target.parent))
     try:
-        work = scratch / "source.db"
-        for suffix in ("", "-wal", "-journal"):
-            if os.path.exists(f"{source}{suffix}"):
-                _copy_out(Path(f"{source}{suffix}"), Path(f"{work}{suffix}"))
-        report.header_rewritten = _fix_header(work, has_wal=os.path.exists(f"{work}-wal"))
-        if report.header_rewritten:
-            report.notes.append("the header was not SQLite's; it was rebuilt on the scratch copy")
+        work = _scratch_copy(source, scratch, report)
         try:
             conn = apsw.Connection(str(work))
             conn.execute("PRAGMA writable_schema=ON")
-            columns = {t: [r[1] for r in conn.execute(f"PRAGMA table_info({t})")] for t in TABLES}
+            columns = {t: _columns_of(conn, t) for t in TABLES}
             rowid_tables = {name for (name,) in conn.execute(
                 "SELECT name FROM sqlite_schema WHERE type = 'table' AND sql NOT LIKE '%WITHOUT ROWID%'")}
         except apsw.Error as exc:
@@ -118,57 +90,82 @@ def recover(source: Path | str, output: Path | str | None, *, inspect_only: bool
             if target is None:
                 for table in TABLES:
                     if columns[table]:
-                        report.tables[table] = _salvage(conn, table, columns[table], table in rowid_tables,
-                                                        lambda row: True)
+                        report.tables[table] = salvage(conn, table, columns[table], table in rowid_tables,
+                                                       lambda row: True)
             else:
                 _rebuild(conn, columns, rowid_tables, target, report)
         finally:
             conn.close()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    for table, name in (("sessions", "sessions"), ("messages", "messages")):
-        salvage = report.tables.get(table)
-        if salvage is not None:
-            setattr(report, f"{name}_kept", salvage.kept)
-            setattr(report, f"{name}_lost_estimate", salvage.lost_estimate)
+    _summarise(report)
+    return report
+
+
+def _new_target(source: Path, output: Path | str | None) -> Path:
+    """The output path, refused unless it is a new file beside no sidecar."""
+    if output is None:
+        raise InvalidInput("say where the recovered store goes: --output NEW")
+    target = Path(os.path.realpath(output))
+    if target == source:
+        raise InvalidInput("the output must be a new file, never the damaged one")
+    if target.exists() or any(os.path.exists(f"{target}{s}") for s in ("-wal", "-shm", "-journal")):
+        raise InvalidInput(f"{target} already exists; recover writes a new file only")
+    if not target.parent.is_dir():
+        raise InvalidInput(f"{target.parent} is not a directory")
+    return target
+
+
+def _scratch_copy(source: Path, scratch: Path, report: RecoverReport) -> Path:
+    """Copy the source's files into `scratch` and patch a header that is not SQLite's there."""
+    work = scratch / "source.db"
+    for suffix in ("",) + SIDECARS:
+        if os.path.exists(f"{source}{suffix}"):
+            _copy_out(Path(f"{source}{suffix}"), Path(f"{work}{suffix}"))
+    report.header_rewritten = _fix_header(work, has_wal=os.path.exists(f"{work}-wal"))
+    if report.header_rewritten:
+        report.notes.append("the header was not SQLite's; it was rebuilt on the scratch copy")
+    return work
+
+
+def _summarise(report: RecoverReport) -> None:
+    for table in ("sessions", "messages"):
+        found = report.tables.get(table)
+        if found is not None:
+            setattr(report, f"{table}_kept", found.kept)
+            setattr(report, f"{table}_lost_estimate", found.lost_estimate)
         else:
             report.notes.append(f"the {table} table could not be found in the source")
-    return report
+
+
+def _create_store(target: Path) -> None:
+    """A new, empty store at `target`, made as the backend makes one: private, WAL where
+    the filesystem allows it, the current migrations, its identity page checkpointed."""
+    conn = connect(target, patience=5.0)
+    try:
+        make_private(target)
+        configure_writer(conn, target, "full")
+        migrate(conn)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
+    make_private(target)
 
 
 def _rebuild(conn: apsw.Connection, columns: dict[str, list[str]], rowid_tables: set[str], target: Path,
              report: RecoverReport) -> None:
-    from .... import open_store
-
-    open_store(target).close()
+    _create_store(target)
     out = apsw.Connection(str(target), flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_NOFOLLOW)
     try:
         out.execute("PRAGMA synchronous=FULL")
         out.execute("PRAGMA foreign_keys=OFF")
         with out:
             for table in TABLES:
-                wanted = [c for c in _columns_of(out, table) if c in columns.get(table, [])]
-                if not wanted:
-                    continue
-                verb = "INSERT OR REPLACE" if table == "store_meta" else "INSERT OR IGNORE"
-                sql = f"{verb} INTO {table}({', '.join(wanted)}) VALUES ({', '.join('?' * len(wanted))})"
-                skip_stale = table == "store_meta"
-                positions = [columns[table].index(c) for c in wanted]
-
-                def insert(row: tuple, sql: str = sql, positions: list[int] = positions,
-                           skip_stale: bool = skip_stale) -> bool:
-                    values = [row[i] for i in positions]
-                    if skip_stale and values[0] == "search_stale":
-                        return False
-                    out.execute(sql, values)
-                    return out.changes() > 0
-
-                report.tables[table] = _salvage(conn, table, columns[table], table in rowid_tables, insert)
+                keep = _inserter(out, table, columns.get(table, []))
+                if keep is not None:
+                    report.tables[table] = salvage(conn, table, columns[table], table in rowid_tables, keep)
             report.sessions_stubbed = _stub_orphans(out)
-            out.execute("UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id IS NOT NULL "
-                        "AND parent_session_id NOT IN (SELECT id FROM sessions)")
-            out.execute("UPDATE sessions SET message_count = (SELECT count(*) FROM messages m "
-                        "WHERE m.session_id = sessions.id AND m.state = 'active')")
+            _tidy(out)
         problems = [r[0] for r in out.execute("PRAGMA foreign_key_check")]
         if problems:
             report.notes.append(f"{len(problems)} foreign-key problem(s) remain in the output")
@@ -178,6 +175,37 @@ def _rebuild(conn: apsw.Connection, columns: dict[str, list[str]], rowid_tables:
     if report.sessions_stubbed:
         report.notes.append(f"{report.sessions_stubbed} session(s) whose row was lost were recreated as stubs "
                             "(source 'recovered') to keep their messages")
+
+
+def _inserter(out: apsw.Connection, table: str, source_columns: list[str]) -> Callable[[tuple], bool] | None:
+    """Stores one source row of `table` in the output (True if it was new), or None when
+    the two have no column in common."""
+    wanted = [c for c in _columns_of(out, table) if c in source_columns]
+    if not wanted:
+        return None
+    # store_meta's counters overwrite the new store's initial values; a stale-index marker
+    # is not carried over, since the output's indexes are built fresh.
+    verb = "INSERT OR REPLACE" if table == "store_meta" else "INSERT OR IGNORE"
+    sql = f"{verb} INTO {table}({', '.join(wanted)}) VALUES ({', '.join('?' * len(wanted))})"
+    skip_stale = table == "store_meta"
+    positions = [source_columns.index(c) for c in wanted]
+
+    def insert(row: tuple) -> bool:
+        values = [row[i] for i in positions]
+        if skip_stale and values[0] == STALE_KEY:
+            return False
+        out.execute(sql, values)
+        return out.changes() > 0
+
+    return insert
+
+
+def _tidy(out: apsw.Connection) -> None:
+    """Clear parent links to sessions that were lost and recount the messages."""
+    out.execute("UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id IS NOT NULL "
+                "AND parent_session_id NOT IN (SELECT id FROM sessions)")
+    out.execute("UPDATE sessions SET message_count = (SELECT count(*) FROM messages m "
+                "WHERE m.session_id = sessions.id AND m.state = 'active')")
 
 
 def _columns_of(conn: apsw.Connection, table: str) -> list[str]:
@@ -192,161 +220,6 @@ def _stub_orphans(out: apsw.Connection) -> int:
             f"INSERT INTO sessions(id, source, started_at, metadata) SELECT session_id, 'recovered', {stamp}, ? "
             f"FROM {table} WHERE session_id NOT IN (SELECT id FROM sessions) GROUP BY session_id", (note,))
     return out.execute("SELECT count(*) FROM sessions").fetchone()[0] - before
-
-
-def _salvage(conn: apsw.Connection, table: str, cols: list[str], has_rowid: bool,
-             keep: Callable[[tuple], bool]) -> TableSalvage:
-    result = TableSalvage()
-    select = ", ".join(f'"{c}"' for c in cols)
-
-    def take(row: tuple) -> None:
-        try:
-            stored = keep(row)
-        except apsw.Error:  # a row decoded from a garbled page that the new store's types refuse
-            result.invalid += 1
-            return
-        if stored:
-            result.kept += 1
-        else:
-            result.skipped += 1
-
-    if not has_rowid:
-        try:
-            for row in conn.execute(f"SELECT {select} FROM {table}"):
-                take(row)
-        except apsw.Error as exc:
-            result.error = f"stopped after {result.kept} row(s): {exc}"
-            result.unbounded = True
-        return result
-
-    budget = [QUERY_BUDGET]
-    seen: list[int] = []
-
-    def scan(lo: int, hi: int, descending: bool = False) -> tuple[int | None, bool]:
-        """Read rows of [lo, hi] in one direction; (last rowid read, whether it failed)."""
-        budget[0] -= 1
-        order = "DESC" if descending else "ASC"
-        last = None
-        try:
-            for row in conn.execute(f"SELECT rowid, {select} FROM {table} WHERE rowid BETWEEN ? AND ? "
-                                    f"ORDER BY rowid {order}", (lo, hi)):
-                rowid = row[0]
-                # A garbled page can decode without an error into rows out of order or out
-                # of range: that is damage, and nothing from there on is trusted.
-                if not lo <= rowid <= hi or (last is not None and (rowid >= last if descending else rowid <= last)):
-                    result.error = result.error or f"rows out of order at rowid {last}"
-                    return last, True
-                last = rowid
-                seen.append(last)
-                take(row[1:])
-            return last, False
-        except apsw.Error as exc:
-            result.error = result.error or str(exc)
-            return last, True
-
-    def explore(lo: int, hi: int) -> None:
-        """Keep every readable row of [lo, hi], which is known to contain damage."""
-        while lo <= hi:
-            if budget[0] <= 0:
-                result.lost_ranges.append((lo, hi))
-                return
-            last, failed = scan(lo, hi)
-            if not failed:
-                return
-            lo = lo if last is None else last + 1
-            first, failed = scan(lo, hi, descending=True)
-            if not failed:
-                return
-            hi = hi if first is None else first - 1
-            if lo > hi:
-                return
-            if last is None and first is None:
-                if hi - lo < 1 or budget[0] <= 0:
-                    result.lost_ranges.append((lo, hi))
-                    return
-                mid = lo + (hi - lo) // 2
-                explore(lo, mid)
-                explore(mid + 1, hi)
-                return
-
-    try:  # the planner counts through the smallest index, which may have survived the damage
-        result.expected = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-    except apsw.Error:
-        result.expected = None
-    last, failed = scan(MIN_ROWID, MAX_ROWID)
-    if failed or (result.expected is not None and len(seen) != result.expected):
-        if failed:
-            lo = MIN_ROWID if last is None else last + 1
-            first, _ = scan(lo, MAX_ROWID, descending=True)
-        candidates = _rowids_from_indexes(conn, table)
-        if candidates is not None:
-            # An index that survived lists every rowid: fetch each one not read yet by itself.
-            got = set(seen)
-            lost = []
-            for rowid in candidates:
-                if rowid in got:
-                    continue
-                try:
-                    row = conn.execute(f"SELECT rowid, {select} FROM {table} WHERE rowid = ?", (rowid,)).fetchone()
-                except apsw.Error:
-                    row = None
-                if row is not None and row[0] == rowid:
-                    seen.append(rowid)
-                    take(row[1:])
-                else:
-                    lost.append((rowid, rowid))
-            result.lost_ranges = _merge(lost)
-            result.lost_estimate = len(lost)
-            return result
-        if failed:
-            hi = MAX_ROWID if first is None else first - 1
-            if first is None:
-                # The last page cannot be read, so the highest rowid is unknown: look a
-                # reasonable way past the last row read, and say the rest is unknown.
-                result.unbounded = True
-                base = max(seen) if seen else 0
-                hi = base + max(10_000, 4 * result.kept)
-            explore(lo, hi)
-    result.lost_ranges = _merge(result.lost_ranges)
-    top = max(seen) if seen else None
-    bottom = min(seen) if seen else None
-    result.lost_estimate = sum(b - a + 1 for a, b in result.lost_ranges
-                               if bottom is not None and a > bottom and b < top)
-    if result.expected is not None:
-        result.lost_estimate = max(result.lost_estimate, result.expected - result.kept - result.skipped)
-    if result.unbounded:
-        result.lost_ranges.append((max(seen) + 1 if seen else 0, MAX_ROWID))
-    return result
-
-
-def _rowids_from_indexes(conn: apsw.Connection, table: str) -> list[int] | None:
-    """Every rowid of `table` as listed by its largest readable whole-table index, or None."""
-    best: list[int] | None = None
-    try:
-        indexes = conn.execute("SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND tbl_name = ?",
-                               (table,)).fetchall()
-    except apsw.Error:
-        return None
-    for name, sql in indexes:
-        if sql is not None and " WHERE " in sql.upper():
-            continue  # a partial index lists only some rows
-        try:
-            rowids = [r[0] for r in conn.execute(f'SELECT rowid FROM "{table}" INDEXED BY "{name}"')]
-        except apsw.Error:
-            continue
-        if best is None or len(rowids) > len(best):
-            best = rowids
-    return None if best is None else sorted(set(best))
-
-
-def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    merged: list[tuple[int, int]] = []
-    for a, b in sorted(ranges):
-        if merged and a <= merged[-1][1] + 1:
-            merged[-1] = (merged[-1][0], max(b, merged[-1][1]))
-        else:
-            merged.append((a, b))
-    return merged
 
 
 # --- the scratch copy --------------------------------------------------------------------
@@ -375,8 +248,6 @@ def _fix_header(work: Path, *, has_wal: bool) -> bool:
         return False
     size = os.path.getsize(work)
     original = head
-    from ..connect import APPLICATION_ID
-
     for page_size in PAGE_SIZES:
         if size < page_size or size % page_size:
             continue

@@ -1,0 +1,287 @@
+"""Examination: what state a store file is in and what class of damage it has (doctor.py
+describes the classes). `examine` never writes.
+
+It opens the database read-only with APSW on a private connection, never through the
+shared writer registry (which would start a writer, replay the spool and run migrations
+on a file that may be damaged). The only plain file I/O on the database is the ledger's
+head/tail sample, read through a descriptor SQLite already holds when this process has
+one (S-12, see ledger.py). The schema is compared with `reference_schema`: the frozen
+SQL of exactly the migrations the file records.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from ... import spool
+from ..connect import filesystem_type
+from ..migrations import MIGRATIONS
+from ..search import STALE_KEY
+from . import forensics, ledger
+from .holders import holders
+from .identity import SQLITE_MAGIC, descriptors_of
+from .integrity import INDEX, MAX_LINES, NONE, SCHEMA, STRUCTURAL, classify_lines, integrity_lines, worse
+
+QUICK_BUDGET = 10.0  # seconds a non-deep check may take before it stops (partial)
+
+
+@dataclass
+class Report:
+    path: str
+    exists: bool = False
+    sqlite_version: str = apsw.sqlite_lib_version()
+    journal_mode: str | None = None
+    filesystem: str | None = None
+    holders: list[str] = field(default_factory=list)
+    identity: dict[str, Any] = field(default_factory=dict)
+    size: int = 0
+    page_size: int | None = None
+    page_count: int | None = None
+    free_pages: int | None = None
+    wal_bytes: int = 0
+    integrity: dict[str, Any] = field(default_factory=dict)
+    index_stale: bool = False
+    spool_pending: int = 0
+    retired_wal: list[str] = field(default_factory=list)
+    backups: list[str] = field(default_factory=list)
+    repair_failures: int = 0
+    damage: str = NONE
+    findings: list[str] = field(default_factory=list)  # what the damage is
+    problems: list[str] = field(default_factory=list)  # everything that makes the exit status 1
+    steps: list[str] = field(default_factory=list)  # what to do next
+    repair: dict[str, Any] | None = None  # what --fix did
+
+    @property
+    def healthy(self) -> bool:
+        return not self.problems
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["healthy"] = self.healthy
+        return data
+
+
+# --- opening ---------------------------------------------------------------------------
+
+
+def open_readonly(db_path: Path, *, writable_schema: bool = False, quiet: bool = False) -> apsw.Connection:
+    """A private read-only connection (never the shared registry's).
+
+    `quiet` (no WAL or journal beside the file and no connection on it anywhere) opens it
+    as immutable: a read-only WAL-mode connection would otherwise leave an empty -wal and a
+    -shm behind, which it cannot remove, and examining a store must not change it.
+    """
+    uri = f"file:{_uri_path(db_path)}?mode=ro" + ("&immutable=1" if quiet else "")
+    conn = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+    if writable_schema:
+        # Lets a connection read sqlite_schema even when one of its entries cannot be parsed.
+        conn.execute("PRAGMA writable_schema=ON")
+    return conn
+
+
+def _uri_path(path: Path) -> str:
+    return str(path).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+
+
+@lru_cache(maxsize=8)
+def reference_schema(applied: frozenset[str]) -> dict[str, tuple[str, str, str | None]]:
+    """name -> (type, tbl_name, sql) of a healthy store with exactly these migrations applied.
+
+    The migrations' SQL is frozen, so this is the schema the release that applied them
+    built; a file at an older version lacks the later objects and is not damaged for it.
+    Names this release does not know (a newer file) add nothing.
+    """
+    conn = apsw.Connection(":memory:")
+    try:
+        with conn:
+            for name, apply in MIGRATIONS:
+                if name in applied:
+                    apply(conn)
+        return {name: (kind, table, sql) for kind, name, table, sql in
+                conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_schema")}
+    finally:
+        conn.close()
+
+
+# --- examination -----------------------------------------------------------------------
+
+
+def examine(db_path: Path | str, *, deep: bool = False, command: str = "sessiondb",
+            budget: float | None = QUICK_BUDGET) -> Report:
+    """Everything the doctor knows about the store at `db_path`; never writes to it."""
+    db_path = Path(os.path.realpath(db_path))
+    report = Report(str(db_path))
+    report.filesystem = filesystem_type(db_path.parent)
+    report.spool_pending = len(spool.pending(db_path))
+    report.retired_wal = sorted(str(p) for p in db_path.parent.glob("retired-wal-*") if p.is_dir())
+    report.backups = [str(p) for p in forensics.list_sets(db_path)]
+    if not db_path.exists():
+        report.problems.append(f"{db_path} does not exist")
+        return report
+    report.exists = True
+    st = os.stat(db_path)
+    report.size = st.st_size
+    report.identity = {"device": st.st_dev, "inode": st.st_ino}
+    report.holders = [str(h) for h in holders(db_path)]
+    try:
+        report.wal_bytes = os.stat(f"{db_path}-wal").st_size
+    except FileNotFoundError:
+        pass
+    key = ledger.file_key(db_path)
+    report.repair_failures = ledger.failures(db_path, key)
+    _check_header(db_path, report)
+    if report.damage == NONE and report.size:
+        _check_database(db_path, report, deep=deep, budget=None if deep else budget)
+    if report.spool_pending:
+        report.problems.append(f"{report.spool_pending} spooled batch(es) wait to be replayed")
+    if report.retired_wal:
+        report.findings.append(f"{len(report.retired_wal)} retired-WAL capture(s) beside the store; keep them "
+                               "until the store has been checked")
+    advise(report, db_path, command)
+    return report
+
+
+def _check_header(db_path: Path, report: Report) -> None:
+    head = ledger.read_span(db_path, 0, 100)
+    if not head:
+        report.problems.append(f"{db_path} is empty: no store was ever created in it")
+        return
+    if len(head) < 100 or head[:16] != SQLITE_MAGIC:
+        _damage(report, STRUCTURAL, "the file header is not an SQLite header (zeroed or overwritten)")
+        return
+    if head[18] == 2:  # the header's write version: 2 is WAL (read here: an immutable open says "delete")
+        report.journal_mode = "wal"
+    page_size = int.from_bytes(head[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    report.page_size = page_size
+    if page_size < 512 or page_size & (page_size - 1):
+        _damage(report, STRUCTURAL, f"the header names an impossible page size ({page_size})")
+        return
+    if report.size % page_size:
+        _damage(report, STRUCTURAL, f"the file size ({report.size}) is not a whole number of pages: truncated")
+        return
+    pages = int.from_bytes(head[28:32], "big")
+    size_valid = head[24:28] == head[92:96] and pages > 0
+    if size_valid and report.size < pages * page_size:
+        _damage(report, STRUCTURAL, f"the file is shorter ({report.size} bytes) than its header says "
+                                    f"({pages} pages of {page_size}): truncated")
+
+
+def _check_database(db_path: Path, report: Report, *, deep: bool, budget: float | None) -> None:
+    try:
+        # An immutable open takes no locks and so bypasses SQLite's sharing of descriptors
+        # between connections: its close would drop this process's own locks (S-12). It is
+        # used only when nothing, in this process or another, has the file open.
+        quiet = not report.holders and not descriptors_of(str(db_path)) \
+            and not any(os.path.exists(f"{db_path}{s}") for s in ("-wal", "-journal"))
+        conn = open_readonly(db_path, writable_schema=True, quiet=quiet)
+    except apsw.Error as exc:
+        _damage(report, STRUCTURAL, f"the file cannot be opened as a database ({exc})")
+        return
+    try:
+        _inspect(conn, db_path, report, deep=deep, budget=budget)
+    except apsw.Error as exc:
+        _damage(report, STRUCTURAL, f"reading the database failed ({exc})")
+    finally:
+        conn.close()
+
+
+def _inspect(conn: apsw.Connection, db_path: Path, report: Report, *, deep: bool, budget: float | None) -> None:
+    report.journal_mode = report.journal_mode or conn.execute("PRAGMA journal_mode").fetchone()[0]
+    report.page_count = conn.execute("PRAGMA page_count").fetchone()[0]
+    report.free_pages = conn.execute("PRAGMA freelist_count").fetchone()[0]
+    entries = conn.execute("SELECT type, name, tbl_name, rootpage, sql FROM sqlite_schema").fetchall()
+    schema_broken = _check_schema(conn, entries, report)
+    names = {row[1]: row for row in entries}
+    if "store_identity" in names and "store_identity" not in schema_broken:
+        try:
+            row = conn.execute("SELECT generation FROM store_identity").fetchone()
+            report.identity["generation"] = row[0] if row else None
+        except apsw.Error as exc:
+            report.identity["generation"] = None
+            report.findings.append(f"the generation stamp cannot be read ({exc})")
+    if "store_meta" in names and "store_meta" not in schema_broken:
+        try:
+            report.index_stale = conn.execute("SELECT 1 FROM store_meta WHERE key = ?", (STALE_KEY,)).fetchone() \
+                is not None
+        except apsw.Error:
+            pass
+        if report.index_stale:
+            _damage(report, INDEX, "the search index is marked stale (damage was seen on a write)")
+    lines, complete = integrity_lines(conn, deep=deep, budget=budget)
+    report.integrity = {"check": "integrity_check" if deep else "quick_check", "complete": complete,
+                        "errors": lines[:MAX_LINES]}
+    if not complete:
+        report.findings.append(f"the integrity check stopped after its {budget:.0f} s budget; "
+                               "run with --deep for a full check")
+    roots = {row[3]: row for row in entries if row[3]}
+    for cls, finding in classify_lines(lines, roots, schema_broken=bool(schema_broken)):
+        _damage(report, cls, finding)
+
+
+def _check_schema(conn: apsw.Connection, entries: list[tuple], report: Report) -> set[str]:
+    """Compare the schema with the migrations' own; the names of broken entries."""
+    try:
+        applied = frozenset(r[0] for r in conn.execute("SELECT name FROM schema_migrations"))
+    except apsw.Error as exc:
+        _damage(report, STRUCTURAL, f"the migration record cannot be read ({exc})")
+        return set()
+    reference = reference_schema(applied)
+    present = {row[1]: row for row in entries}
+    broken = set()
+    for name, (kind, table, sql) in reference.items():
+        row = present.get(name)
+        if row is None:
+            if kind in ("index", "trigger", "view"):
+                _damage(report, SCHEMA, f"the {kind} {name} is missing from the schema")
+                broken.add(name)
+            else:
+                _damage(report, STRUCTURAL, f"the table {name} is missing from the schema")
+                broken.add(name)
+            continue
+        if row[0] != kind or row[4] != sql:
+            broken.add(name)
+            if kind in ("index", "trigger", "view") and row[0] == kind:
+                _damage(report, SCHEMA, f"the schema entry of the {kind} {name} is garbled")
+            else:
+                _damage(report, STRUCTURAL, f"the schema entry of the {kind} {name} is garbled")
+    return broken
+
+
+def _damage(report: Report, cls: str, finding: str) -> None:
+    report.damage = worse(report.damage, cls)
+    report.findings.append(finding)
+    if finding not in report.problems:
+        report.problems.append(finding)
+
+
+def recover_steps(db_path: Path, command: str) -> list[str]:
+    new = db_path.with_name(db_path.name + ".recovered")
+    return [
+        "Quit every process using this store (gateway, desktop app, CLI, cron jobs); do not delete "
+        f"{db_path.name}-wal or {db_path.name}-shm, and do not copy files over the store.",
+        f"Run `{command} recover --source {db_path} --output {new}`: it rebuilds what is readable into a "
+        "new file and reports what it kept and lost; the damaged file is never touched.",
+        f"With every process still stopped, move the damaged files aside ({db_path}, -wal, -shm) and move "
+        f"{new} to {db_path}; keep the damaged files and {db_path.parent / 'backups'} until you are satisfied.",
+    ]
+
+
+def advise(report: Report, db_path: Path, command: str) -> None:
+    if report.damage == STRUCTURAL:
+        report.steps = recover_steps(db_path, command)
+    elif report.damage in (INDEX, SCHEMA) or report.spool_pending:
+        if report.holders:
+            report.steps.append(f"Quit the processes holding the store ({', '.join(report.holders)}), then run "
+                                f"`{command} doctor --fix`.")
+        else:
+            report.steps.append(f"Run `{command} doctor --fix`.")
+    if report.repair_failures >= ledger.MAX_FAILED and report.damage != NONE:
+        report.steps = [f"Repair already failed {report.repair_failures} times on this file; it will not be "
+                        "tried again."] + recover_steps(db_path, command)
