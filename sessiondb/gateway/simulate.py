@@ -17,8 +17,10 @@ message the child saw acknowledged is stored.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
+import selectors
 import signal
 import subprocess
 import sys
@@ -250,8 +252,6 @@ def run_killed(plan: Plan, kill_after: float) -> tuple[dict[str, Any], dict[str,
                              stdout=subprocess.PIPE, text=True, env=env)
     last: dict[str, Any] = {}
     deadline = time.monotonic() + kill_after
-    import selectors
-
     sel = selectors.DefaultSelector()
     sel.register(child.stdout, selectors.EVENT_READ)
     finished = None
@@ -276,8 +276,6 @@ def run_killed(plan: Plan, kill_after: float) -> tuple[dict[str, Any], dict[str,
 
 def _child(argv: list[str]) -> None:
     plan = Plan(**json.loads(argv[0]))
-    import logging
-
     quiet = logging.getLogger("sessiondb.gateway")  # the parent reports; the child keeps stderr for crashes
     quiet.addHandler(logging.NullHandler())
     quiet.propagate = False
