@@ -111,3 +111,29 @@ def test_logging_escalates_after_three_consecutive_failures(home, caplog):
         levels = [r.levelno for r in caplog.records if key in r.getMessage()]
     assert levels[:3] == [logging.WARNING] * 3
     assert logging.ERROR in levels[3:]
+
+
+def test_a_key_is_parsed_once_per_call_and_a_typed_key_never(home, gateway, monkeypatch):
+    parsed = []
+    build_key = keys.SessionKey.__post_init__
+
+    def counted(self):
+        parsed.append(self)
+        build_key(self)
+
+    key = keys.build("late", "telegram", "dm", "1")
+    typed = keys.parse(key)
+    monkeypatch.setattr(keys.SessionKey, "__post_init__", counted)  # every parse makes one SessionKey
+    gateway.append(key, {"role": "user", "content": "m0"})  # no owner yet: queued
+    gateway.append(key, {"role": "user", "content": "m1"})  # behind it: queued, retried if due
+    assert parsed == [typed, typed]
+    parsed.clear()
+    gateway.append(typed, {"role": "user", "content": "m2"})
+    make_profile(home, "late")
+    gateway.flush(typed)
+    gateway.turn_started(typed)
+    gateway.append(typed, {"role": "user", "content": "m3"})
+    gateway.turn_finished(typed)
+    assert parsed == []
+    with open_store(home=home, profile="late") as late:
+        assert all_texts(late) == ["m0", "m1", "m2", "m3"]
