@@ -68,8 +68,7 @@ class Backlog:
         return spool.spool_dir(self.anchor)
 
     def load(self) -> int:
-        """Index the spool files left by earlier processes; returns how many."""
-        count = 0
+        """Index the spool files left by earlier processes; returns how many spool files wait in all."""
         with self.lock:
             known = {p for q in self.keys.values() for p in q.files}
             for path in spool.pending(self.anchor):
@@ -80,10 +79,9 @@ class Backlog:
                 except (OSError, ValueError, KeyError):
                     continue  # not ours to replay; left in place for a person to look at
                 self.queue(key).files.append(path)
-                count += 1
             for q in self.keys.values():
                 q.files.sort(key=lambda p: p.name)
-        return count
+            return sum(len(q.files) for q in self.keys.values())
 
     def queue(self, key: SessionKey) -> KeyQueue:
         with self.lock:

@@ -51,9 +51,7 @@ def recover(owners: Owners, backlog: Backlog, *, freshness: float, reset_policy:
     Indexes the spool of earlier processes first (so `spool_files` counts them); the
     caller replays it and fills `replayed` and `still_waiting`.
     """
-    backlog.load()
-    with backlog.lock:
-        report = RecoveryReport(spool_files=sum(len(q.files) for q in backlog.keys.values()))
+    report = RecoveryReport(spool_files=backlog.load())
     index = owners.index()
     for route in index.entries(states=("running", "resume_pending", "idle")):
         expect = {"state": route.state, "turn_started_at": route.turn_started_at,

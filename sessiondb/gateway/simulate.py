@@ -199,8 +199,9 @@ def _try(call: Callable[[], Any]) -> Any:
 
 def _compact(gw: Gateway, key: str, *, rotate: bool) -> int:
     try:
-        store = gw.owners.resolve(keys.parse(key))
-        session = gw.session_for(key)
+        typed = keys.parse(key)
+        store = gw.owners.resolve(typed)
+        session = gw.session_for(typed)
         if session.message_count < 6:
             return 0
         lease = store.begin_compaction(session.id, holder="simulate")

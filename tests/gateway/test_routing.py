@@ -13,8 +13,7 @@ import pytest
 
 from sessiondb import keys, open_store
 from sessiondb.errors import InvalidInput, StoreClosed
-from sessiondb.gateway import Gateway, OwnerUnavailable, owners
-from sessiondb.gateway.owners import NoRoutingIndex
+from sessiondb.gateway import Gateway, NoRoutingIndex, OwnerUnavailable, owners
 
 from .conftest import all_texts, make_profile, texts
 
