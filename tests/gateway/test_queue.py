@@ -8,7 +8,10 @@ import time
 
 from sessiondb import keys, open_store
 from sessiondb.gateway import Gateway
+from sessiondb.gateway.queue import SPOOL_ANCHOR
 from sessiondb.home import profile_dir
+from sessiondb.model import prepare_messages
+from sessiondb.store import spool
 
 from .conftest import all_texts, make_profile
 
@@ -74,6 +77,21 @@ def test_messages_waiting_at_shutdown_are_replayed_in_order_at_the_next_start(ho
         assert all_texts(late) == [f"n{i}" for i in range(10)]
         assert all_texts(root) == []
     assert list((home / "gateway" / "spool").glob("*.json")) == []
+
+
+def test_a_spool_file_whose_key_does_not_parse_is_left_for_a_person_and_the_rest_replays(home):
+    key = keys.build("late", "telegram", "dm", "4")
+    with Gateway(home, retry_interval=60) as gw:
+        gw.append(key, {"role": "user", "content": "kept"})
+    stray = spool.write(home / SPOOL_ANCHOR, "not a key", prepare_messages([{"role": "user", "content": "?"}]),
+                        "queued")
+    make_profile(home, "late")
+    with Gateway(home) as gw:
+        report = gw.recover()
+        assert (report.spool_files, report.replayed, report.still_waiting) == (1, 1, 0)
+    assert stray.exists()
+    with open_store(home=home, profile="late") as late:
+        assert all_texts(late) == ["kept"]
 
 
 def test_a_replay_that_fails_keeps_its_files(home):
