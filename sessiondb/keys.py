@@ -9,13 +9,15 @@ one conversation has exactly one key string.
 
 `build` validates the profile name; `parse` accepts any escaped profile text and says
 whether it is a valid name (`SessionKey.profile_valid`): a gateway keeps writes for an
-unresolvable owner waiting instead of refusing them (S-31).
+unresolvable owner waiting instead of refusing them (S-31). A gateway parses a key once,
+at its door (`as_key`), and hands the typed `SessionKey` on; `SessionKey.text` is the
+canonical string that routes, spool records and session rows store.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .errors import InvalidInput
 from .home import DEFAULT_PROFILE, validate_profile
@@ -30,13 +32,19 @@ _PERCENT = re.compile(r"%([0-9A-F]{2})")
 
 @dataclass(frozen=True)
 class SessionKey:
-    """A parsed key; components are unescaped text."""
+    """A parsed key; components are unescaped text, `text` their canonical spelling."""
 
     profile: str
     platform: str
     chat_type: str
     chat_id: str
     thread: str | None = None
+    text: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Derived, never given: a key's string cannot disagree with its components.
+        object.__setattr__(self, "text", _join(self.profile, self.platform, self.chat_type, self.chat_id,
+                                               self.thread))
 
     @property
     def profile_valid(self) -> bool:
@@ -56,7 +64,7 @@ class SessionKey:
         return (self.platform, self.chat_type, self.chat_id)
 
     def __str__(self) -> str:
-        return build(self.profile, self.platform, self.chat_type, self.chat_id, self.thread)
+        return self.text
 
 
 def escape(component: str) -> str:
@@ -82,15 +90,17 @@ def _component(value: object, what: str, *, required: bool = True) -> str | None
     return value
 
 
+def _join(profile: str, platform: str, chat_type: str, chat_id: str, thread: str | None) -> str:
+    parts = (profile, platform, chat_type, chat_id) if thread is None else (profile, platform, chat_type, chat_id,
+                                                                            thread)
+    return ":".join((PREFIX, *map(escape, parts)))
+
+
 def build(profile: str | None, platform: str, chat_type: str, chat_id: str, thread: str | None = None) -> str:
     """The key of a conversation; `profile` None means the default profile (`main`)."""
     profile = DEFAULT_PROFILE if profile is None else validate_profile(profile)
-    parts = [PREFIX, profile]
-    for value, what in ((platform, "platform"), (chat_type, "chat type"), (chat_id, "chat id")):
-        parts.append(escape(_component(value, what)))
-    if thread is not None:
-        parts.append(escape(_component(thread, "thread")))
-    key = ":".join(parts)
+    key = _join(profile, _component(platform, "platform"), _component(chat_type, "chat type"),
+                _component(chat_id, "chat id"), _component(thread, "thread", required=False))
     if len(key) > MAX_KEY_LENGTH:
         raise InvalidInput(f"the key is {len(key)} characters once escaped; the limit is {MAX_KEY_LENGTH}")
     return key
@@ -114,6 +124,11 @@ def parse(key: str) -> SessionKey:
             raise InvalidInput(f"the key's {what} must not be empty")
         values.append(unescape(text, what))
     return SessionKey(*values)
+
+
+def as_key(key: str | SessionKey) -> SessionKey:
+    """`key` typed: a SessionKey as it is, a string parsed (InvalidInput if it is not a key)."""
+    return key if isinstance(key, SessionKey) else parse(key)
 
 
 def is_key(text: str) -> bool:

@@ -11,8 +11,8 @@
 """
 
 from .gateway import AppendResult, Gateway
-from .owners import OwnerUnavailable
+from .owners import NoRoutingIndex, OwnerUnavailable
 from .policies import DailyReset, IdleReset
 from .recovery import RecoveryReport
 
-__all__ = ["Gateway", "AppendResult", "OwnerUnavailable", "RecoveryReport", "IdleReset", "DailyReset"]
+__all__ = ["Gateway", "AppendResult", "OwnerUnavailable", "NoRoutingIndex", "RecoveryReport", "IdleReset", "DailyReset"]

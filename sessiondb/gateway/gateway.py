@@ -1,7 +1,8 @@
 """Gateway: many profiles' conversations in one process, each written to its owner's store.
 
-Every operation takes a session key and resolves its store from the key (owners.py);
-the key → session index lives in the gateway's own store (store/sqlite/routing.py).
+Every operation takes a session key, parses it once at the door into a typed SessionKey
+(keys.py) and hands that on; its store is resolved from the key (owners.py); the key →
+session index is the routing capability of the gateway's own store (store/contract.py).
 Writes whose store is unavailable wait in the retry queue (queue.py) and are retried by
 a background thread, on the key's next append and at the next start; nothing is ever
 written to another profile's store instead. Crash recovery and reset policies are in
@@ -18,19 +19,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..errors import CompressionClosed, NotASessionStore, NotFound, StorageError, StoreClosed
+from ..errors import CompressionClosed, NotFound, StorageError
 from ..home import DEFAULT_PROFILE, resolve_home
-from ..keys import SessionKey, parse
+from ..keys import SessionKey, as_key
 from ..model import INTERNAL_NOTIFICATION, Message, Session, new_uid, prepare_messages
+from ..store.contract import RouteEntry
 from . import recovery
-from .owners import OwnerUnavailable, Owners
+from .owners import DEFERRABLE, GatewayStore, OwnerUnavailable, Owners
 from .policies import DEFAULT_FRESHNESS, parse_policy
-from .queue import Backlog, Batch
+from .queue import Backlog, Batch, KeyQueue
 
 log = logging.getLogger("sessiondb.gateway")
 
-#: Failures that make a write wait in the queue rather than reach the caller.
-DEFERRABLE = (StorageError, NotASessionStore, StoreClosed)
 #: Consecutive failures of one key logged as warnings before they are logged as errors.
 WARN_FAILURES = 3
 
@@ -54,7 +54,10 @@ class AppendResult:
 
 
 class Gateway:
-    """A gateway over the profiles of one home. Close it (or use it as a context manager)."""
+    """A gateway over the profiles of one home. Close it (or use it as a context manager).
+
+    Every public method takes a key as a string or a SessionKey.
+    """
 
     def __init__(
         self,
@@ -76,7 +79,7 @@ class Gateway:
                              multiplex_profiles=multiplex_profiles)
         self.backlog = Backlog(self.home, queue_cap)
         self.backlog.load()
-        self._locks: dict[str, threading.Lock] = {}
+        self._locks: dict[SessionKey, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         # profile -> monotonic time before which its failed store is not tried again: one probe
         # per interval, not one wait of `patience` per key and message
@@ -101,18 +104,19 @@ class Gateway:
         self._stop.set()
         if self._retrier is not None:
             self._retrier.join()
-        for key in self._waiting_keys():
+        for key in self.backlog.waiting_keys():
             self.flush(key)
             with self._lock(key):
-                if self.backlog.queue(key).batches:
+                q = self.backlog.waiting(key)
+                if q is not None and q.batches:
                     try:
                         self.backlog.spill(key, "shutdown")
                     except OSError as exc:
                         log.error("%s: %d message(s) could not be spooled at shutdown and are lost with "
-                                  "this process (%s)", key, self.backlog.queue(key).queued, exc)
+                                  "this process (%s)", key, q.queued, exc)
         self.owners.close()
 
-    def _lock(self, key: str) -> threading.Lock:
+    def _lock(self, key: SessionKey) -> threading.Lock:
         with self._locks_guard:
             lock = self._locks.get(key)
             if lock is None:
@@ -121,7 +125,7 @@ class Gateway:
 
     # --- sessions ------------------------------------------------------------------------
 
-    def session_for(self, key: str, origin: Mapping[str, Any] | None = None) -> Session:
+    def session_for(self, key: str | SessionKey, origin: Mapping[str, Any] | None = None) -> Session:
         """The live session for `key`, created if there is none; follows a compaction's tip.
 
         Concurrent callers for one key wait for one another and get the same session.
@@ -129,15 +133,15 @@ class Gateway:
         `origin` fills a new session's row: source (default: the key's platform),
         user_id, title, model, metadata.
         """
-        k = parse(key)
-        with self._lock(key):
+        k = as_key(key)
+        with self._lock(k):
             try:
-                return self._session_for(k, key, origin)
+                return self._session_for(k, origin)
             except DEFERRABLE as exc:
                 self._store_failed(k, exc)
                 raise
 
-    def _owner(self, k: SessionKey):
+    def _owner(self, k: SessionKey) -> GatewayStore:
         """The key's store, unless it failed less than `retry_interval` ago."""
         until = self._cooling.get(k.profile)
         if until is not None and time.monotonic() < until:
@@ -149,9 +153,9 @@ class Gateway:
         if not isinstance(exc, (OwnerUnavailable, StoreCoolingDown)):
             self._cooling[k.profile] = time.monotonic() + self.retry_interval
 
-    def _session_for(self, k: SessionKey, key: str, origin: Mapping[str, Any] | None) -> Session:
+    def _session_for(self, k: SessionKey, origin: Mapping[str, Any] | None) -> Session:
         store = self._owner(k)
-        route = self._route(key)
+        route = self._route(k)
         previous: Session | None = None
         if route is not None and route.profile == k.profile:
             try:
@@ -160,15 +164,15 @@ class Gateway:
                 tip = None
             if tip is not None and tip.ended_at is None and route.state != "ended":
                 if tip.id != route.session_id:
-                    self._route_update(key, session_id=tip.id)
+                    self._route_update(k, session_id=tip.id)
                 return tip
             previous = tip
         if previous is None:
-            found = store.routing.live_by_key(key) or store.routing.legacy_by_peer(*k.peer, k.thread)
+            found = store.routing.live_by_key(k.text) or store.routing.legacy_by_peer(*k.peer, k.thread)
             if found is not None:
                 tip = store.tip(found.id)
                 if tip.ended_at is None:
-                    self._route_put(key, tip.id, k.profile)
+                    self._route_put(k, tip.id)
                     return tip
         origin = dict(origin or {})
         # A reset child links its parent, and so inherits its lineage, only when both belong
@@ -177,7 +181,7 @@ class Gateway:
         session = store.create_session(
             origin.get("source") or k.platform,
             profile=None if k.is_default_profile else k.profile,
-            session_key=key,
+            session_key=k.text,
             chat_id=k.chat_id,
             chat_type=k.chat_type,
             thread_id=k.thread,
@@ -188,44 +192,45 @@ class Gateway:
             parent_session_id=parent,
             parent_relation="reset" if parent else None,
         )
-        self._route_put(key, session.id, k.profile)
+        self._route_put(k, session.id)
         return session
 
     # --- the routing index (always the gateway's own store) -----------------------------
 
-    def _route(self, key: str):
+    def _route(self, k: SessionKey) -> RouteEntry | None:
         try:
-            return self.owners.root().routing.get(key)
+            return self.owners.index().get(k.text)
         except DEFERRABLE as exc:
-            log.warning("routing index unavailable (%s); looking %s up in its owner's store", exc, key)
+            log.warning("routing index unavailable (%s); looking %s up in its owner's store", exc, k)
             return None
 
-    def _route_put(self, key: str, session_id: str, profile: str) -> None:
+    def _route_put(self, k: SessionKey, session_id: str) -> None:
         try:
-            self.owners.root().routing.put(key, session_id, profile)
+            self.owners.index().put(k.text, session_id, k.profile)
         except DEFERRABLE as exc:
-            log.warning("could not record the route of %s (%s); its store's session_key still finds it", key, exc)
+            log.warning("could not record the route of %s (%s); its store's session_key still finds it", k, exc)
 
-    def _route_update(self, key: str, **changes: Any):
+    def _route_update(self, k: SessionKey, **changes: Any) -> None:
         try:
-            return self.owners.root().routing.update(key, **changes)
+            self.owners.index().update(k.text, **changes)
         except DEFERRABLE as exc:
-            log.warning("could not update the route of %s (%s)", key, exc)
-            return None
+            log.warning("could not update the route of %s (%s)", k, exc)
 
-    def routes(self, **filters: Any) -> list:
-        return self.owners.root().routing.entries(**filters)
+    def routes(self, *, profile: str | None = None, states: tuple[str, ...] | None = None) -> list[RouteEntry]:
+        """The routing entries, by key (see RoutingIndex.entries)."""
+        return self.owners.index().entries(profile=profile, states=states)
 
     # --- turns ---------------------------------------------------------------------------
 
-    def turn_started(self, key: str, origin: Mapping[str, Any] | None = None) -> Session:
+    def turn_started(self, key: str | SessionKey, origin: Mapping[str, Any] | None = None) -> Session:
         """Mark a turn running for `key` (cleared by turn_finished; found by recover after a crash)."""
-        session = self.session_for(key, origin)
-        self._route_update(key, state="running", turn_started_at=time.time())
+        k = as_key(key)
+        session = self.session_for(k, origin)
+        self._route_update(k, state="running", turn_started_at=time.time())
         return session
 
-    def turn_finished(self, key: str) -> None:
-        self._route_update(key, state="idle", turn_started_at=None)
+    def turn_finished(self, key: str | SessionKey) -> None:
+        self._route_update(as_key(key), state="idle", turn_started_at=None)
 
     def resume_pending(self) -> list[str]:
         """Keys whose turn was running when an earlier process died, to be resumed."""
@@ -233,7 +238,7 @@ class Gateway:
 
     # --- messages ------------------------------------------------------------------------
 
-    def append(self, key: str, messages: Any, *, internal: bool = False) -> AppendResult:
+    def append(self, key: str | SessionKey, messages: Any, *, internal: bool = False) -> AppendResult:
         """Store messages in the key's session, or queue them if its store is unavailable.
 
         Input is validated first (InvalidInput, nothing queued). Each message gets its
@@ -241,98 +246,86 @@ class Gateway:
         stores notifications injected as user turns with display kind
         'internal_notification' (never shown to a model as such, S-09).
         """
-        k = parse(key)
+        k = as_key(key)
         batch = _prepare(messages, internal)
-        with self._lock(key):
-            if self.backlog.pending(key):
-                spooled = self.backlog.add(key, batch, "queued")
+        with self._lock(k):
+            q = self.backlog.waiting(k)
+            if q is not None:
+                spooled = self.backlog.add(k, batch, "queued")
                 result = AppendResult(queued=len(batch), spooled_to=None if spooled is None else str(spooled),
                                       reason="earlier messages of this key are waiting")
-                if time.monotonic() >= self.backlog.queue(key).next_attempt:
-                    self._flush_locked(key)
+                if time.monotonic() >= q.next_attempt:
+                    self._flush_locked(k, q)
                 return result
             try:
-                return AppendResult(stored=self._write(k, key, batch))
+                return AppendResult(stored=self._write(k, batch))
             except DEFERRABLE as exc:
-                spooled = self.backlog.add(key, batch, _cause(exc))
+                spooled = self.backlog.add(k, batch, _cause(exc))
                 self._store_failed(k, exc)
-                self._failed(key, exc)
+                self._failed(k, self.backlog.queue(k), exc)
                 return AppendResult(queued=len(batch), spooled_to=None if spooled is None else str(spooled),
                                     reason=str(exc))
 
-    def _write(self, k: SessionKey, key: str, batch: Batch) -> list[Message]:
+    def _write(self, k: SessionKey, batch: Batch) -> list[Message]:
         store = self._owner(k)
-        session_id = self._session_for(k, key, None).id
+        session_id = self._session_for(k, None).id
         try:
             rows = store.append(session_id, batch)
         except (CompressionClosed, NotFound):
-            rows = store.append(self._session_for(k, key, None).id, batch)
+            rows = store.append(self._session_for(k, None).id, batch)
         self._cooling.pop(k.profile, None)
         if rows and rows[-1].session_id != session_id:
             # The append was redirected to a compaction's tip: the route follows (one field).
-            self._route_update(key, session_id=rows[-1].session_id)
+            self._route_update(k, session_id=rows[-1].session_id)
         return rows
 
     # --- the retry queue -----------------------------------------------------------------
 
-    def flush(self, key: str) -> int:
+    def flush(self, key: str | SessionKey) -> int:
         """Send the key's waiting messages, spool files first; returns how many were stored."""
-        with self._lock(key):
-            return self._flush_locked(key)
+        k = as_key(key)
+        with self._lock(k):
+            q = self.backlog.waiting(k)
+            return 0 if q is None else self._flush_locked(k, q)
 
-    def _flush_locked(self, key: str) -> int:
-        if not self.backlog.pending(key):
-            return 0
-        k = parse(key)
-        q = self.backlog.queue(key)
+    def _flush_locked(self, k: SessionKey, q: KeyQueue) -> int:
         sent = 0
         try:
             for path in list(q.files):
                 batch = self.backlog.read_file(path)
-                self._write(k, key, batch)
-                self.backlog.drop_file(key, path)
+                self._write(k, batch)
+                self.backlog.drop_file(k, path)
                 sent += len(batch)
             while q.batches:
-                self._write(k, key, q.batches[0])
+                self._write(k, q.batches[0])
                 sent += len(q.batches.popleft())
         except DEFERRABLE as exc:
             self._store_failed(k, exc)
-            self._failed(key, exc)
+            self._failed(k, q, exc)
             return sent
         except Exception as exc:  # noqa: BLE001 - a batch its store refuses stays queued, never dropped
-            self._failed(key, exc)
+            self._failed(k, q, exc)
             return sent
         if q.failures:
-            log.info("%s: %d waiting message(s) stored after %d failed attempt(s)", key, sent, q.failures)
-        with self.backlog.lock:
-            if q.empty():
-                self.backlog.keys.pop(key, None)
+            log.info("%s: %d waiting message(s) stored after %d failed attempt(s)", k, sent, q.failures)
+        self.backlog.settle(k)
         return sent
 
-    def _failed(self, key: str, exc: BaseException) -> None:
-        q = self.backlog.queue(key)
+    def _failed(self, k: SessionKey, q: KeyQueue, exc: BaseException) -> None:
         self._start_retrier()
         if isinstance(exc, StoreCoolingDown):  # not an attempt: another key's probe just failed
-            q.next_attempt = self._cooling.get(parse(key).profile, 0.0)
+            q.next_attempt = self._cooling.get(k.profile, 0.0)
             return
         q.failures += 1
         q.next_attempt = time.monotonic() + self.retry_interval
         level = logging.WARNING if q.failures <= WARN_FAILURES else logging.ERROR
         log.log(level, "%s: store unavailable (%s); %d message(s) wait in memory, %d spool file(s) "
-                "(attempt %d)", key, exc, q.queued, len(q.files), q.failures)
-
-    def _waiting_keys(self) -> list[str]:
-        with self.backlog.lock:
-            return [k for k, q in self.backlog.keys.items() if not q.empty()]
+                "(attempt %d)", k, exc, q.queued, len(q.files), q.failures)
 
     def flush_all(self, *, due_only: bool = False) -> int:
-        sent = 0
-        now = time.monotonic()
-        for key in self._waiting_keys():
-            if due_only and self.backlog.queue(key).next_attempt > now:
-                continue
-            sent += self.flush(key)
-        return sent
+        """Flush every key with messages waiting (with `due_only`, those whose retry is due)."""
+        due_by = time.monotonic() if due_only else None
+        return sum(self.flush(k) for k in self.backlog.waiting_keys(due_by=due_by))
 
     def _start_retrier(self) -> None:
         if self._retrier is not None or self._closed:
@@ -349,13 +342,17 @@ class Gateway:
 
     # --- recovery and status -------------------------------------------------------------
 
-    def recover(self, now: float | None = None) -> "recovery.RecoveryReport":
+    def recover(self, now: float | None = None) -> recovery.RecoveryReport:
         """Run at start: crash markers, reset policies, and the spool of earlier processes."""
-        return recovery.recover(self, time.time() if now is None else now)
+        report = recovery.recover(self.owners, self.backlog, freshness=self.freshness,
+                                  reset_policy=self.reset_policy, now=time.time() if now is None else now)
+        report.replayed = self.flush_all()
+        report.still_waiting = len(self.backlog.waiting_keys())
+        return report
 
     def status(self) -> dict[str, Any]:
         """Routing entries and waiting messages, per profile."""
-        return recovery.status(self)
+        return recovery.status(self.owners.index(), self.backlog, self.home)
 
 
 def _prepare(messages: Any, internal: bool) -> Batch:

@@ -1,27 +1,44 @@
 """The store from the key (S-30, S-31): which store owns a session key, opened lazily.
 
 Ownership is three-valued. The default profile (`main`) is the gateway's own store,
-`<home>/state.db`. A named profile whose home directory `<home>/profiles/NAME/` exists
-is that profile's store. A named profile without a home, or a name that is not a valid
-profile, has no store: `resolve` raises OwnerUnavailable and the caller keeps the write
-waiting. A miss is never cached, so a profile created while the gateway runs is found at
-the next attempt; nothing here creates a profile's directory.
+`<home>/state.db`, which also holds the routing index (S-32). A named profile whose home
+directory `<home>/profiles/NAME/` exists is that profile's store. A named profile without
+a home, or a name that is not a valid profile, has no store: `resolve` raises
+OwnerUnavailable and the caller keeps the write waiting. A miss is never cached, so a
+profile created while the gateway runs is found at the next attempt; nothing here creates
+a profile's directory.
+
+The gateway needs more of a store than the core contract: the routing capability
+(`Routable`, store/contract.py). Every store is checked once, when it is opened; one
+without it is refused with NoRoutingIndex, which is not a reason to wait.
 """
 
 from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Protocol
 
 from .. import open_store
-from ..errors import InvalidInput, StorageError
+from ..errors import InvalidInput, NotASessionStore, SessionDBError, StorageError, StoreClosed
 from ..home import DEFAULT_PROFILE, profile_dir, validate_profile
 from ..keys import SessionKey
-from ..store.contract import Store
+from ..store.contract import Routable, RoutingIndex, Store
+
+#: Failures that make a write wait in the queue rather than reach the caller.
+DEFERRABLE = (StorageError, NotASessionStore, StoreClosed)
 
 
 class OwnerUnavailable(StorageError):
     """The key's owner has no store (yet): its home is absent or its name is not a profile."""
+
+
+class NoRoutingIndex(SessionDBError):
+    """The store's backend offers no routing index, which a gateway needs of every store it uses."""
+
+
+class GatewayStore(Store, Routable, Protocol):
+    """What a gateway uses of a store: the contract and the routing index."""
 
 
 class Owners:
@@ -34,14 +51,18 @@ class Owners:
         self.durability = durability
         self.multiplex_profiles = multiplex_profiles
         self._lock = threading.Lock()
-        self._stores: dict[str, Store] = {}
+        self._stores: dict[str, GatewayStore] = {}
         self._closed = False
 
-    def root(self) -> Store:
+    def root(self) -> GatewayStore:
         """The gateway's own store (the default profile's)."""
         return self._open(DEFAULT_PROFILE)
 
-    def resolve(self, key: SessionKey) -> Store:
+    def index(self) -> RoutingIndex:
+        """The one routing index: the gateway's own store's, whatever profile a key names (S-32)."""
+        return self.root().routing
+
+    def resolve(self, key: SessionKey) -> GatewayStore:
         """The store that owns `key`, or OwnerUnavailable; never the root store for a named owner."""
         profile = key.profile
         if profile == DEFAULT_PROFILE:
@@ -60,27 +81,21 @@ class Owners:
             raise OwnerUnavailable(f"profile {profile!r} has no home at {profile_dir(self.home, profile)} yet")
         return self._open(profile)
 
-    def _open(self, profile: str) -> Store:
+    def _open(self, profile: str) -> GatewayStore:
         with self._lock:
             if self._closed:
                 raise StorageError("the gateway is closed")
             store = self._stores.get(profile)
             if store is None:
-                store = open_store(home=self.home, profile=profile, patience=self.patience,
-                                   durability=self.durability)
-                self._stores[profile] = store
+                opened = open_store(home=self.home, profile=profile, patience=self.patience,
+                                    durability=self.durability)
+                if not isinstance(opened, Routable):
+                    refusal = NoRoutingIndex(f"the gateway needs a store with a routing index; the store at "
+                                             f"{opened.location} ({type(opened).__name__}) has none")
+                    opened.close()
+                    raise refusal
+                store = self._stores[profile] = opened
             return store
-
-    def opened(self) -> dict[str, Store]:
-        with self._lock:
-            return dict(self._stores)
-
-    def forget(self, profile: str) -> None:
-        """Drop a handle that failed to open or stopped working; the next use reopens it."""
-        with self._lock:
-            store = self._stores.pop(profile, None)
-        if store is not None:
-            store.close()
 
     def close(self) -> None:
         with self._lock:

@@ -12,7 +12,9 @@ spool is read back at start, so messages spilled before a crash or a shutdown ar
 replayed by the next process.
 
 Messages carry their uid and arrival time before they are queued, so a replay that is
-interrupted and repeated stores nothing twice.
+interrupted and repeated stores nothing twice. Keys are typed (`SessionKey`): parsed once
+by the gateway, or once when a spool file is indexed; a file whose key does not parse is
+left in place for a person to look at.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..home import fsync_dir
-from ..keys import parse
+from ..keys import SessionKey, parse
 from ..model import prepare_messages
 from ..store import spool
 
@@ -59,43 +61,55 @@ class Backlog:
         self.cap = cap
         self.anchor = home / SPOOL_ANCHOR
         self.lock = threading.RLock()
-        self.keys: dict[str, KeyQueue] = {}
+        self.keys: dict[SessionKey, KeyQueue] = {}
 
     @property
     def directory(self) -> Path:
         return spool.spool_dir(self.anchor)
 
     def load(self) -> int:
-        """Index the spool files left by earlier processes; returns how many."""
-        count = 0
+        """Index the spool files left by earlier processes; returns how many spool files wait in all."""
         with self.lock:
             known = {p for q in self.keys.values() for p in q.files}
             for path in spool.pending(self.anchor):
                 if path in known:
                     continue
                 try:
-                    key = spool.read(path)["session_id"]
+                    key = parse(spool.read(path)["session_id"])
                 except (OSError, ValueError, KeyError):
                     continue  # not ours to replay; left in place for a person to look at
                 self.queue(key).files.append(path)
-                count += 1
             for q in self.keys.values():
                 q.files.sort(key=lambda p: p.name)
-        return count
+            return sum(len(q.files) for q in self.keys.values())
 
-    def queue(self, key: str) -> KeyQueue:
+    def queue(self, key: SessionKey) -> KeyQueue:
         with self.lock:
             q = self.keys.get(key)
             if q is None:
                 q = self.keys[key] = KeyQueue()
             return q
 
-    def pending(self, key: str) -> bool:
+    def waiting(self, key: SessionKey) -> KeyQueue | None:
+        """The key's queue if anything of it waits (in memory or on disk), else None."""
         with self.lock:
             q = self.keys.get(key)
-            return q is not None and not q.empty()
+            return None if q is None or q.empty() else q
 
-    def add(self, key: str, batch: Batch, cause: str) -> Path | None:
+    def waiting_keys(self, *, due_by: float | None = None) -> list[SessionKey]:
+        """Keys with messages waiting; with `due_by` (monotonic), only those whose retry is due by then."""
+        with self.lock:
+            return [k for k, q in self.keys.items()
+                    if not q.empty() and (due_by is None or q.next_attempt <= due_by)]
+
+    def settle(self, key: SessionKey) -> None:
+        """Forget the key's queue once everything of it was stored."""
+        with self.lock:
+            q = self.keys.get(key)
+            if q is not None and q.empty():
+                del self.keys[key]
+
+    def add(self, key: SessionKey, batch: Batch, cause: str) -> Path | None:
         """Queue a batch at the end of the key's queue; spills the queue past the cap."""
         with self.lock:
             q = self.queue(key)
@@ -108,14 +122,14 @@ class Backlog:
                               key, q.queued, exc)
         return None
 
-    def spill(self, key: str, cause: str) -> Path | None:
+    def spill(self, key: SessionKey, cause: str) -> Path | None:
         """Write the key's whole in-memory queue to one spool file (at the cap, and at close)."""
         with self.lock:
             q = self.queue(key)
             if not q.batches:
                 return None
             messages = [m for b in q.batches for m in b]
-            path = spool.write(self.anchor, key, prepare_messages(messages), cause)
+            path = spool.write(self.anchor, key.text, prepare_messages(messages), cause)
             q.files.append(path)
             q.batches.clear()
             return path
@@ -123,7 +137,7 @@ class Backlog:
     def read_file(self, path: Path) -> Batch:
         return spool.read(path)["messages"]
 
-    def drop_file(self, key: str, path: Path) -> None:
+    def drop_file(self, key: SessionKey, path: Path) -> None:
         """Forget a spool file whose batch committed."""
         path.unlink(missing_ok=True)
         fsync_dir(path.parent)
@@ -138,11 +152,7 @@ class Backlog:
         with self.lock:
             items = [(k, q.queued, list(q.files)) for k, q in self.keys.items() if not q.empty()]
         for key, queued, files in items:
-            try:
-                profile = parse(key).profile
-            except ValueError:
-                profile = "?"
-            row = out.setdefault(profile, {"keys": 0, "queued": 0, "spool_files": 0, "spooled": 0})
+            row = out.setdefault(key.profile, {"keys": 0, "queued": 0, "spool_files": 0, "spooled": 0})
             row["keys"] += 1
             row["queued"] += queued
             row["spool_files"] += len(files)

@@ -7,24 +7,24 @@ start time, the session is ended instead. Then the reset policy, if any, is appl
 every recovered session from its durable `last_activity_at` in its owner's store. Each
 routing change is a conditional single-field update against the entry as read, so an
 entry a live process changed meanwhile is left alone. Last, the spool of earlier
-processes is replayed, each key in order. Every store is resolved from the key; an owner
-without a store leaves its entries as they are, for the next start.
+processes is replayed, each key in order (by the Gateway, which owns the flush: this
+module sits below gateway.py and never imports it). Every store is resolved from the key,
+parsed once per entry; an owner without a store leaves its entries as they are, for the
+next start.
 """
 
 from __future__ import annotations
 
-import logging
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 from ..errors import NotFound
-from ..keys import parse
-from .policies import is_fresh
-
-if TYPE_CHECKING:
-    from .gateway import Gateway
-
-log = logging.getLogger("sessiondb.gateway")
+from ..keys import SessionKey, parse
+from ..store.contract import RouteEntry, RoutingIndex, Store
+from .owners import DEFERRABLE, Owners
+from .policies import Policy, is_fresh
+from .queue import Backlog
 
 #: End reasons written by recovery.
 STALE_TURN = "stale_turn"
@@ -44,53 +44,54 @@ class RecoveryReport:
         return asdict(self)
 
 
-def recover(gw: "Gateway", now: float) -> RecoveryReport:
-    from .gateway import DEFERRABLE
+def recover(owners: Owners, backlog: Backlog, *, freshness: float, reset_policy: Policy | None,
+            now: float) -> RecoveryReport:
+    """Crash markers and reset policies, over every entry of the routing index.
 
-    gw.backlog.load()
-    with gw.backlog.lock:
-        report = RecoveryReport(spool_files=sum(len(q.files) for q in gw.backlog.keys.values()))
-    routing = gw.owners.root().routing
-    for route in routing.entries(states=("running", "resume_pending", "idle")):
+    Indexes the spool of earlier processes first (so `spool_files` counts them); the
+    caller replays it and fills `replayed` and `still_waiting`.
+    """
+    report = RecoveryReport(spool_files=backlog.load())
+    index = owners.index()
+    for route in index.entries(states=("running", "resume_pending", "idle")):
         expect = {"state": route.state, "turn_started_at": route.turn_started_at,
                   "session_id": route.session_id}
         try:
             key = parse(route.key)
-            store = gw.owners.resolve(key)
+            store = owners.resolve(key)
         except DEFERRABLE:
             report.deferred.append(route.key)
             continue
         except ValueError:
             continue  # not a key this release can parse: left alone
         if route.state == "running":
-            if is_fresh(route.turn_started_at, now, gw.freshness):
-                if routing.update(route.key, expect=expect, state="resume_pending") is not None:
-                    report.resumed.append(route.key)
+            if is_fresh(route.turn_started_at, now, freshness):
+                if index.update(key.text, expect=expect, state="resume_pending") is not None:
+                    report.resumed.append(key.text)
                 continue
-            if _end(gw, store, route, expect, STALE_TURN):
-                report.ended_stale.append(route.key)
+            if _end(index, store, key, route, expect, STALE_TURN):
+                report.ended_stale.append(key.text)
             continue
-        if gw.reset_policy is None:
+        if reset_policy is None:
             continue
         try:
             session = store.tip(route.session_id)
         except NotFound:
             session = None
         except DEFERRABLE:
-            report.deferred.append(route.key)
+            report.deferred.append(key.text)
             continue
         if session is not None and session.ended_at is not None:
             continue
         last = None if session is None else session.last_activity_at
-        if gw.reset_policy.expired(last, now):
-            if _end(gw, store, route, expect, f"{gw.reset_policy.name}_reset"):
-                report.reset.append(route.key)
-    report.replayed = gw.flush_all()
-    report.still_waiting = len(gw._waiting_keys())  # noqa: SLF001 - same package
+        if reset_policy.expired(last, now):
+            if _end(index, store, key, route, expect, f"{reset_policy.name}_reset"):
+                report.reset.append(key.text)
     return report
 
 
-def _end(gw: "Gateway", store, route, expect: dict[str, Any], reason: str) -> bool:
+def _end(index: RoutingIndex, store: Store, key: SessionKey, route: RouteEntry, expect: dict[str, Any],
+         reason: str) -> bool:
     """End the routed session (its tip) in its owner's store and mark the entry ended."""
     try:
         tip = store.tip(route.session_id)
@@ -98,10 +99,10 @@ def _end(gw: "Gateway", store, route, expect: dict[str, Any], reason: str) -> bo
             store.end_session(tip.id, reason)
     except NotFound:
         pass
-    return gw.owners.root().routing.update(route.key, expect=expect, state="ended", turn_started_at=None) is not None
+    return index.update(key.text, expect=expect, state="ended", turn_started_at=None) is not None
 
 
-def status(gw: "Gateway") -> dict[str, Any]:
+def status(index: RoutingIndex, backlog: Backlog, home: Path) -> dict[str, Any]:
     """Per profile: routing entries by state, messages waiting in memory and in the spool."""
     profiles: dict[str, dict[str, Any]] = {}
 
@@ -111,18 +112,18 @@ def status(gw: "Gateway") -> dict[str, Any]:
             "keys_waiting": 0, "queued": 0, "spool_files": 0, "spooled": 0,
         })
 
-    routes = gw.routes()
+    routes = index.entries()
     for route in routes:
         r = row(route.profile)
         r["routes"] += 1
         r[route.state] += 1
-    for profile, counts in gw.backlog.counts().items():
+    for profile, counts in backlog.counts().items():
         r = row(profile)
         r["keys_waiting"] += counts["keys"]
         r["queued"] += counts["queued"]
         r["spool_files"] += counts["spool_files"]
         r["spooled"] += counts["spooled"]
-    return {"home": str(gw.home), "profiles": profiles, "routes": [route.to_dict() for route in routes]}
+    return {"home": str(home), "profiles": profiles, "routes": [route.to_dict() for route in routes]}
 
 
 __all__ = ["RecoveryReport", "recover", "status"]

@@ -17,8 +17,10 @@ message the child saw acknowledged is stored.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
+import selectors
 import signal
 import subprocess
 import sys
@@ -197,8 +199,9 @@ def _try(call: Callable[[], Any]) -> Any:
 
 def _compact(gw: Gateway, key: str, *, rotate: bool) -> int:
     try:
-        store = gw.owners.resolve(keys.parse(key))
-        session = gw.session_for(key)
+        typed = keys.parse(key)
+        store = gw.owners.resolve(typed)
+        session = gw.session_for(typed)
         if session.message_count < 6:
             return 0
         lease = store.begin_compaction(session.id, holder="simulate")
@@ -250,8 +253,6 @@ def run_killed(plan: Plan, kill_after: float) -> tuple[dict[str, Any], dict[str,
                              stdout=subprocess.PIPE, text=True, env=env)
     last: dict[str, Any] = {}
     deadline = time.monotonic() + kill_after
-    import selectors
-
     sel = selectors.DefaultSelector()
     sel.register(child.stdout, selectors.EVENT_READ)
     finished = None
@@ -276,8 +277,6 @@ def run_killed(plan: Plan, kill_after: float) -> tuple[dict[str, Any], dict[str,
 
 def _child(argv: list[str]) -> None:
     plan = Plan(**json.loads(argv[0]))
-    import logging
-
     quiet = logging.getLogger("sessiondb.gateway")  # the parent reports; the child keeps stderr for crashes
     quiet.addHandler(logging.NullHandler())
     quiet.propagate = False

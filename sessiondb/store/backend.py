@@ -20,6 +20,7 @@ from ..model import (
     ImportOutcome, Lease, Message, Page, SearchHit, Session, StoreStats, Usage, VerifyReport,
 )
 from . import commands as cmd
+from .contract import RoutingIndex
 
 
 @runtime_checkable
@@ -93,7 +94,7 @@ class RoutingBackend(Protocol):
     """The gateway's routing index, kept in the store (see contract.Routable)."""
 
     @property
-    def routing(self) -> Any: ...
+    def routing(self) -> RoutingIndex: ...
 
 
 #: How a backend kind opens a handle: (target, profile, options) -> Backend.

@@ -18,7 +18,7 @@ from . import arguments as arg
 from . import commands as cmd
 from .backend import Backend, MaintenanceBackend, RoutingBackend
 from .checked import CheckedStore
-from .contract import Doctor, Maintainable, Salvageable
+from .contract import Doctor, Maintainable, RoutingIndex, Salvageable
 
 __all__ = ["Doctor", "Maintainable", "Salvageable", "checked_store"]
 
@@ -71,7 +71,7 @@ class CheckedRouting:
     _open: Callable[[], RoutingBackend]
 
     @property
-    def routing(self):  # noqa: ANN201 - the backend's RoutingIndex
+    def routing(self) -> RoutingIndex:
         return self._open().routing
 
 

@@ -424,3 +424,88 @@ class Salvageable(Protocol):
 
     def recover(self, output: str | None, *, inspect_only: bool = False) -> Any:
         """Rebuild what is readable into `output` (a new store); report kept and lost."""
+
+
+# The gateway's routing index.
+#
+# Not every backend needs one: only the store a gateway runs on keeps its routing index
+# (S-32), and the gateway looks a key's session up in its owner's store. A backend that
+# offers it is `Routable`; the gateway asks with isinstance and refuses a store without it.
+
+
+@runtime_checkable
+class RouteEntry(Protocol):
+    """One routing entry: which session serves a key, the profile that owns it, its turn state.
+
+    `state` is one of `idle`, `running` (a turn is in flight), `resume_pending` (a turn was
+    running when the process died) or `ended`.
+    """
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def session_id(self) -> str:
+        """The session in the store of `profile`, not necessarily the index's own store."""
+
+    @property
+    def profile(self) -> str: ...
+
+    @property
+    def state(self) -> str: ...
+
+    @property
+    def turn_started_at(self) -> float | None: ...
+
+    @property
+    def updated_at(self) -> float: ...
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field by name (JSON-ready)."""
+
+
+@runtime_checkable
+class RoutingIndex(Protocol):
+    """The key → session index and the lookups a gateway runs on a key's owner store.
+
+    Writes are single-entry and never touch a session row, so a routing write never moves
+    `last_activity_at` (S-08). Bad input (an empty key, an unknown field or state) raises
+    InvalidInput and writes nothing.
+    """
+
+    def get(self, key: str) -> RouteEntry | None:
+        """The entry for `key`, or None."""
+
+    def put(self, key: str, session_id: str, profile: str) -> RouteEntry:
+        """Insert or rewrite the entry for `key`: a new session serves it, its turn `idle`."""
+
+    def update(self, key: str, *, expect: Mapping[str, Any] | None = None, **changes: Any) -> RouteEntry | None:
+        """Change the named fields of one entry and return it as it now is.
+
+        None, and nothing written, if the entry is absent or any field named in `expect`
+        differs from its stored value: a caller that read an entry never overwrites one a
+        live writer changed since (S-33, S-37). `updated_at` is set unless given.
+        """
+
+    def entries(self, *, profile: str | None = None, states: tuple[str, ...] | None = None) -> list[RouteEntry]:
+        """The entries, by key, optionally only those of `profile` and/or in one of `states`."""
+
+    def live_by_key(self, key: str) -> Session | None:
+        """The most recently active open session of this store whose session_key is `key`."""
+
+    def legacy_by_peer(self, platform: str, chat_type: str, chat_id: str,
+                       thread: str | None = None) -> Session | None:
+        """The most recently active open, unkeyed session for the peer tuple, or None.
+
+        `platform` matches the session's source. Only rows of this store's owner are
+        adopted (S-36): a DM's chat id is the same for every bot.
+        """
+
+
+@runtime_checkable
+class Routable(Protocol):
+    """A store that can hold a gateway's routing index."""
+
+    @property
+    def routing(self) -> RoutingIndex:
+        """This store's routing index and key/peer lookups."""

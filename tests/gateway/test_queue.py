@@ -8,7 +8,10 @@ import time
 
 from sessiondb import keys, open_store
 from sessiondb.gateway import Gateway
+from sessiondb.gateway.queue import SPOOL_ANCHOR
 from sessiondb.home import profile_dir
+from sessiondb.model import prepare_messages
+from sessiondb.store import spool
 
 from .conftest import all_texts, make_profile
 
@@ -76,6 +79,21 @@ def test_messages_waiting_at_shutdown_are_replayed_in_order_at_the_next_start(ho
     assert list((home / "gateway" / "spool").glob("*.json")) == []
 
 
+def test_a_spool_file_whose_key_does_not_parse_is_left_for_a_person_and_the_rest_replays(home):
+    key = keys.build("late", "telegram", "dm", "4")
+    with Gateway(home, retry_interval=60) as gw:
+        gw.append(key, {"role": "user", "content": "kept"})
+    stray = spool.write(home / SPOOL_ANCHOR, "not a key", prepare_messages([{"role": "user", "content": "?"}]),
+                        "queued")
+    make_profile(home, "late")
+    with Gateway(home) as gw:
+        report = gw.recover()
+        assert (report.spool_files, report.replayed, report.still_waiting) == (1, 1, 0)
+    assert stray.exists()
+    with open_store(home=home, profile="late") as late:
+        assert all_texts(late) == ["kept"]
+
+
 def test_a_replay_that_fails_keeps_its_files(home):
     key = keys.build("late", "telegram", "dm", "3")
     with Gateway(home, queue_cap=1, retry_interval=60) as gw:
@@ -111,3 +129,29 @@ def test_logging_escalates_after_three_consecutive_failures(home, caplog):
         levels = [r.levelno for r in caplog.records if key in r.getMessage()]
     assert levels[:3] == [logging.WARNING] * 3
     assert logging.ERROR in levels[3:]
+
+
+def test_a_key_is_parsed_once_per_call_and_a_typed_key_never(home, gateway, monkeypatch):
+    parsed = []
+    build_key = keys.SessionKey.__post_init__
+
+    def counted(self):
+        parsed.append(self)
+        build_key(self)
+
+    key = keys.build("late", "telegram", "dm", "1")
+    typed = keys.parse(key)
+    monkeypatch.setattr(keys.SessionKey, "__post_init__", counted)  # every parse makes one SessionKey
+    gateway.append(key, {"role": "user", "content": "m0"})  # no owner yet: queued
+    gateway.append(key, {"role": "user", "content": "m1"})  # behind it: queued, retried if due
+    assert parsed == [typed, typed]
+    parsed.clear()
+    gateway.append(typed, {"role": "user", "content": "m2"})
+    make_profile(home, "late")
+    gateway.flush(typed)
+    gateway.turn_started(typed)
+    gateway.append(typed, {"role": "user", "content": "m3"})
+    gateway.turn_finished(typed)
+    assert parsed == []
+    with open_store(home=home, profile="late") as late:
+        assert all_texts(late) == ["m0", "m1", "m2", "m3"]

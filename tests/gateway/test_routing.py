@@ -1,4 +1,8 @@
-"""The store from the key, the one routing index, lineage, legacy rows and activity (S-08, S-09, S-30..S-32, S-36)."""
+"""The store from the key, the one routing index, lineage, legacy rows and activity (S-08, S-09, S-30..S-32, S-36).
+
+The routing index itself is tested on every backend in tests/contract/test_routing.py;
+these tests are the gateway's use of it.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +12,8 @@ import time
 import pytest
 
 from sessiondb import keys, open_store
-from sessiondb.errors import InvalidInput
-from sessiondb.gateway import Gateway, OwnerUnavailable
+from sessiondb.errors import InvalidInput, StoreClosed
+from sessiondb.gateway import Gateway, NoRoutingIndex, OwnerUnavailable, owners
 
 from .conftest import all_texts, make_profile, texts
 
@@ -178,12 +182,34 @@ def test_bad_input_is_refused_and_never_queued(home, gateway):
     assert gateway.status()["profiles"] == {}
 
 
-def test_a_live_routing_entry_is_never_replaced_by_an_older_copy(home, gateway):
-    key = keys.build("main", "telegram", "dm", "12")
-    gateway.turn_started(key)
-    with open_store(home=home) as store:
-        seen = store.routing.get(key)
-        gateway.turn_finished(key)  # a live writer moves on
-        stale = {"state": seen.state, "turn_started_at": seen.turn_started_at}
-        assert store.routing.update(key, expect=stale, state="resume_pending") is None
-        assert store.routing.get(key).state == "idle"
+class WithoutRouting:
+    """A store of a backend without the routing capability: the contract, and nothing more."""
+
+    def __init__(self, store) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str):
+        if name == "routing":
+            raise AttributeError(name)
+        return getattr(self._store, name)
+
+
+def test_a_store_without_a_routing_index_is_refused_by_name_and_nothing_waits(home, monkeypatch):
+    opened = []
+
+    def open_plain(**options):
+        opened.append(WithoutRouting(open_store(**options)))
+        return opened[-1]
+
+    monkeypatch.setattr(owners, "open_store", open_plain)
+    key = keys.build("main", "telegram", "dm", "1")
+    with Gateway(home) as gw:
+        with pytest.raises(NoRoutingIndex, match="needs a store with a routing index"):
+            gw.append(key, {"role": "user", "content": "hello"})
+        with pytest.raises(NoRoutingIndex):
+            gw.recover()
+        assert gw.backlog.waiting_keys() == []
+    assert opened
+    for plain in opened:  # refused stores are closed, not left open
+        with pytest.raises(StoreClosed):
+            plain.stats()

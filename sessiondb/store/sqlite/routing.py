@@ -13,7 +13,8 @@ live entry with a thinner or older copy. Nothing here touches the `sessions` tab
 routing write is never user activity (S-08).
 
 The lookups (`live_by_key`, `legacy_by_peer`) read a store's `sessions` rows; a gateway
-runs them on the store that owns the key.
+runs them on the store that owns the key. `RoutingTable` is this backend's
+`RoutingIndex` (store/contract.py), reached through `SQLiteStore.routing`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 from functools import partial
+from collections.abc import Mapping
 from typing import Any, Callable, TypeVar
 
 import apsw
@@ -37,6 +39,8 @@ _FIELDS = ("session_id", "profile", "state", "turn_started_at", "updated_at")
 
 @dataclass(frozen=True)
 class Route:
+    """A routing entry as stored: the contract's RouteEntry."""
+
     key: str
     session_id: str
     profile: str
@@ -93,11 +97,6 @@ def _entries(conn: apsw.Connection, profile: str | None, states: tuple[str, ...]
     return [Route(*row) for row in conn.execute(f"{_SELECT}{clause} ORDER BY key", params)]
 
 
-def _delete(conn: apsw.Connection, key: str) -> bool:
-    conn.execute("DELETE FROM gateway_routes WHERE key = ?", (key,))
-    return conn.changes() > 0
-
-
 def _live_by_key(conn: apsw.Connection, key: str) -> Session | None:
     row = conn.execute(
         f"SELECT {sessions.COLUMNS} FROM sessions WHERE session_key = ? AND ended_at IS NULL "
@@ -125,7 +124,10 @@ def _legacy_by_peer(conn: apsw.Connection, platform: str, chat_type: str, chat_i
 
 
 class RoutingTable:
-    """The routing index and gateway lookups of one store, run on its writer and readers."""
+    """The routing index and gateway lookups of one store, run on its writer and readers.
+
+    Promises as documented by RoutingIndex in store/contract.py.
+    """
 
     def __init__(self, write: Callable[[Callable[[apsw.Connection], T]], T],
                  read: Callable[[Callable[[apsw.Connection], T]], T], owner: str | None) -> None:
@@ -136,14 +138,13 @@ class RoutingTable:
     def get(self, key: str) -> Route | None:
         return self._read(partial(_get, key=_text(key, "key")))
 
-    def put(self, key: str, session_id: str, profile: str, *, state: str = "idle",
-            turn_started_at: float | None = None) -> Route:
-        """Insert or rewrite the entry for `key` (a new session serves it)."""
+    def put(self, key: str, session_id: str, profile: str) -> Route:
+        """Insert or rewrite the entry for `key` (a new session serves it, its turn idle)."""
         route = Route(_text(key, "key"), _text(session_id, "session_id"), _text(profile, "profile"),
-                      _state(state), turn_started_at, time.time())
+                      "idle", None, time.time())
         return self._write(partial(_put, route=route))
 
-    def update(self, key: str, *, expect: dict[str, Any] | None = None, **changes: Any) -> Route | None:
+    def update(self, key: str, *, expect: Mapping[str, Any] | None = None, **changes: Any) -> Route | None:
         """Change the named fields of one entry; None if it is absent or differs from `expect`."""
         unknown = (set(changes) | set(expect or {})) - set(_FIELDS)
         if unknown:
@@ -155,9 +156,6 @@ class RoutingTable:
 
     def entries(self, *, profile: str | None = None, states: tuple[str, ...] | None = None) -> list[Route]:
         return self._read(partial(_entries, profile=profile, states=states))
-
-    def delete(self, key: str) -> bool:
-        return self._write(partial(_delete, key=_text(key, "key")))
 
     def live_by_key(self, key: str) -> Session | None:
         """The most recently active open session of this store whose session_key is `key`."""
