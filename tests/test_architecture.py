@@ -31,6 +31,8 @@ INTERFACE = {"store.contract", "store.commands", "store.backend", "store.spool"}
 BACKENDS = ("store.sqlite", "store.postgres")
 USERS = ("gateway", "turns", "adapters", "importers")
 FACES = ("cli", "api", "mcp")
+#: Modules allowed to import some of sessiondb's own modules inside a function, and why.
+LAZY = {"cli.serve": "the CLI loads the HTTP service (FastAPI, uvicorn) only for `serve`"}
 
 
 def _name(path: Path) -> str:
@@ -130,6 +132,27 @@ def test_no_module_imports_itself_back(graph):
         if module not in state:
             walk(module, [module])
     assert not cycles, "\n".join(" -> ".join(f"sessiondb.{m}" if m else "sessiondb" for m in c) for c in cycles)
+
+
+def test_each_module_imports_in_one_block_at_its_top():
+    """One import block per module, and sessiondb's own modules imported there, never
+    inside a function (a third-party or platform module may be loaded where it is used)."""
+    modules = _modules()
+    wrong = []
+    for module, path in modules.items():
+        body = ast.parse(path.read_text(encoding="utf-8")).body
+        at = [i for i, node in enumerate(body) if isinstance(node, (ast.Import, ast.ImportFrom))]
+        if at and at != list(range(at[0], at[-1] + 1)):
+            wrong.append(f"sessiondb.{module}: the imports are split into blocks")
+        if module in LAZY:
+            continue
+        for top in body:
+            if isinstance(top, (ast.Import, ast.ImportFrom)):
+                continue
+            for node in ast.walk(top):
+                if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("sessiondb")):
+                    wrong.append(f"sessiondb.{module}:{node.lineno} imports sessiondb code inside a block")
+    assert not wrong, "\n".join(wrong)
 
 
 def test_the_checker_sees_an_upward_import_and_a_cycle(tmp_path):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from contextlib import asynccontextmanager
-from importlib import resources
+from importlib import metadata, resources
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -21,10 +21,8 @@ from .auth import TokenAuth
 from .stores import Stores
 
 try:
-    from importlib.metadata import version as _version
-
-    VERSION = _version("sessiondb")
-except Exception:  # noqa: BLE001 - running from a source tree without metadata
+    VERSION = metadata.version("sessiondb")
+except metadata.PackageNotFoundError:  # running from a source tree without metadata
     VERSION = "0.0.0"
 
 STATIC = Path(str(resources.files("sessiondb.api") / "static"))
