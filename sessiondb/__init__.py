@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import os
+from typing import Callable
 
 from .errors import (
     Cause, Conflict, InvalidInput, MessageConflict, NotASessionStore, NotFound, SessionDBError,
@@ -39,6 +40,7 @@ def open_store(
     durability: str = "full",
     patience: float = 30.0,
     vfs: str | None = None,
+    clock: Callable[[], float] | None = None,
 ) -> Store:
     """Open a profile's store (or the store file at `path`).
 
@@ -51,6 +53,13 @@ def open_store(
     `vfs` is a testing hook: the name of a registered SQLite VFS (an `apsw.VFS`) that
     every connection of the store goes through, so tests can inject I/O errors or record
     writes and syncs (tests/reliability/vfs.py). Leave it None in real use.
+
+    `clock` is a testing and simulation hook: a callable returning seconds since the epoch
+    that this handle reads for every time it stamps or judges (session start and end,
+    the arrival time of a message given none, compaction leases taken, refreshed and
+    expired, prune ages, the export header). None is the system clock (time.time). It
+    belongs to the handle: two handles on one store, each with its own clock, each see
+    their own time. Leave it None in real use.
     """
     from .store.sqlite import SQLiteStore
 
@@ -64,6 +73,7 @@ def open_store(
         durability=durability,
         patience=patience,
         vfs=vfs,
+        clock=clock,
     )
 
 

@@ -32,10 +32,11 @@ from ...model import Lease
 from .connect import DEFAULT_PATIENCE, check_durability, check_sqlite_version
 from ... import query as search_query
 from ...errors import NotFound, SessionDBError, SessionTooLarge
-from ...model import MAX_TITLE_LENGTH, ImportReport, Role, SearchHit, StoreStats, check_unicode
+from ...model import MAX_TITLE_LENGTH, ImportReport, Role, SearchHit, StoreStats, VerifyReport, check_unicode
 from . import catalog, search as search_index, transfer
 from .errors import convert
 from . import routing as routing_rows
+from . import verify as verify_rows
 
 T = TypeVar("T")
 MAX_PAGE = 1000
@@ -54,13 +55,19 @@ class SQLiteStore:
         durability: str = "full",
         patience: float = DEFAULT_PATIENCE,
         vfs: str | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         check_sqlite_version(apsw.sqlite_lib_version())
         self._durability = check_durability(durability)
         if not (isinstance(patience, (int, float)) and patience >= 0):
             raise InvalidInput("patience must be a non-negative number of seconds")
+        if clock is not None and not callable(clock):
+            raise InvalidInput("clock must be a callable returning seconds since the epoch")
         self._path = path
         self._profile = profile
+        # Every time this handle stamps or judges (starts, ends, arrivals, leases) comes from
+        # here; handles on one file share the writer, never the clock.
+        self._clock: Callable[[], float] = time.time if clock is None else clock
         self._closed = threading.Event()
         self._file = registry.acquire(path, durability=durability, patience=float(patience), vfs=vfs)
         if spool.pending(path):
@@ -136,7 +143,7 @@ class SQLiteStore:
         metadata: Mapping[str, Any] | None = None,
         parent_relation: str | None = None,
     ) -> Session:
-        now = time.time()
+        now = self._clock()
         if parent_relation is not None and parent_session_id is None:
             raise InvalidInput("parent_relation needs a parent_session_id")
         values = {
@@ -188,7 +195,7 @@ class SQLiteStore:
 
     def end_session(self, session_id: str, reason: str) -> Session:
         reason = check_label(reason, "reason", required=True)
-        return self._write(partial(sessions.end, session_id=_sid(session_id), reason=reason, now=time.time()))
+        return self._write(partial(sessions.end, session_id=_sid(session_id), reason=reason, now=self._clock()))
 
     def reopen_session(self, session_id: str) -> Session:
         return self._write(partial(sessions.reopen, session_id=_sid(session_id)))
@@ -223,7 +230,7 @@ class SQLiteStore:
         batch = prepare_messages(messages)
         session_id = _sid(session_id)
         try:
-            return self._write(partial(lineage_rows.append, session_id=session_id, batch=batch, now=time.time()))
+            return self._write(partial(lineage_rows.append, session_id=session_id, batch=batch, now=self._clock()))
         except StorageError as exc:
             if exc.cause not in DAMAGE_CAUSES:
                 raise
@@ -232,6 +239,9 @@ class SQLiteStore:
             raise StoreDamaged.spooled(exc, str(kept)) from exc
 
     # --- maintenance ---------------------------------------------------------------------
+
+    def verify(self) -> VerifyReport:
+        return self._read(verify_rows.verify)
 
     def backup(self, destination: str | Path) -> int:
         """Write a consistent copy of the store to a new file while writers run; returns its size."""
@@ -272,10 +282,10 @@ class SQLiteStore:
             if age is None or age < 0:
                 raise InvalidInput("older_than must be a non-negative number of seconds")
             queries.append(maintenance.older_than_sql(
-                time.time() - age, include_pinned=_flag(include_pinned, "include_pinned"),
+                self._clock() - age, include_pinned=_flag(include_pinned, "include_pinned"),
                 include_archived=_flag(include_archived, "include_archived")))
         if _flag(never_active, "never_active"):
-            queries.append(maintenance.never_active_sql(time.time()))
+            queries.append(maintenance.never_active_sql(self._clock()))
         if not queries:
             raise InvalidInput("say what to prune: older_than, never_active, or both")
         pick = maintenance.select_ids if dry_run else maintenance.delete_sessions
@@ -333,10 +343,12 @@ class SQLiteStore:
     def begin_compaction(self, session_id: str, *, holder: str | None = None, ttl: float = 300) -> Lease:
         return self._write(partial(
             compaction.begin, session_id=_sid(session_id), holder=check_label(holder, "holder"), ttl=_ttl(ttl),
+            clock=self._clock,
         ))
 
     def refresh_compaction(self, lease: Lease, ttl: float | None = None) -> Lease:
-        return self._write(partial(leases.refresh, lease=_lease(lease), ttl=None if ttl is None else _ttl(ttl)))
+        return self._write(partial(leases.refresh, lease=_lease(lease), ttl=None if ttl is None else _ttl(ttl),
+                                   clock=self._clock))
 
     def abort_compaction(self, lease: Lease) -> None:
         self._write(partial(leases.release, lease=_lease(lease)))
@@ -348,7 +360,7 @@ class SQLiteStore:
         if mode not in compaction.MODES:
             raise InvalidInput(f"mode must be 'in_place' or 'rotate', not {mode!r}")
         batch = prepare_messages(summary_messages)
-        return self._write(partial(compaction.commit, lease=lease, batch=batch, mode=mode, now=time.time()))
+        return self._write(partial(compaction.commit, lease=lease, batch=batch, mode=mode, clock=self._clock))
 
     def compaction_lease(self, session_id: str) -> Lease | None:
         return self._read(partial(leases.current, session_id=_sid(session_id)))
@@ -371,7 +383,7 @@ class SQLiteStore:
         return self._write(partial(lineage_rows.restore_rewound, session_id=_sid(session_id)))
 
     def branch(self, session_id: str, at_message_id: int, *, title: str | None = None) -> Session:
-        now = time.time()
+        now = self._clock()
         values = {"id": new_session_id(now), "title": clean_title(title), "started_at": now}
         return self._write(partial(lineage_rows.branch, session_id=_sid(session_id),
                                    at_message_id=_count(at_message_id, "at_message_id"), values=values))
@@ -470,7 +482,7 @@ class SQLiteStore:
         return self._export_stream(ids, tables)
 
     def _export_stream(self, ids: list[str] | None, tables: transfer.Schema) -> Iterator[dict[str, Any]]:
-        yield transfer.header(self._profile, _generator(), time.time())
+        yield transfer.header(self._profile, _generator(), self._clock())
         if ids is not None:
             for sid in ids:
                 yield from self._export_session_stream(sid, tables)
@@ -507,7 +519,7 @@ class SQLiteStore:
                 )
             records = list(transfer.session_records(conn, transfer.schema(conn), sid))
             return {
-                **transfer.header(self._profile, _generator(), time.time()),
+                **transfer.header(self._profile, _generator(), self._clock()),
                 "session": records[0]["session"],
                 "messages": [r["message"] for r in records if r["type"] == "message"],
                 "usage": [r["usage"] for r in records if r["type"] == "usage"],
