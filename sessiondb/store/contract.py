@@ -344,7 +344,7 @@ class Store(Protocol):
         Reported as problems: a uid stored twice along a compression lineage; a session
         whose message_count or tool_call_count differs from its active rows; among a
         session's active messages, a seq that falls as the id rises (messages a compaction
-        kept verbatim keep their seq, at most the summary's: that is no fall); a searchable
+        kept verbatim keep their seq after the summary's: that is no fall); a searchable
         (non-rewound) message missing from the search index, or indexed with other text,
         or an indexed message that is not searchable; a lease whose fencing token was
         never handed out or whose watermark is above the session's newest message; a

@@ -66,6 +66,15 @@ def test_a_store_written_only_through_the_api_verifies_clean_and_counts_what_it_
     assert report.to_dict()["ok"] is True
 
 
+def test_verify_on_a_handle_that_saw_many_writes_finds_no_damage_that_is_not_there(tmp_path):
+    # Each verify reads on a pooled connection whose FTS5 structure earlier writes outdated.
+    with sessiondb.open_store(tmp_path / "busy.db") as store:
+        sid = store.create_session("cli").id
+        for i in range(60):
+            store.append(sid, user(f"text of {i}"))
+            assert store.verify().problems == [], f"after {i + 1} appends"
+
+
 def test_a_uid_stored_twice_along_a_lineage_is_reported(path):
     root, tip = ids(path)
     corrupt(path, f"INSERT INTO messages(session_id, uid, seq, role, content, timestamp, state) "
@@ -86,6 +95,24 @@ def test_a_seq_that_falls_as_the_id_rises_is_reported(path):
     corrupt(path, f"UPDATE messages SET seq = 100 WHERE session_id = '{tip}' AND uid = 'calls'")
     [problem] = problems(path)
     assert problem.startswith("order:") and "after a message with seq 100" in problem
+
+
+@pytest.mark.parametrize("mode", ["in_place", "rotate"])
+def test_messages_a_compaction_kept_verbatim_after_its_summary_are_not_disorder(tmp_path, mode):
+    # The summary takes the seq of the newest message it replaces; the kept ones keep theirs,
+    # lower. Rows rewound before the compaction and restored after it come first (in place).
+    with sessiondb.open_store(tmp_path / "kept.db") as store:
+        sid = store.create_session("cli").id
+        store.append(sid, [user("rewound one", uid="r1"), user("rewound two", uid="r2")])
+        store.rewind(sid, 0)
+        store.append(sid, [user("kept one", uid="k1"), user("kept two", uid="k2"), user("archived", uid="a")])
+        keep = [m.to_dict() for m in store.transcript(sid)[:2]]
+        live = store.commit_compaction(store.begin_compaction(sid), [{"role": "system", "content": "gist"}, *keep],
+                                       mode=mode)
+        store.restore_rewound(sid)
+        # The summary's seq is that of the archived message: in the session, or in the parent.
+        assert [m.seq for m in store.transcript(live.id)][-3:] == [5, 3, 4]
+        assert store.verify().problems == []
 
 
 def _without_triggers(*statements):

@@ -9,8 +9,8 @@ What is checked, and why each can be checked by query:
   (a session's own uniqueness is its unique index; across rotations only the write
   paths keep it);
 - counters: each session's message_count and tool_call_count equal its active rows;
-- order: among a session's active rows, seq never falls as the id rises (but for the
-  messages a compaction keeps verbatim, see _order);
+- order: among a session's active rows, seq never falls as the id rises (but where a
+  compaction kept messages verbatim after its summary, see _order);
 - search: each index holds exactly the searchable (non-rewound) rows, and each row's
   current text matches itself in both indexes. External content means FTS5 never reads
   the rows on its own, so a write path that skipped a trigger leaves no other trace.
@@ -57,6 +57,11 @@ def verify(conn: apsw.Connection) -> VerifyReport:
 
 
 def _file(conn: apsw.Connection, report: VerifyReport) -> None:
+    # integrity_check has FTS5 check each index against the index structure it caches per
+    # connection, and FTS5 re-reads that only when a query opens the index: on a pooled
+    # connection other writes have passed, it would report damage that is not there.
+    for name in search.INDEXES:
+        conn.execute(f"SELECT 1 FROM {name} WHERE {name} MATCH 'verify' LIMIT 1").fetchall()
     # A page too damaged to walk raises instead (StoreCorrupt, like any read of it).
     rows = [r[0] for r in conn.execute("PRAGMA integrity_check")]
     if rows != ["ok"]:
@@ -95,14 +100,19 @@ def _counters(conn: apsw.Connection, report: VerifyReport) -> None:
 
 
 def _order(conn: apsw.Connection, report: VerifyReport) -> None:
-    # A compaction's summary takes the seq of the newest message it replaces, and the
-    # messages it keeps verbatim follow it with the (lower) seq they had: a fall to at most
-    # the seq of the session's first active row (the summary) is that head, not disorder.
+    # Appends number each row one past the last, so seq is unique until a compaction: its
+    # summary takes the seq of the newest row it replaces, and the rows it keeps verbatim
+    # follow with the lower seq they had. A fall right after a row whose seq another row
+    # of the session shares (or of the parent it was rotated from) is that head; any other
+    # fall is disorder.
     rows = conn.execute(
         "SELECT session_id, id, seq, before FROM (SELECT session_id, id, seq, lag(seq) OVER w AS before, "
-        "first_value(seq) OVER w AS head FROM messages WHERE state = 'active' "
-        "WINDOW w AS (PARTITION BY session_id ORDER BY id)) "
-        "WHERE seq < before AND seq > head"
+        "lag(id) OVER w AS before_id FROM messages WHERE state = 'active' "
+        "WINDOW w AS (PARTITION BY session_id ORDER BY id)) AS a "
+        "WHERE seq < before AND NOT EXISTS (SELECT 1 FROM messages AS o "
+        "WHERE o.seq = a.before AND o.id <> a.before_id AND (o.session_id = a.session_id OR o.session_id = "
+        "(SELECT parent_session_id FROM sessions WHERE id = a.session_id AND parent_relation = ?)))",
+        (COMPRESSION,),
     ).fetchall()
     for sid, mid, seq, before in rows:
         report.problems.append(f"order: in session {sid}, message {mid} has seq {seq} after a message with seq {before}")
