@@ -27,7 +27,7 @@ METHODS = (
     "begin_compaction", "refresh_compaction", "abort_compaction", "commit_compaction",
     "compaction_lease", "lineage", "tip", "resume", "rewind", "restore_rewound", "branch",
     "search", "find_session", "stats", "export_session", "import_records",
-    "replay_spool", "backup", "optimize", "vacuum", "prune",
+    "replay_spool", "verify", "backup", "optimize", "vacuum", "prune",
 )
 
 
