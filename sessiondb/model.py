@@ -244,6 +244,26 @@ class StoreStats:
 
 
 @dataclass
+class VerifyReport:
+    """What Store.verify() found: every broken invariant in words, and how much was checked.
+
+    `notes` say what could not be checked and why (a stale search index, say); they are
+    not problems. `checked` counts what was looked at, by kind (sessions, messages...).
+    """
+
+    problems: list[str] = field(default_factory=list)
+    checked: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, **asdict(self)}
+
+
+@dataclass
 class ImportReport:
     """What an import did (or, for a dry run, would do): counts per kind of record."""
 
@@ -270,18 +290,6 @@ class ImportOutcome:
     usage_imported: int
     usage_skipped: int
     detached_from: str | None  # the parent that was not there, when the link was cleared
-
-
-@dataclass
-class VerifyReport:
-    """What Store.verify() found: `ok` when every invariant holds; `problems` says which did not."""
-
-    ok: bool
-    problems: list[str] = field(default_factory=list)
-    checked: dict[str, int] = field(default_factory=dict)  # what was examined, by kind
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 # --- text and JSON -------------------------------------------------------------------

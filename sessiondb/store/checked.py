@@ -43,7 +43,11 @@ class CheckedStore(Transfer):
     def __init__(self, backend: Backend, *, profile: str | None, clock: Callable[[], float] | None = None) -> None:
         self.backend = backend  # the backend's own handle, for backend-specific tools and tests
         self._profile = profile
-        self._clock = clock or time.time
+        if clock is not None and not callable(clock):
+            raise InvalidInput("clock must be a callable returning seconds since the epoch")
+        # Every time this handle stamps or judges (starts, ends, arrivals, leases) comes from
+        # here; handles on one store share the backend's writer, never the clock.
+        self._clock = time.time if clock is None else clock
         self._closed = threading.Event()
         if spool.pending(backend.spool_anchor):
             # A healthy open replays what an earlier refusal kept; what still fails stays spooled.
@@ -240,11 +244,11 @@ class CheckedStore(Transfer):
 
     def begin_compaction(self, session_id: str, *, holder: str | None = None, ttl: float = 300) -> Lease:
         return self._open().begin_compaction(
-            cmd.BeginCompaction(arg.session_id(session_id), check_label(holder, "holder"), arg.ttl(ttl)))
+            cmd.BeginCompaction(arg.session_id(session_id), check_label(holder, "holder"), arg.ttl(ttl), self._clock))
 
     def refresh_compaction(self, lease: Lease, ttl: float | None = None) -> Lease:
         return self._open().refresh_compaction(
-            cmd.RefreshCompaction(arg.lease(lease), None if ttl is None else arg.ttl(ttl)))
+            cmd.RefreshCompaction(arg.lease(lease), None if ttl is None else arg.ttl(ttl), self._clock))
 
     def abort_compaction(self, lease: Lease) -> None:
         self._open().abort_compaction(arg.lease(lease))
@@ -256,7 +260,7 @@ class CheckedStore(Transfer):
         if mode not in _MODES:
             raise InvalidInput(f"mode must be 'in_place' or 'rotate', not {mode!r}")
         batch = tuple(prepare_messages(summary_messages))
-        return self._open().commit_compaction(cmd.CommitCompaction(lease, batch, mode, self._clock()))
+        return self._open().commit_compaction(cmd.CommitCompaction(lease, batch, mode, self._clock))
 
     def compaction_lease(self, session_id: str) -> Lease | None:
         return self._open().compaction_lease(arg.session_id(session_id))

@@ -67,12 +67,12 @@ def test_a_full_disk_refuses_writes_clearly_loses_nothing_and_recovers(small_dis
         with pytest.raises(DiskFull):
             store.append(sid, {"uid": "again", "role": "user", "content": "y" * 6000})
         assert [m.uid for m in store.transcript(sid)] == acked
-        assert_intact(path, writable=False)
+        assert_intact(path)
 
         filler.unlink()  # space is freed: writes resume on the same handle
         store.append(sid, {"uid": "resumed", "role": "user", "content": "after the disk was freed"})
         acked.append("resumed")
-    assert_intact(path, writable=True)
+    assert_intact(path)
     with sessiondb.open_store(path) as store:
         assert [m.uid for m in store.transcript(sid)] == acked
         assert any(h.uid == "resumed" for h in store.search("freed", limit=10))
