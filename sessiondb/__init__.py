@@ -17,7 +17,7 @@ from .errors import (
 )
 from .errors import CompactionBusy, CompressionClosed, LeaseLost, SessionTooLarge
 from .home import DEFAULT_PROFILE, refuse_real_home_under_test, store_path, validate_profile
-from .model import Message, MessageState, Page, Role, Session, Usage
+from .model import Message, MessageLimits, MessageState, Page, Role, Session, Usage
 from .model import Lease
 from .store.aio import AsyncStore
 from .store.contract import Store
@@ -27,7 +27,7 @@ __all__ = [
     "MessageState", "Page", "Usage", "SessionDBError", "InvalidInput", "NotFound", "Conflict",
     "MessageConflict", "TitleConflict", "StoreBusy", "StoreClosed", "StorageError",
     "UnsupportedSQLite", "NotASessionStore", "Cause",
-    "Lease", "CompactionBusy", "LeaseLost", "CompressionClosed", "SessionTooLarge",
+    "Lease", "MessageLimits", "CompactionBusy", "LeaseLost", "CompressionClosed", "SessionTooLarge",
 ]
 
 
@@ -39,6 +39,7 @@ def open_store(
     durability: str = "full",
     patience: float = 30.0,
     vfs: str | None = None,
+    limits: MessageLimits = MessageLimits(),
 ) -> Store:
     """Open a profile's store (or the store file at `path`).
 
@@ -46,7 +47,8 @@ def open_store(
     `<home>/state.db`, profile NAME's is `<home>/profiles/NAME/state.db`. durability
     "full" (the default) makes every acknowledged write survive power loss; "normal"
     survives the process dying only. `patience` is how long a write waits for another
-    process's lock before StoreBusy.
+    process's lock before StoreBusy. `limits` bounds one message, for append and import
+    alike (MessageLimits: 16 MiB of content and 10,000 parts by default).
 
     `vfs` is a testing hook: the name of a registered SQLite VFS (an `apsw.VFS`) that
     every connection of the store goes through, so tests can inject I/O errors or record
@@ -64,6 +66,7 @@ def open_store(
         durability=durability,
         patience=patience,
         vfs=vfs,
+        limits=limits,
     )
 
 

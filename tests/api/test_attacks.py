@@ -203,3 +203,20 @@ def test_a_download_name_outside_ascii_is_given_as_rfc5987(api):
     disposition = response.headers["content-disposition"]
     assert "filename*=UTF-8''%E6%9D%B1%E4%BA%AC-2026.md" in disposition
     assert 'filename="__-2026.md"' in disposition
+
+
+# --- bad input ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("message", [{"role": "user", "content": "x", "timestamp": 1e308},
+                                     {"role": "user", "content": "x", "token_count": 10**26}])
+def test_huge_times_and_token_counts_are_422_not_stored(api, message):
+    s = new_session(api, f"bounds {sorted(message)}")
+    is_error(api.post(f"/api/sessions/{s['id']}/messages", json={"messages": [message]}), 422, "invalid_input")
+    assert api.get(f"/api/sessions/{s['id']}/messages").json()["items"] == []
+
+
+@pytest.mark.parametrize("session_id", ["  ", "../etc", "a\u0007b"])
+def test_a_hostile_session_id_is_refused_and_listing_still_works(api, session_id):
+    is_error(api.post("/api/sessions", json={"source": "cli", "session_id": session_id}), 422, "invalid_input")
+    assert api.get("/api/sessions").status_code == 200

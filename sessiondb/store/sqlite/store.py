@@ -21,7 +21,7 @@ from ... import home as homes
 from ...errors import DAMAGE_CAUSES, InvalidInput, StorageError, StoreClosed, StoreDamaged
 from ...model import (
     MaintenanceReport, Message, Page, Session, SpoolReport, Usage, check_label, check_metadata, check_timestamp, clean_title,
-    new_session_id, prepare_messages,
+    MessageLimits, check_count, check_session_id, new_session_id, prepare_messages,
 )
 from ..contract import MessageInput
 from ...safety import spool
@@ -54,8 +54,10 @@ class SQLiteStore:
         durability: str = "full",
         patience: float = DEFAULT_PATIENCE,
         vfs: str | None = None,
+        limits: MessageLimits = MessageLimits(),
     ) -> None:
         check_sqlite_version(apsw.sqlite_lib_version())
+        self._limits = limits
         self._durability = check_durability(durability)
         if not (isinstance(patience, (int, float)) and patience >= 0):
             raise InvalidInput("patience must be a non-negative number of seconds")
@@ -140,7 +142,7 @@ class SQLiteStore:
         if parent_relation is not None and parent_session_id is None:
             raise InvalidInput("parent_relation needs a parent_session_id")
         values = {
-            "id": check_label(session_id, "session_id") or new_session_id(now),
+            "id": new_session_id(now) if session_id is None else check_session_id(session_id),
             "source": check_label(source, "source", required=True),
             "profile": homes.validate_profile(profile) if profile is not None else self._profile,
             "session_key": check_label(session_key, "session_key"),
@@ -220,7 +222,7 @@ class SQLiteStore:
     # --- messages ----------------------------------------------------------------------
 
     def append(self, session_id: str, messages: MessageInput | Iterable[MessageInput]) -> list[Message]:
-        batch = prepare_messages(messages)
+        batch = prepare_messages(messages, self._limits)
         session_id = _sid(session_id)
         try:
             return self._write(partial(lineage_rows.append, session_id=session_id, batch=batch, now=time.time()))
@@ -347,7 +349,7 @@ class SQLiteStore:
         lease = _lease(lease)
         if mode not in compaction.MODES:
             raise InvalidInput(f"mode must be 'in_place' or 'rotate', not {mode!r}")
-        batch = prepare_messages(summary_messages)
+        batch = prepare_messages(summary_messages, self._limits)
         return self._write(partial(compaction.commit, lease=lease, batch=batch, mode=mode, now=time.time()))
 
     def compaction_lease(self, session_id: str) -> Lease | None:
@@ -398,11 +400,11 @@ class SQLiteStore:
             check_label(task, "task") or "",
         )
         amounts: dict[str, float] = {
-            "input_tokens": _count(input_tokens, "input_tokens"),
-            "output_tokens": _count(output_tokens, "output_tokens"),
-            "cache_read_tokens": _count(cache_read_tokens, "cache_read_tokens"),
-            "cache_write_tokens": _count(cache_write_tokens, "cache_write_tokens"),
-            "reasoning_tokens": _count(reasoning_tokens, "reasoning_tokens"),
+            "input_tokens": check_count(input_tokens, "input_tokens"),
+            "output_tokens": check_count(output_tokens, "output_tokens"),
+            "cache_read_tokens": check_count(cache_read_tokens, "cache_read_tokens"),
+            "cache_write_tokens": check_count(cache_write_tokens, "cache_write_tokens"),
+            "reasoning_tokens": check_count(reasoning_tokens, "reasoning_tokens"),
             "cost_usd": _cost(cost_usd),
         }
         self._write(partial(usage.record, session_id=_sid(session_id), key=key, amounts=amounts))
@@ -524,7 +526,7 @@ class SQLiteStore:
         links: list[tuple[str, str]] = []
         imported: set[str] = set()
         try:
-            for group in transfer.read_groups(records, tables):
+            for group in transfer.read_groups(records, tables, self._limits):
                 outcome = self._write(partial(transfer.write_group, group=group, dry_run=dry_run))
                 imported.add(group.id)
                 report.sessions_created += outcome.created
