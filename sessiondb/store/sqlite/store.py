@@ -237,7 +237,10 @@ class SQLiteStore:
 
     def backup(self, destination: str | Path) -> int:
         """Write a consistent copy of the store to a new file while writers run; returns its size."""
-        target = Path(os.path.realpath(os.path.expanduser(os.fspath(destination))))
+        given = os.path.expanduser(os.fspath(destination))
+        if os.path.lexists(given):  # a symlink too: a backup never goes where a planted link points
+            raise InvalidInput(f"{given} already exists; choose a new file for the backup")
+        target = Path(os.path.realpath(given))
         if target == self._path:
             raise InvalidInput("the backup must go to a new file, not the store itself")
         self._check_open()
