@@ -5,6 +5,8 @@ bodies, sockets that connect and send nothing, and the token. Each against a rea
 
 from __future__ import annotations
 
+import http.client
+import json
 import socket
 import time
 
@@ -152,15 +154,35 @@ def test_idle_sockets_past_the_connection_cap_are_closed_and_health_answers(tmp_
         stop(server)
 
 
-def test_a_connection_that_finished_its_headers_is_served_past_the_header_timeout(tmp_path):
+def exchange(server, request: bytes, *, then: bytes = b"", pause: float = 0.0) -> tuple[int, bytes]:
+    """Send `request`, wait `pause` seconds, send `then`; the response's status and body."""
+    with socket.create_connection(("127.0.0.1", port_of(server)), timeout=30) as sock:
+        sock.sendall(request)
+        time.sleep(pause)
+        if then:
+            sock.sendall(then)
+        response = http.client.HTTPResponse(sock)
+        response.begin()
+        return response.status, response.read()
+
+
+def test_a_request_whose_headers_arrived_is_not_cut_off_by_the_header_timeout(tmp_path):
     server = start(tmp_path / "home", "--header-timeout", "1")
     try:
-        with server.client() as api:
-            s = new_session(api, "keep-alive")
-            time.sleep(1.5)  # the header deadline applies to each request's headers, not to the connection's life
-            assert api.get(f"/api/sessions/{s['id']}").status_code == 200
+        body = b'{"source": "cli", "title": "slow body"}'
+        head = (f"POST /api/sessions HTTP/1.1\r\nHost: 127.0.0.1:{port_of(server)}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n")
+        status, _ = exchange(server, head.encode(), then=body, pause=2)  # the body comes after the header deadline
+        assert status == 201
     finally:
         stop(server)
+
+
+def test_a_declared_length_over_the_limit_is_refused_without_reading_the_body(guarded):
+    head = (f"POST /api/sessions HTTP/1.1\r\nHost: 127.0.0.1:{port_of(guarded)}\r\nAuthorization: Bearer t0ken\r\n"
+            "Content-Type: application/json\r\nContent-Length: 100000000\r\n\r\n{")
+    status, body = exchange(guarded, head.encode())  # the 100 MB never come: only a refusal unread can answer
+    assert status == 413 and json.loads(body)["code"] == "too_large"
 
 
 # --- headers and the token ------------------------------------------------------------------
