@@ -242,3 +242,9 @@ def test_huge_times_and_token_counts_are_422_not_stored(api, message):
 def test_a_hostile_session_id_is_refused_and_listing_still_works(api, session_id):
     is_error(api.post("/api/sessions", json={"source": "cli", "session_id": session_id}), 422, "invalid_input")
     assert api.get("/api/sessions").status_code == 200
+
+
+def test_a_foreign_host_is_refused_even_with_the_right_token(guarded):
+    with guarded.client() as api:
+        is_error(api.get("/api/sessions", headers={"Host": f"evil.example:{port_of(guarded)}"}), 421)
+        assert api.get("/api/sessions").status_code == 200
