@@ -39,6 +39,12 @@ class MessageLimits:
     max_content_bytes: int = 16 * 1024 * 1024
     max_parts: int = 10_000
 
+    def __post_init__(self) -> None:
+        for name in ("max_content_bytes", "max_parts"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidInput(f"MessageLimits.{name} must be a positive integer, not {value!r}")
+
 
 class Role(str, Enum):
     SYSTEM = "system"
@@ -405,7 +411,7 @@ def check_stored_time(value: Any, what: str) -> float | None:
 
 
 def check_count(value: Any, what: str) -> int:
-    """A counter to store (tokens, limits): a non-negative integer up to MAX_COUNT."""
+    """A counter to store (a message's or a usage row's tokens): a non-negative integer up to MAX_COUNT."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
         raise InvalidInput(f"{what} must be an integer from 0 to {MAX_COUNT:,}, not {value!r}")
     return value

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from playwright.sync_api import expect
 
 from .conftest import seed, start, stop
 
@@ -86,7 +87,8 @@ def test_search_open_pin_and_the_session_moves_to_the_top(browser, served, tmp_p
     page.click("[data-testid=pin]")
     page.wait_for_selector("[data-testid=pinned] li:has-text('Trip to Kyoto')")
     assert "Trip to Kyoto" in page.locator("#lists li").first.inner_text()
-    assert page.locator("[data-testid=pin]").inner_text() == "Unpin"
+    # The header is redrawn after the sidebar (update() awaits both): wait for it, never read it at once.
+    expect(page.locator("[data-testid=pin]")).to_have_text("Unpin")
 
     assert not page.locator("[data-testid=older]").is_visible()  # 4 messages: nothing older
     page.screenshot(path=str(tmp_path / "dashboard-session.png"), full_page=True)

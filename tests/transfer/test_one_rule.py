@@ -141,6 +141,8 @@ def test_the_message_limits_hold_for_append_and_import_alike(tmp_path):
         with pytest.raises(InvalidInput, match="line 3: the message: content is 120 bytes"):
             tight.import_records(lines)
         assert tight.transcript(t.id) == [] and [x.id for x in tight.list_sessions().items] == [t.id]
+    with pytest.raises(InvalidInput, match="max_parts must be a positive integer"):
+        MessageLimits(max_parts=0)
 
 
 def test_a_many_parted_message_is_searched_by_text_derived_in_one_pass(tmp_path):
