@@ -20,9 +20,9 @@ from .. import home as homes
 from .. import query as search_query
 from ..errors import DAMAGE_CAUSES, InvalidInput, SessionExists, SessionTooLarge, StorageError, StoreClosed, StoreDamaged
 from ..model import (
-    INTERNAL_NOTIFICATION, MAX_TITLE_LENGTH, Lease, Message, Page, Role, SearchHit, Session, SpoolReport,
-    StoreStats, Usage, VerifyReport, check_label, check_metadata, check_timestamp, check_unicode, clean_title,
-    new_session_id, prepare_messages,
+    INTERNAL_NOTIFICATION, MAX_TITLE_LENGTH, Lease, Message, MessageLimits, Page, Role, SearchHit, Session,
+    SpoolReport, StoreStats, Usage, VerifyReport, check_count, check_label, check_metadata, check_session_id,
+    check_timestamp, check_unicode, clean_title, new_session_id, prepare_messages,
 )
 from . import arguments as arg
 from . import commands as cmd
@@ -40,9 +40,11 @@ _MODES = ("in_place", "rotate")
 class CheckedStore(Transfer):
     """A handle on one profile's store, over the backend that holds it."""
 
-    def __init__(self, backend: Backend, *, profile: str | None, clock: Callable[[], float] | None = None) -> None:
+    def __init__(self, backend: Backend, *, profile: str | None, clock: Callable[[], float] | None = None,
+                 limits: MessageLimits = MessageLimits()) -> None:
         self.backend = backend  # the backend's own handle, for backend-specific tools and tests
         self._profile = profile
+        self._limits = limits
         if clock is not None and not callable(clock):
             raise InvalidInput("clock must be a callable returning seconds since the epoch")
         # Every time this handle stamps or judges (starts, ends, arrivals, leases) comes from
@@ -105,7 +107,7 @@ class CheckedStore(Transfer):
         now = self._clock()
         if parent_relation is not None and parent_session_id is None:
             raise InvalidInput("parent_relation needs a parent_session_id")
-        given = check_label(session_id, "session_id")
+        given = None if session_id is None else check_session_id(session_id)
         command = cmd.CreateSession(
             id=given or new_session_id(now),
             source=check_label(source, "source", required=True),
@@ -199,7 +201,7 @@ class CheckedStore(Transfer):
     # --- messages ----------------------------------------------------------------------
 
     def append(self, session_id: str, messages: MessageInput | Iterable[MessageInput]) -> list[Message]:
-        command = cmd.Append(arg.session_id(session_id), tuple(prepare_messages(messages)), self._clock())
+        command = cmd.Append(arg.session_id(session_id), tuple(prepare_messages(messages, self._limits)), self._clock())
         try:
             return self._open().append(command)
         except StorageError as exc:
@@ -259,7 +261,7 @@ class CheckedStore(Transfer):
         lease = arg.lease(lease)
         if mode not in _MODES:
             raise InvalidInput(f"mode must be 'in_place' or 'rotate', not {mode!r}")
-        batch = tuple(prepare_messages(summary_messages))
+        batch = tuple(prepare_messages(summary_messages, self._limits))
         return self._open().commit_compaction(cmd.CommitCompaction(lease, batch, mode, self._clock))
 
     def compaction_lease(self, session_id: str) -> Lease | None:
@@ -311,7 +313,7 @@ class CheckedStore(Transfer):
             "input_tokens": input_tokens, "output_tokens": output_tokens, "cache_read_tokens": cache_read_tokens,
             "cache_write_tokens": cache_write_tokens, "reasoning_tokens": reasoning_tokens,
         }
-        amounts: dict[str, float] = {name: arg.count(value, name) for name, value in tokens.items()}
+        amounts: dict[str, float] = {name: check_count(value, name) for name, value in tokens.items()}
         amounts["cost_usd"] = arg.cost(cost_usd)
         self._open().record_usage(cmd.RecordUsage(
             arg.session_id(session_id), check_label(model, "model", required=True),

@@ -161,8 +161,8 @@ def test_an_unknown_format_version_is_refused(source, target):
 
 
 @pytest.mark.parametrize("change, expected", [
-    (lambda r: r[2]["message"].update(role="robot"), "line 3: the message's role"),
-    (lambda r: r[2]["message"].update(state="lost"), "line 3: the message's state"),
+    (lambda r: r[2]["message"].update(role="robot"), "line 3: the message: role"),
+    (lambda r: r[2]["message"].update(state="lost"), "line 3: the message: state"),
     (lambda r: r[2]["message"].update(surprise=1), "line 3: unknown message field(s) 'surprise'"),
     (lambda r: r[1]["session"].update(pinned="yes"), "line 2: the session's 'pinned'"),
     (lambda r: r[1]["session"].update(metadata=[1]), "line 2: the session's 'metadata' must be an object"),
