@@ -37,7 +37,7 @@ def demo(ctx: CliContext) -> None:
 
     Safe to run again: every message has a stable uid, so nothing is duplicated.
     """
-    with ctx.open(profile=DEMO_PROFILE) as store:
+    with ctx.open(profile=DEMO_PROFILE, create=True) as store:
         for source, title, turns in CONVERSATIONS:
             existing = [s for s in store.list_sessions(source=source, limit=100).items if s.title == title]
             session = existing[0] if existing else store.create_session(source, title=title)

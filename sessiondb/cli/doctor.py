@@ -9,25 +9,25 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 
 import click
 
-from ..errors import SessionDBError, StoreHeld
-from ..guidance import command_for
+from ..errors import SessionDBError, classify
+from ..guidance import command_for, error_code
 from ..home import refuse_real_home_under_test, resolve_home, store_path
 from ..safety import doctor as doctors
 from ..safety import recover as recovery
-from . import render
-from .context import CliContext
+from . import progress, render
+from .context import CliContext, CliError
 
 
 def _store(ctx: CliContext) -> tuple[Path, str]:
-    try:
+    ctx.require_profile()
+    with ctx.refusals():
         path = store_path(home=ctx.home, profile=ctx.profile)
         refuse_real_home_under_test(path)
-    except SessionDBError as exc:
-        raise click.ClickException(str(exc)) from None
     home = resolve_home(ctx.home)
     return path, command_for(ctx.profile, None if ctx.home is None else home)
 
@@ -80,19 +80,17 @@ def doctor(ctx: CliContext, fix: bool, deep: bool, as_json: bool) -> None:
     """Examine the store (and with --fix, repair what can be repaired in place)."""
     path, command = _store(ctx)
     try:
-        if fix:
-            report = doctors.repair(path, deep=deep, command=command)
-        else:
-            report = doctors.examine(path, deep=deep, command=command)
+        # The full integrity check can take minutes on a large store: show that it runs.
+        with progress.progress("checking integrity (--deep)") if deep else nullcontext():
+            if fix:
+                report = doctors.repair(path, deep=deep, command=command)
+            else:
+                report = doctors.examine(path, deep=deep, command=command)
     except SessionDBError as exc:  # refused (held, budget spent, no room for a backup): nothing changed
-        if as_json:
-            payload = {"store": str(path), "refused": str(exc),
-                       "damage": doctors.examine(path, command=command).damage}
-            if isinstance(exc, StoreHeld):
-                payload["holders"] = [str(h) for h in exc.holders]
-            click.echo(json.dumps(payload))
-            sys.exit(1)
-        raise click.ClickException(str(exc)) from None
+        error = ctx.error(exc, " ".join(str(exc).split()))
+        detail = error.detail if isinstance(error.detail, dict) else {}
+        error.detail = {"store": str(path), "damage": doctors.examine(path, command=command).damage, **detail}
+        raise error from None
     if as_json:
         click.echo(json.dumps(report.to_dict()))
     else:
@@ -111,9 +109,10 @@ def recover(source: str, output: str | None, inspect_only: bool, as_json: bool) 
     if output is None and not inspect_only:
         raise click.UsageError("say where the recovered store goes (--output NEW), or pass --inspect-only")
     try:
-        report = recovery.recover(source, output, inspect_only=inspect_only)
+        with progress.progress("reading what survives" if inspect_only else f"salvaging into {output}"):
+            report = recovery.recover(source, output, inspect_only=inspect_only)
     except SessionDBError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise CliError(" ".join(str(exc).split()), error_code(exc, classify(exc))) from None
     if as_json:
         click.echo(json.dumps(report.to_dict()))
     else:

@@ -170,7 +170,7 @@ def test_delete_asks_first(home):
 def test_failures_exit_1_with_one_line_and_usage_mistakes_exit_2(home):
     missing = run(home, "sessions", "show", "nope")
     assert missing.exit_code == 1 and len(missing.stderr.strip().splitlines()) == 1
-    assert "sessiondb sessions list" in missing.stderr
+    assert f"`sessiondb --home {home} sessions list`" in missing.stderr  # the hint names this store
     ambiguous = run(home, "sessions", "show", "2")
     assert ambiguous.exit_code == 1 and "give more of the id" in ambiguous.stderr
     for args in (["sessions", "show"], ["sessions", "list", "--limit", "0"], ["sessions", "list", "--since", "soon"],
