@@ -224,6 +224,27 @@ def stats(s: StoreStats) -> None:
     console().print(table)
 
 
+def usage(report: Any) -> None:
+    """A session's Usage or a profile's ProfileUsage: by model, and by day when it has days."""
+    out = console()
+    totals = getattr(report, "totals", report)
+    if not totals.calls:
+        out.print("no model calls recorded")
+        return
+    rows = getattr(report, "models", None) or report.rows
+    table = Table(show_edge=False, pad_edge=False)
+    for name in ("model", "provider", "calls", "input", "output", "cost"):
+        table.add_column(name, justify="left" if name in ("model", "provider") else "right", no_wrap=True)
+    for row in rows:
+        table.add_row(Text(row.model), Text(row.provider), f"{row.calls:,}", f"{row.input_tokens:,}",
+                      f"{row.output_tokens:,}", f"${row.cost_usd:,.4f}")
+    table.add_row("total", "", f"{totals.calls:,}", f"{totals.input_tokens:,}", f"{totals.output_tokens:,}",
+                  f"${totals.cost_usd:,.4f}", style="bold")
+    out.print(table)
+    for day in getattr(report, "days", []):
+        out.print(f"{day.day}  {day.input_tokens + day.output_tokens:>12,} tokens  ${day.cost_usd:,.4f}")
+
+
 def size(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":

@@ -18,6 +18,7 @@ import click
 
 from ..model import Message, Role, Session
 from ..store.contract import Store
+from ..usage import profile_usage
 from . import render
 from .context import CliContext
 
@@ -237,6 +238,25 @@ def delete(ctx: CliContext, ref: str, yes: bool, as_json: bool) -> None:
         render.emit_json({"deleted": session.id})
     else:
         click.echo(f"deleted {session.id}")
+
+
+@sessions.command()
+@click.argument("ref", metavar="[ID]", required=False)
+@click.option("--since", type=TIME, help="Without ID: only sessions last active at or after TIME.")
+@click.option("--until", type=TIME, help="Without ID: only sessions last active before TIME.")
+@json_option
+@click.pass_obj
+def usage(ctx: CliContext, ref: str | None, since: float | None, until: float | None, as_json: bool) -> None:
+    """Tokens and cost by model: of one session, or (without ID) of the whole profile, by day too."""
+    with ctx.open() as store:
+        if ref is None:
+            result = ctx.call(profile_usage, store, since=since, until=until)
+        else:
+            result = ctx.call(store.usage, resolve(ctx, store, ref).id)
+    if as_json:
+        render.emit_json(result.to_dict())
+    else:
+        render.usage(result)
 
 
 @sessions.command()

@@ -202,3 +202,12 @@ def test_the_installed_command_round_trips_in_real_processes(home, tmp_path):
     refused = subprocess.run([str(SESSIONDB), "--home", str(tmp_path / "home-empty"), "sessions", "import",
                               str(truncated)], env=env, capture_output=True, text=True, timeout=60)
     assert refused.returncode == 1 and refused.stderr.startswith("Error: line ")
+
+
+def test_usage_shows_a_session_or_the_whole_profile_by_model(home):
+    one = run(home, "sessions", "usage", "Trip to Kyoto")
+    assert one.exit_code == 0 and "m" in one.output and "$0.0100" in one.output
+    profile = json.loads(run(home, "sessions", "usage", "--json").output)
+    assert profile["sessions"] == 1 and profile["totals"]["input_tokens"] == 12
+    assert [m["model"] for m in profile["models"]] == ["m"] and len(profile["days"]) == 1
+    assert "no model calls recorded" in run(home, "sessions", "usage", "東京の天気").output
