@@ -8,6 +8,7 @@ salvages a damaged file into a new one and never touches the source.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from contextlib import nullcontext
 from pathlib import Path
@@ -32,8 +33,15 @@ def _store(ctx: CliContext) -> tuple[Path, str]:
     return path, command_for(ctx.profile, None if ctx.home is None else home)
 
 
+SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+
+
 def _render(report: doctors.Report) -> None:
     echo = click.echo
+    if report.problems:  # what a person needs first: what is wrong, and what to do
+        echo(f"problem      {SENTENCE_END.split(report.problems[0], maxsplit=1)[0]}")
+        if report.steps:
+            echo(f"first step   {report.steps[0]}")
     echo(f"store        {report.path}")
     if not report.exists:
         echo("             does not exist")

@@ -88,20 +88,19 @@ def test_show_pages_through_a_pager_on_a_terminal(home, monkeypatch):
     assert text.count("turn ") == 1200 and "Long talk" in text and len(paged) > 10  # a batch at a time
 
 
-def _import_on(home, export, stderr_is_a_terminal):
+def _on(args, stderr_is_a_terminal):
+    """Run sessiondb with `args`; return its status and what it wrote on stderr (a pty or a pipe)."""
     if not stderr_is_a_terminal:
-        done = subprocess.run(SESSIONDB + ["--home", str(home), "sessions", "import", str(export)],
-                              capture_output=True, text=True, timeout=120)
+        done = subprocess.run(SESSIONDB + args, capture_output=True, text=True, timeout=120)
         return done.returncode, done.stderr
     leader, follower = pty.openpty()
-    done = subprocess.run(SESSIONDB + ["--home", str(home), "sessions", "import", str(export)],
-                          stdout=subprocess.PIPE, stderr=follower, timeout=120)
+    done = subprocess.run(SESSIONDB + args, stdout=subprocess.PIPE, stderr=follower, timeout=120)
     os.close(follower)
     drawn = b""
     while True:
         try:
             chunk = os.read(leader, 65536)
-        except OSError:
+        except OSError:  # the pty is drained and closed
             break
         if not chunk:
             break
@@ -110,10 +109,31 @@ def _import_on(home, export, stderr_is_a_terminal):
     return done.returncode, drawn.decode(errors="replace")
 
 
-def test_import_draws_a_progress_bar_on_a_terminal_only(home, tmp_path):
+def test_long_commands_draw_progress_on_a_terminal_only(home, tmp_path):
     export = tmp_path / "work.jsonl"
-    assert run(home, "-p", "work", "sessions", "export", "-o", str(export)).exit_code == 0
-    status, drawn = _import_on(tmp_path / "a", export, stderr_is_a_terminal=True)
-    assert status == 0 and "importing" in drawn and "checking" in drawn
-    status, piped = _import_on(tmp_path / "b", export, stderr_is_a_terminal=False)
-    assert status == 0 and piped == ""
+    commands = [
+        (["--home", str(home), "-p", "work", "sessions", "export", "-o", str(export)], ["exporting to"]),
+        (["--home", str(tmp_path / "a"), "sessions", "import", str(export)], ["checking", "importing"]),
+        (["--home", str(home), "-p", "work", "doctor", "--deep"], ["checking integrity"]),
+        (["recover", "--source", str(home / "profiles" / "work" / "state.db"), "--inspect-only"], ["reading what survives"]),
+    ]
+    for args, drawn_words in commands:
+        status, drawn = _on(args, stderr_is_a_terminal=True)
+        assert status == 0 and all(w in drawn for w in drawn_words), (args, drawn)
+    export.unlink()
+    for args, _ in commands:
+        if "import" in args:
+            args[1] = str(tmp_path / "b")
+        status, piped = _on(args, stderr_is_a_terminal=False)
+        assert status == 0 and piped == "", (args, piped)
+
+
+def test_the_doctor_leads_with_the_problem_and_the_first_step(home):
+    report = run(home, "-p", "work", "doctor")
+    healthy_first = report.output.splitlines()[0]
+    assert report.exit_code == 0 and healthy_first.startswith("store")
+    empty = home / "nothing-here"
+    missing = run(empty, "doctor")
+    lines = missing.output.splitlines()
+    assert missing.exit_code == 1 and lines[0] == f"problem      {empty / 'state.db'} does not exist"
+    assert lines[1].startswith("first step   ") or lines[1].startswith("store")
