@@ -13,8 +13,7 @@ from .. import profiles as library
 from ..home import DEFAULT_PROFILE, profile_dir, resolve_home
 from . import render
 from .context import CliContext
-
-json_option = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+from .sessions import json_option
 
 
 @click.group()

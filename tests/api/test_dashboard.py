@@ -141,7 +141,7 @@ def demo(browser, served, width):
 def search(page, text: str) -> None:
     page.fill("[data-testid=search]", text)
     page.press("[data-testid=search]", "Enter")
-    page.wait_for_selector(f"[data-testid=hits-count]:not(:has-text('Searching'))", state="attached")
+    page.wait_for_selector("[data-testid=hits-count]:not(:has-text('Searching'))", state="attached")
 
 
 def in_viewport(locator) -> bool:

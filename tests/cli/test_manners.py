@@ -137,3 +137,14 @@ def test_the_doctor_leads_with_the_problem_and_the_first_step(home):
     lines = missing.output.splitlines()
     assert missing.exit_code == 1 and lines[0] == f"problem      {empty / 'state.db'} does not exist"
     assert lines[1].startswith("first step   ") or lines[1].startswith("store")
+
+
+def test_the_license_is_an_spdx_string_for_a_setuptools_that_reads_it():
+    # A TOML table here makes setuptools print a deprecation warning on every install;
+    # the string form needs setuptools 77 or newer.
+    import tomllib
+    from pathlib import Path
+
+    project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text(encoding="utf-8"))
+    assert project["project"]["license"] == "MIT"
+    assert "setuptools>=77" in project["build-system"]["requires"]
