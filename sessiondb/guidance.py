@@ -9,6 +9,7 @@ affected store's own, never the process's default (S-18).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,6 +119,14 @@ def command_for(profile: str | None, home: Path | None) -> str:
     if profile not in (None, DEFAULT_PROFILE):
         parts += ["-p", profile]
     return " ".join(parts)
+
+
+def error_code(exc: BaseException, cause: Cause) -> str:
+    """The stable name every face reports for an error: its cause (`locked`, `corrupt`...)
+    when it has one, else its kind (`not_found`, `store_held`...)."""
+    if cause is not Cause.UNKNOWN:
+        return cause.value
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", type(exc).__name__).lower()
 
 
 def home_of(db_path: Path, profile: str | None) -> Path:

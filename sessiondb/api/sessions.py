@@ -20,8 +20,9 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
 from .. import exports
-from ..errors import InvalidInput
+from ..errors import InvalidInput, NotFound
 from ..store.aio import AsyncStore
+from . import markdown
 from .stores import Stores
 
 router = APIRouter(tags=["sessions"])
@@ -189,22 +190,58 @@ async def transcript(
     include_compacted: bool = False,
     before: int | None = Query(None, ge=0, le=2**62, description="Only messages with a smaller id."),
     after: int | None = Query(None, ge=0, le=2**62, description="Only messages with a larger id."),
+    around: int | None = Query(None, ge=0, le=2**62, description=(
+        "The message with this id and the messages around it (`limit` in all, oldest first): "
+        "where a search hit takes you. Not with before, after or order.")),
+    html: bool = Query(False, description="Also give each message's text as sanitised HTML (`html`), "
+                                          "rendered from Markdown."),
 ) -> dict:
     """A page of the transcript (store.transcript). `next_before`/`next_after` page on;
     null when there is nothing more that way."""
     store = await store_for(request, profile)
+    if around is not None:
+        if before is not None or after is not None or order != "asc":
+            raise InvalidInput("around takes no before, after or order: it is a page of its own")
+        return await _around(store, session_id, around, limit, include_compacted, html)
     descending = order in ("desc", "latest")
     rows = await store.transcript(session_id, include_compacted=include_compacted, limit=limit, before=before,
                                   after=after, order="desc" if descending else "asc")
     full = len(rows) == limit
     if order == "latest":
         rows.reverse()
-    items = [row(m) for m in rows]
+    items = [message_row(m, html) for m in rows]
     if descending:
         oldest = min((m.id for m in rows), default=None)
         return JSONResponse({"items": items, "next_before": oldest if full else None, "next_after": None})
     newest = max((m.id for m in rows), default=None)
     return JSONResponse({"items": items, "next_after": newest if full else None, "next_before": None})
+
+
+async def _around(store: AsyncStore, session_id: str, target: int, limit: int, include_compacted: bool,
+                  html: bool) -> JSONResponse:
+    """The target and up to `limit - 1` neighbours, half before it, from the store's own
+    id paging: `before=target+1` newest first ends at the target, `after=target` follows it."""
+    older_wanted = (limit - 1) // 2 + 1  # with the target
+    upto = await store.transcript(session_id, include_compacted=include_compacted, limit=older_wanted,
+                                  before=target + 1, order="desc")
+    if not upto or upto[0].id != target:
+        raise NotFound(f"message {target} is not in session {session_id}"
+                       + ("" if include_compacted else " (or it was compacted: pass include_compacted=true)"))
+    newer = await store.transcript(session_id, include_compacted=include_compacted,
+                                   limit=limit - len(upto), after=target, order="asc") if limit > len(upto) else []
+    rows = upto[::-1] + newer
+    return JSONResponse({
+        "items": [message_row(m, html) for m in rows],
+        "next_before": rows[0].id if len(upto) == older_wanted else None,
+        "next_after": rows[-1].id if len(newer) == limit - len(upto) else None,
+    })
+
+
+def message_row(message: Any, html: bool) -> dict[str, Any]:
+    fields = row(message)
+    if html:
+        fields["html"] = "" if message.role == "tool" else markdown.to_html(message.text)
+    return fields
 
 
 STORED = ("id", "uid", "seq", "state")  # what an append answers of each row: its identity, not its content
