@@ -1,0 +1,49 @@
+"""The OpenAI Agents SDK's `SQLiteSession` database, as it keeps it.
+
+`agent_sessions` holds one row per session id and `agent_messages` one row per item
+(`session_id`, `message_data`: the item as JSON in the Responses format, see
+responses.py, `created_at`). The tables may be renamed by the application, so a table
+with these columns is found by its columns. The SDK keeps no file by default (its
+sessions live in memory unless given a `db_path`), so PATH is required. An item keeps
+its own id when it has one (`msg_...`, `fc_...`), else a fingerprint of its session,
+position and content.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+import apsw
+
+from . import databases, responses
+from .core import Conversation, Entry, Event, Malformed, session_id, timestamp, uid
+
+NAME = "openai-agents"
+
+
+def default_path(home: Path) -> None:
+    return None  # no default: SQLiteSession keeps its items in memory unless given a file
+
+
+def read(root: Path, cursor: dict[str, Any], *, final: bool) -> Iterator[Event]:
+    return databases.follow([root], cursor, _read)
+
+
+def _read(path: Path, conn: apsw.Connection, state: dict[str, Any]) -> Iterator[Event]:
+    table = databases.table_with(conn, "agent_messages", {"session_id", "message_data"})
+    if table is None:
+        yield Malformed(str(path), None, "no SQLiteSession table (session_id, message_data) in this database")
+        return
+    names: dict[str, str] = {}
+
+    def convert(session: Any, position: int, item: Any, row: dict[str, Any]) -> Iterator[Event]:
+        conv = Conversation(session_id(NAME, session), NAME, {"tool": NAME, "original_id": session, "table": table})
+        message = responses.message(item, names) if isinstance(item, dict) else None
+        if message is None:
+            return
+        message["uid"] = uid(item.get("id"), conv.id, position, item)
+        message["timestamp"] = timestamp(row.get("created_at"))
+        yield Entry(conv, message, f"{path}:{row['_row']}")
+
+    yield from databases.json_items(path, conn, state, table, "message_data", convert)
