@@ -8,6 +8,7 @@ from .context import CliContext
 from .demo import demo
 from .doctor import doctor, recover
 from .gateway import gateway
+from .importing import import_history
 from .serve import serve
 from .sessions import sessions
 from . import maintenance, transfer as _transfer  # noqa: F401 - transfer adds export and import to `sessions`
@@ -27,6 +28,7 @@ main.add_command(demo)
 main.add_command(doctor)
 main.add_command(recover)
 main.add_command(gateway)
+main.add_command(import_history)
 main.add_command(maintenance.backup)
 main.add_command(serve)
 main.add_command(sessions)
