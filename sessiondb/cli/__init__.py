@@ -9,6 +9,7 @@ from .demo import demo
 from .doctor import doctor, recover
 from .gateway import gateway
 from .importing import import_history
+from .recall import mcp
 from .serve import serve
 from .sessions import sessions
 from . import maintenance, transfer as _transfer  # noqa: F401 - transfer adds export and import to `sessions`
@@ -29,6 +30,7 @@ main.add_command(doctor)
 main.add_command(recover)
 main.add_command(gateway)
 main.add_command(import_history)
+main.add_command(mcp)
 main.add_command(maintenance.backup)
 main.add_command(serve)
 main.add_command(sessions)
