@@ -42,3 +42,16 @@ def test_a_source_without_a_default_needs_its_path_and_an_unknown_source_is_a_us
     assert unknown.exit_code == 2 and "cursor" in unknown.output
     nothing = run("import", "--from", "codex")
     assert nothing.exit_code == 1 and "no codex history at" in nothing.output
+
+
+def test_sessions_search_filters_and_shows_by_the_tool_a_session_came_from(home):
+    histories.claude_code(home)
+    histories.codex(home)
+    assert run("import", "--from", "claude-code").exit_code == 0
+    assert run("import", "--from", "codex").exit_code == 0
+    both = json.loads(run("sessions", "search", "invoice OR upload", "--json").output)
+    codex = json.loads(run("sessions", "search", "invoice OR upload", "--source", "codex", "--json").output)
+    shown = run("sessions", "search", "invoice OR upload", "--source", "claude-code").output
+    assert {h["session_source"] for h in both} == {"claude-code", "codex"}
+    assert codex and {h["session_source"] for h in codex} == {"codex"}
+    assert "claude-code · user" in shown and "codex ·" not in shown

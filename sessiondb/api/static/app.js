@@ -109,9 +109,25 @@ function sessionItem(s) {
   return li;
 }
 
+// The source filter offers the tools sessiondb imports from, and every other source seen.
+const TOOLS = ["claude-code", "codex", "llm", "hermes", "openai-agents", "langchain"];
+
+function noteSources(items) {
+  const select = $("source");
+  const known = new Set(Array.from(select.options, (o) => o.value));
+  for (const name of [...TOOLS, ...items.map((s) => s.source)]) {
+    if (!known.has(name)) { select.append(el("option", { value: name, text: name })); known.add(name); }
+  }
+}
+
+function sourceParam() {
+  return $("source").value ? { source: $("source").value } : {};
+}
+
 function listParams(extra) {
   return query(Object.assign({
     profile: state.profile,
+    ...sourceParam(),
     include_archived: $("show-archived").checked,
     include_hidden: $("show-hidden").checked,
   }, extra));
@@ -124,6 +140,7 @@ async function loadSessions() {
     api("/api/sessions?" + listParams({ pinned: true, limit: 1000 })),
     api("/api/sessions?" + listParams({ pinned: false, limit: PAGE })),
   ]);
+  noteSources([...pinned.items, ...recent.items]);
   $("pinned").replaceChildren(...pinned.items.map(sessionItem));
   $("recent").replaceChildren(...recent.items.map(sessionItem));
   state.cursor = recent.cursor;
@@ -147,14 +164,14 @@ async function loadMore() {
 
 async function search(text) {
   if (!text.trim()) return loadSessions();
-  const { items } = await api("/api/search?" + query({ profile: state.profile, q: text, limit: 50 }));
+  const { items } = await api("/api/search?" + query({ profile: state.profile, q: text, limit: 50, ...sourceParam() }));
   const results = $("results");
   const nodes = items.map((hit) => {
     const snippet = el("div", { class: "snippet" });
     snippet.innerHTML = highlighted(hit.snippet);  // escaped; only <mark> survives
     return el("div", { class: "hit", "data-testid": "hit", onclick: () => openSession(hit.session_id, hit.message_id) },
       el("div", { class: "title", text: hit.session_title || "Untitled session" }),
-      el("div", { class: "meta", text: `${hit.role} · ${when(hit.timestamp)}${hit.compacted ? " · compacted" : ""}` }),
+      el("div", { class: "meta", text: `${hit.session_source} · ${hit.role} · ${when(hit.timestamp)}${hit.compacted ? " · compacted" : ""}` }),
       snippet);
   });
   results.replaceChildren(el("h2", { class: "section-title", text: `${items.length} match${items.length === 1 ? "" : "es"}` }), ...nodes);
@@ -355,6 +372,7 @@ async function start() {
     timer = setTimeout(() => search($("search").value).catch(() => {}), 250);
   });
   for (const id of ["show-archived", "show-hidden"]) $(id).addEventListener("change", () => loadSessions());
+  $("source").addEventListener("change", () => search($("search").value).catch((err) => showError($("results"), err)));
   $("more").addEventListener("click", loadMore);
   $("health").addEventListener("click", openDoctor);
   // Infinite scroll: load the next page as the sidebar's end comes into view.
