@@ -94,18 +94,23 @@ def table_with(conn: apsw.Connection, preferred: str, needed: set[str]) -> str |
     return fits[0] if len(fits) == 1 else None
 
 
-def json_items(path: Path, conn: apsw.Connection, state: dict[str, Any], table: str, column: str,
+def json_items(path: Path, conn: apsw.Connection, state: dict[str, Any], table: str, column: str, kind: str,
                convert: Callable[[Any, int, Any, dict[str, Any]], Iterator[Event]]) -> Iterator[Event]:
     """A table of JSON items, one per row, grouped by `session_id` (the OpenAI Agents SDK's
-    and LangChain's session tables): `convert(session, position, item, row)` gives each
-    item's events (`row` is the whole row); a row that is not JSON is reported and skipped."""
-    for session in changed(conn, table, "session_id", state):
+    and LangChain's session tables, `kind` in reports): `convert(session, position, item,
+    row)` gives each item's events; a row that is not JSON is reported and skipped. The
+    table is `table`, else the one table with these columns (applications may rename it)."""
+    found = table_with(conn, table, {"session_id", column})
+    if found is None:
+        yield Malformed(str(path), None, f"no {kind} table (session_id, {column}) in this database")
+        return
+    for session in changed(conn, found, "session_id", state):
         position = 0
-        for row in rows(conn, f'SELECT rowid AS _row, * FROM "{table}" WHERE session_id IS ? ORDER BY rowid', (session,)):
+        for row in rows(conn, f'SELECT rowid AS _row, * FROM "{found}" WHERE session_id IS ? ORDER BY rowid', (session,)):
             try:
                 item = json.loads(row[column])
             except (TypeError, ValueError) as exc:
-                yield Malformed(str(path), row["_row"], f"{table} row {row['_row']}: {column} is not JSON ({exc})")
+                yield Malformed(str(path), row["_row"], f"{found} row {row['_row']}: {column} is not JSON ({exc})")
                 continue
             yield from convert(session, position, item, row)
             position += 1

@@ -3,8 +3,8 @@
 One row per message (`id`, `session_id`, `message`: the message as `message_to_dict`
 writes it, `{"type": "human" | "ai" | "system" | "tool" | ..., "data": {...}}`). An AI
 message's `tool_calls` pair with tool messages by `tool_call_id`; its `usage_metadata`
-and `response_metadata` give tokens and model. The table may be renamed
-(`table_name=`), so a table with these columns is found by its columns. There is no
+and `response_metadata` give tokens and model. A renamed table (`table_name=`) is
+found by its columns. There is no
 default file (the application chooses its connection string), so PATH is required.
 A message keeps its `id` when it has one, else a fingerprint of its session, position
 and content.
@@ -34,24 +34,18 @@ def read(root: Path, cursor: dict[str, Any], *, final: bool) -> Iterator[Event]:
 
 
 def _read(path: Path, conn: apsw.Connection, state: dict[str, Any]) -> Iterator[Event]:
-    table = databases.table_with(conn, "message_store", {"session_id", "message"})
-    if table is None:
-        yield Malformed(str(path), None, "no SQLChatMessageHistory table (session_id, message) in this database")
-        return
-
     def convert(session: Any, position: int, item: Any, row: dict[str, Any]) -> Iterator[Event]:
-        where = f"{path}:{row['_row']}"
         data = item.get("data") if isinstance(item, dict) else None
         role = ROLES.get(str(item.get("type"))) if isinstance(item, dict) else None
         if role is None and isinstance(data, dict) and item.get("type") == "chat":
             role = data.get("role") if data.get("role") in ("system", "user", "assistant", "tool") else "user"
         if role is None or not isinstance(data, dict):
-            yield Malformed(str(path), row["_row"], f"{table} row {row['_row']}: not a LangChain message")
+            yield Malformed(str(path), row["_row"], f"row {row['_row']}: not a LangChain message")
             return
-        conv = Conversation(session_id(NAME, session), NAME, {"tool": NAME, "original_id": session, "table": table})
-        yield Entry(conv, _message(conv, position, item, data, role), where, _usage(data))
+        conv = Conversation(session_id(NAME, session), NAME, {"tool": NAME, "original_id": session})
+        yield Entry(conv, _message(conv, position, item, data, role), f"{path}:{row['_row']}", _usage(data))
 
-    yield from databases.json_items(path, conn, state, table, "message", convert)
+    yield from databases.json_items(path, conn, state, "message_store", "message", "SQLChatMessageHistory", convert)
 
 
 def _message(conv: Conversation, position: int, item: dict[str, Any], data: dict[str, Any], role: str) -> dict[str, Any]:

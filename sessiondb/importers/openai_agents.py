@@ -2,8 +2,7 @@
 
 `agent_sessions` holds one row per session id and `agent_messages` one row per item
 (`session_id`, `message_data`: the item as JSON in the Responses format, see
-responses.py, `created_at`). The tables may be renamed by the application, so a table
-with these columns is found by its columns. The SDK keeps no file by default (its
+responses.py, `created_at`); a renamed table is found by its columns. The SDK keeps no file by default (its
 sessions live in memory unless given a `db_path`), so PATH is required. An item keeps
 its own id when it has one (`msg_...`, `fc_...`), else a fingerprint of its session,
 position and content.
@@ -17,7 +16,7 @@ from typing import Any, Iterator
 import apsw
 
 from . import databases, responses
-from .core import Conversation, Entry, Event, Malformed, session_id, timestamp, uid
+from .core import Conversation, Entry, Event, session_id, timestamp, uid
 
 NAME = "openai-agents"
 
@@ -31,19 +30,15 @@ def read(root: Path, cursor: dict[str, Any], *, final: bool) -> Iterator[Event]:
 
 
 def _read(path: Path, conn: apsw.Connection, state: dict[str, Any]) -> Iterator[Event]:
-    table = databases.table_with(conn, "agent_messages", {"session_id", "message_data"})
-    if table is None:
-        yield Malformed(str(path), None, "no SQLiteSession table (session_id, message_data) in this database")
-        return
-    names: dict[str, str] = {}
+    names: dict[str, str] = {}  # call id -> tool name, to name the outputs
 
     def convert(session: Any, position: int, item: Any, row: dict[str, Any]) -> Iterator[Event]:
-        conv = Conversation(session_id(NAME, session), NAME, {"tool": NAME, "original_id": session, "table": table})
         message = responses.message(item, names) if isinstance(item, dict) else None
         if message is None:
             return
+        conv = Conversation(session_id(NAME, session), NAME, {"tool": NAME, "original_id": session})
         message["uid"] = uid(item.get("id"), conv.id, position, item)
         message["timestamp"] = timestamp(row.get("created_at"))
         yield Entry(conv, message, f"{path}:{row['_row']}")
 
-    yield from databases.json_items(path, conn, state, table, "message_data", convert)
+    yield from databases.json_items(path, conn, state, "agent_messages", "message_data", "SQLiteSession", convert)
