@@ -4,8 +4,8 @@ One row per message (`id`, `session_id`, `message`: the message as `message_to_d
 writes it, `{"type": "human" | "ai" | "system" | "tool" | ..., "data": {...}}`). An AI
 message's `tool_calls` pair with tool messages by `tool_call_id`; its `usage_metadata`
 and `response_metadata` give tokens and model. A renamed table (`table_name=`) is
-found by its columns. There is no
-default file (the application chooses its connection string), so PATH is required.
+found by its columns. There is no default file (the application chooses its connection
+string), so PATH is required.
 A message keeps its `id` when it has one, else a fingerprint of its session, position
 and content.
 """

@@ -4,8 +4,8 @@ The older schema logs one row per prompt in `responses` (prompt, system, respons
 model, token counts, grouped by `conversation_id`), with `tool_calls` made by a response
 and `tool_results` sent with the next one. The newer one keeps a content-addressed
 message store: `threads` (a conversation), `turns` (a model call: the thread, its model
-and tokens, and the message chain from `parent_message_hash` to `tip_message_hash`),
-`messages` linked by `parent_hash`, and their ordered `parts` (text, reasoning,
+and tokens, its prompt `parent_message_hash` and its response `tip_message_hash`),
+`messages` linked by `parent_hash` (a thread is the chain from its tip back to the root), and their ordered `parts` (text, reasoning,
 tool_call, tool_result; long text may be kept as `fragments`). A database written by both
 is read from both, and a response logged in both is taken from the newer tables once.
 
@@ -103,21 +103,27 @@ def _threads(path: Path, conn: apsw.Connection, state: dict[str, Any]) -> Iterat
         info = next(databases.rows(conn, "SELECT * FROM threads WHERE id = ?", (thread,)), {})
         metadata = {"tool": NAME, "original_id": thread, "title": info.get("name"), "forked_from": info.get("forked_from")}
         conv = Conversation(session_id(NAME, thread), NAME, metadata, title=info.get("name"))
-        for turn in databases.rows(conn, "SELECT rowid AS _row, * FROM turns WHERE thread_id IS ? ORDER BY rowid", (thread,)):
-            chain = _chain(conn, turn.get("tip_message_hash"), turn.get("parent_message_hash"))
-            stamp, where = timestamp(turn.get("datetime_utc")), f"{path}:{turn['_row']}"
-            entries = [m for message in chain for m in _parts(conn, message, stamp)]
-            for i, message in enumerate(entries):
-                last = i == len(entries) - 1 and message["role"] == "assistant"
-                yield Entry(conv, message, where, _usage(turn) if last else None)
+        # A turn's chain ends at its response (tip) and starts after its prompt (parent): the
+        # usage and time of a model call belong to the response.
+        turns = {t["tip_message_hash"]: t for t in databases.rows(
+            conn, "SELECT rowid AS _row, * FROM turns WHERE thread_id IS ? ORDER BY rowid", (thread,))}
+        stamp = timestamp(info.get("datetime_utc"))
+        for message in _chain(conn, info.get("tip_message_hash") or next(reversed(turns), None)):
+            turn = turns.get(message["hash"])
+            if turn is not None:
+                stamp = timestamp(turn.get("datetime_utc")) or stamp
+            entries = list(_parts(conn, message, stamp))
+            for i, entry in enumerate(entries):
+                last = turn is not None and i == len(entries) - 1
+                yield Entry(conv, entry, f"{path}:{message['_row']}", _usage(turn) if last else None)
 
 
-def _chain(conn: apsw.Connection, tip: str | None, stop: str | None) -> list[dict[str, Any]]:
-    """The turn's messages, oldest first: from its tip back to (not including) its parent."""
+def _chain(conn: apsw.Connection, tip: str | None) -> list[dict[str, Any]]:
+    """The thread's messages, oldest first: from its tip back through each parent."""
     chain, at, seen = [], tip, set()
-    while at and at != stop and at not in seen:
+    while at and at not in seen:
         seen.add(at)
-        message = next(databases.rows(conn, "SELECT * FROM messages WHERE hash = ?", (at,)), None)
+        message = next(databases.rows(conn, "SELECT rowid AS _row, * FROM messages WHERE hash = ?", (at,)), None)
         if message is None:
             break
         chain.append(message)

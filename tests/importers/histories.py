@@ -214,8 +214,9 @@ def llm(home: Path) -> Written:
                   (4, "m4", 0, "reasoning", None, "Evening spots near the castle.", None),
                   (5, "m4", 1, "text", None, "Dotonbori for dinner.", None)],
         "threads": [("01jthread", "Osaka day", "m4", None, t.format(3))],
-        "turns": [("01jturn1", "01jthread", None, "m2", "gpt-4.1", None, "{}", None, 10, 5, None, 500, t.format(3), None),
-                  ("01jturn2", "01jthread", "m2", "m4", "gpt-4.1", None, "{}", None, 30, 12, None, 600, t.format(4), None)],
+        # a turn's parent is its prompt, its tip its response
+        "turns": [("01jturn1", "01jthread", "m1", "m2", "gpt-4.1", None, "{}", None, 10, 5, None, 500, t.format(3), None),
+                  ("01jturn2", "01jthread", "m3", "m4", "gpt-4.1", None, "{}", None, 30, 12, None, 600, t.format(4), None)],
     })
     # older: system, user, assistant call; tool result, assistant; newer: user, assistant, user, assistant
     return Written(path, sessions=2, messages=9)
