@@ -23,7 +23,8 @@ from .core import (
 from .files import files_under, follow
 
 NAME = "claude-code"
-PATTERNS = ("*/*.jsonl", "*/*/subagents/*.jsonl")
+#: Under the projects directory, or under one project's directory.
+PATTERNS = ("*/*.jsonl", "*/*/subagents/*.jsonl", "*.jsonl", "*/subagents/*.jsonl")
 
 
 def default_path(home: Path) -> Path:

@@ -177,3 +177,12 @@ def test_a_file_that_is_not_the_tool_s_database_is_reported_not_fatal(home):
     with sessiondb.open_store() as store:
         report = import_from(store, "langchain", bogus)
     assert report.messages == 0 and len(report.malformed) == 1 and report.malformed[0]["file"] == str(bogus)
+
+
+def test_a_claude_code_path_may_be_one_project_or_one_file(home):
+    written = histories.claude_code(home)
+    project = next(written.path.iterdir())
+    with sessiondb.open_store(home=home / "a") as store:
+        assert import_from(store, "claude-code", project).messages == written.messages
+    with sessiondb.open_store(home=home / "b") as store:
+        assert import_from(store, "claude-code", project / f"{histories.SESSION}.jsonl").messages == 7
