@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
+import subprocess
+import sys
+from pathlib import Path
 
 from click.testing import CliRunner
 
@@ -10,6 +15,7 @@ import histories
 import sessiondb
 from sessiondb.cli import main
 
+SESSIONDB = Path(sys.executable).with_name("sessiondb")
 
 def run(*args: str):
     return CliRunner().invoke(main, list(args), catch_exceptions=False)
@@ -55,3 +61,26 @@ def test_sessions_search_filters_and_shows_by_the_tool_a_session_came_from(home)
     assert {h["session_source"] for h in both} == {"claude-code", "codex"}
     assert codex and {h["session_source"] for h in codex} == {"codex"}
     assert "claude-code · user" in shown and "codex ·" not in shown
+
+
+def test_on_a_terminal_a_progress_line_counts_what_is_stored(home, isolated_home):
+    histories.claude_code(home)
+    leader, follower = pty.openpty()
+    env = dict(os.environ, HOME=str(home), SESSIONDB_HOME=str(isolated_home), TERM="xterm", COLUMNS="120")
+    env.pop("NO_COLOR", None)
+    result = subprocess.run([str(SESSIONDB), "import", "--from", "claude-code"], env=env, stdout=subprocess.PIPE,
+                            stderr=follower, timeout=120)
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the terminal's other end is closed: all was read
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(leader)
+    assert result.returncode == 0
+    assert b"new message(s)" in seen  # drawn on the terminal, not printed into stdout
+    assert b"new message(s)" not in result.stdout
