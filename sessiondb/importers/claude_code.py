@@ -39,7 +39,7 @@ def parse(path: Path, records: Iterable[tuple[int, dict[str, Any]]], state: dict
     names: dict[str, str] = {}  # tool_use id -> tool name, to name the results
     for line, rec in records:
         kind = rec.get("type")
-        where = f"{path}:{line}"
+        where = (str(path), line)
         if kind == "summary" and isinstance(rec.get("summary"), str):
             state["title"] = rec["summary"].strip()[:100] or None
             if state.get("main"):

@@ -60,12 +60,12 @@ def parse(path: Path, records: Iterable[tuple[int, dict[str, Any]]], state: dict
             if message["role"] == "user" and str(message.get("content") or "").lstrip().startswith(_CONTEXT):
                 message["display_kind"] = "context"
             message |= {"uid": fingerprint(conv.id, line, message), "timestamp": stamp}
-            yield Entry(conv, message, f"{path}:{line}")
+            yield Entry(conv, message, (str(path), line))
         elif kind == "compacted" and isinstance(payload.get("message"), str):
             conv = _conversation(path, state)
             yield Entry(conv, {"uid": fingerprint(conv.id, line, "compacted"), "role": "system",
                                "content": payload["message"], "display_kind": "compaction_summary",
-                               "timestamp": stamp}, f"{path}:{line}")
+                               "timestamp": stamp}, (str(path), line))
         elif kind == "event_msg" and payload.get("type") == "token_count":
             info = payload.get("info") if isinstance(payload.get("info"), dict) else {}
             total = info.get("total_token_usage")

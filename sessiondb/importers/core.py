@@ -41,11 +41,12 @@ class Conversation:
 
 @dataclass
 class Entry:
-    """One message for `conversation`, in Store.append's input shape; `where` names its origin."""
+    """One message for `conversation`, in Store.append's input shape; `where` is its origin
+    (file, line or rowid), to report it if the store refuses it."""
 
     conversation: Conversation
     message: dict[str, Any]
-    where: str
+    where: tuple[str, int | None]
     usage: dict[str, Any] | None = None  # record_usage's arguments, recorded only if the message is new
 
 

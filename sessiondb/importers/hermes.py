@@ -55,7 +55,7 @@ def _read(path: Path, conn: apsw.Connection, state: dict[str, Any]) -> Iterator[
                        "state": "compacted" if m.get("compacted") else ("rewound" if m.get("active") == 0 else "active")}
             message["uid"] = fingerprint(conv.id, position, m["role"], m.get("content"), m.get("tool_calls"),
                                          m.get("tool_call_id"))
-            yield Entry(conv, message, f"{path}:{m['_row']}")
+            yield Entry(conv, message, (str(path), m['_row']))
         yield from _totals(conn, conv, original, row, per_model)
 
 

@@ -43,7 +43,7 @@ def _read(path: Path, conn: apsw.Connection, state: dict[str, Any]) -> Iterator[
             yield Malformed(str(path), row["_row"], f"row {row['_row']}: not a LangChain message")
             return
         conv = Conversation(session_id(NAME, session), NAME, {"tool": NAME, "original_id": session})
-        yield Entry(conv, _message(conv, position, item, data, role), f"{path}:{row['_row']}", _usage(data))
+        yield Entry(conv, _message(conv, position, item, data, role), (str(path), row['_row']), _usage(data))
 
     yield from databases.json_items(path, conn, state, "message_store", "message", "SQLChatMessageHistory", convert)
 

@@ -65,7 +65,7 @@ def _responses(path: Path, conn: apsw.Connection, state: dict[str, Any], *, skip
         where_turns = "AND id NOT IN (SELECT id FROM turns)" if skip_turns else ""
         for row in databases.rows(conn, f"SELECT rowid AS _row, * FROM responses WHERE {group} = ? {where_turns} "
                                         "ORDER BY rowid", (key,)):
-            where, stamp, rid = f"{path}:{row['_row']}", timestamp(row.get("datetime_utc")), row["id"]
+            where, stamp, rid = (str(path), row['_row']), timestamp(row.get("datetime_utc")), row["id"]
             if row.get("system") and row["system"] != system:
                 system = row["system"]
                 yield Entry(conv, {"uid": f"{rid}-system", "role": "system", "content": system, "timestamp": stamp}, where)
@@ -115,7 +115,7 @@ def _threads(path: Path, conn: apsw.Connection, state: dict[str, Any]) -> Iterat
             entries = list(_parts(conn, message, stamp))
             for i, entry in enumerate(entries):
                 last = turn is not None and i == len(entries) - 1
-                yield Entry(conv, entry, f"{path}:{message['_row']}", _usage(turn) if last else None)
+                yield Entry(conv, entry, (str(path), message['_row']), _usage(turn) if last else None)
 
 
 def _chain(conn: apsw.Connection, tip: str | None) -> list[dict[str, Any]]:

@@ -39,6 +39,6 @@ def _read(path: Path, conn: apsw.Connection, state: dict[str, Any]) -> Iterator[
         conv = Conversation(session_id(NAME, session), NAME, {"tool": NAME, "original_id": session})
         message["uid"] = uid(item.get("id"), conv.id, position, item)
         message["timestamp"] = timestamp(row.get("created_at"))
-        yield Entry(conv, message, f"{path}:{row['_row']}")
+        yield Entry(conv, message, (str(path), row['_row']))
 
     yield from databases.json_items(path, conn, state, "agent_messages", "message_data", "SQLiteSession", convert)

@@ -122,9 +122,8 @@ class Writer:
         except MessageConflict:
             self.report.conflicts += 1
         except InvalidInput as exc:
-            file, _, line = entry.where.rpartition(":")
-            self.report.malformed.append({"file": file, "line": int(line) if line.isdigit() else None,
-                                          "reason": str(exc)})
+            file, line = entry.where
+            self.report.malformed.append({"file": file, "line": line, "reason": str(exc)})
         else:
             self._stored(session_id, entry, message)
 

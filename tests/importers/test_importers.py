@@ -186,3 +186,16 @@ def test_a_claude_code_path_may_be_one_project_or_one_file(home):
         assert import_from(store, "claude-code", project).messages == written.messages
     with sessiondb.open_store(home=home / "b") as store:
         assert import_from(store, "claude-code", project / f"{histories.SESSION}.jsonl").messages == 7
+
+
+def test_a_message_the_store_refuses_is_reported_with_its_line_and_the_batch_is_kept(home):
+    written = histories.claude_code(home)
+    transcript = next(written.path.rglob(f"{histories.SESSION}.jsonl"))
+    line = len(transcript.read_text().splitlines()) + 1
+    with transcript.open("a") as f:  # a lone surrogate: valid JSON, not storable text
+        f.write(json.dumps(histories.claude_line("user", "u-0009", None, {"role": "user", "content": "bad \ud800"})) + "\n")
+    with sessiondb.open_store() as store:
+        report = import_from(store, "claude-code")
+    refused = [m for m in report.malformed if m["line"] == line]
+    assert report.messages == written.messages
+    assert refused and refused[0]["file"] == str(transcript) and "surrogate" in refused[0]["reason"]
