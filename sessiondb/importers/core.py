@@ -93,14 +93,21 @@ class ImportReport:
     conflicts: int = 0  # stored messages whose source changed since: kept as stored
     usage_calls: int = 0  # usage rows recorded
     malformed: list[dict[str, Any]] = field(default_factory=list)  # {"file", "line", "reason"}
+    seen: set[str] = field(default_factory=set, repr=False)  # the session ids behind `sessions`
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {k: v for k, v in asdict(self).items() if k != "seen"}
+
+    def saw(self, session_id: str) -> None:
+        self.seen.add(session_id)
+        self.sessions = len(self.seen)
 
     def add(self, other: "ImportReport") -> None:
-        """Fold a later pass (of --watch) into this report."""
-        for name in ("sessions", "sessions_created", "messages", "skipped", "conflicts", "usage_calls"):
+        """Fold a later pass (of --watch) into this report: a session seen by many passes counts once."""
+        for name in ("sessions_created", "messages", "skipped", "conflicts", "usage_calls"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
+        for session_id in other.seen:
+            self.saw(session_id)
         self.malformed.extend(other.malformed)
 
 

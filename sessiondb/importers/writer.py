@@ -62,7 +62,7 @@ class Writer:
         if before == conv:
             return
         if before is None:
-            self.report.sessions += 1
+            self.report.saw(conv.id)
             try:
                 session = self.store.get_session(conv.id)
             except NotFound:

@@ -183,3 +183,19 @@ def test_the_checkpoint_moves_only_past_what_was_stored(home):
             pass
         after = one_pass(store)
     assert after.messages == 9  # nothing was skipped for having been "read" before the refusal
+
+
+def test_the_report_of_a_watch_counts_each_session_once_across_passes(home):
+    written = histories.claude_code(home)
+    transcript = next(written.path.rglob(f"{histories.SESSION}.jsonl"))
+    calls = []
+
+    def grow(report):  # the tool writes between two passes
+        calls.append(report)
+        with transcript.open("a") as f:
+            f.write(line(f"g-{len(calls):04d}", f"written after pass {len(calls)}"))
+
+    with sessiondb.open_store() as store:
+        total = watch(store, "claude-code", passes=3, interval=0, on_pass=grow)
+    assert [r.messages for r in calls] == [written.messages, 1, 1]
+    assert (total.sessions, total.messages, total.sessions_created) == (2, written.messages + 2, 2)
