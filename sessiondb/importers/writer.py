@@ -12,6 +12,7 @@ a time, so that message is reported and the others are kept.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 from ..errors import InvalidInput, MessageConflict, NotFound, TitleConflict
@@ -19,6 +20,7 @@ from ..store.contract import Store
 from .core import Conversation, Entry, Event, ImportReport, Malformed, Mark, Totals
 
 BATCH = 500
+USAGE_THREADS = 8
 USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
 #: Session metadata key holding the running totals already recorded (see Totals).
 RECORDED = "imported_usage"
@@ -105,18 +107,31 @@ class Writer:
         if session_id not in self.last_id:
             last = self.store.transcript(session_id, include_compacted=True, order="desc", limit=1)
             self.last_id[session_id] = last[0].id if last else 0
+        calls: list[dict[str, Any]] = []  # the usage of the batch's new messages
         try:
             stored = self.store.append(session_id, [e.message for e in batch])
         except (MessageConflict, InvalidInput):
             for entry in batch:  # find the one refused; keep the rest
-                self._one(session_id, entry)
+                self._one(session_id, entry, calls)
         else:
             for entry, message in zip(batch, stored):
-                self._stored(session_id, entry, message)
+                self._stored(session_id, entry, message, calls)
+        self._record(session_id, calls)
         if self.progress:
             self.progress(self.report)
 
-    def _one(self, session_id: str, entry: Entry) -> None:
+    def _record(self, session_id: str, calls: list[dict[str, Any]]) -> None:
+        """Record one usage row per model call. Submitted together from a few threads, the
+        store's writer commits them in a few group commits instead of one fsync each."""
+        if len(calls) <= 1:
+            for usage in calls:
+                self.store.record_usage(session_id, **usage)
+        else:
+            with ThreadPoolExecutor(USAGE_THREADS) as pool:
+                list(pool.map(lambda usage: self.store.record_usage(session_id, **usage), calls))
+        self.report.usage_calls += len(calls)
+
+    def _one(self, session_id: str, entry: Entry, calls: list[dict[str, Any]]) -> None:
         try:
             (message,) = self.store.append(session_id, [entry.message])
         except MessageConflict:
@@ -125,17 +140,16 @@ class Writer:
             file, line = entry.where
             self.report.malformed.append({"file": file, "line": line, "reason": str(exc)})
         else:
-            self._stored(session_id, entry, message)
+            self._stored(session_id, entry, message, calls)
 
-    def _stored(self, session_id: str, entry: Entry, message) -> None:
+    def _stored(self, session_id: str, entry: Entry, message, calls: list[dict[str, Any]]) -> None:
         if message.id <= self.last_id[session_id]:
             self.report.skipped += 1
             return
         self.last_id[session_id] = message.id
         self.report.messages += 1
         if entry.usage and entry.usage.get("model"):
-            self.store.record_usage(session_id, **entry.usage)
-            self.report.usage_calls += 1
+            calls.append(entry.usage)
 
     def _totals(self, event: Totals) -> None:
         session_id = event.conversation.id
