@@ -199,3 +199,30 @@ def test_a_message_the_store_refuses_is_reported_with_its_line_and_the_batch_is_
     refused = [m for m in report.malformed if m["line"] == line]
     assert report.messages == written.messages
     assert refused and refused[0]["file"] == str(transcript) and "surrogate" in refused[0]["reason"]
+
+
+def test_codex_rollouts_of_earlier_releases_without_an_envelope_are_read(home):
+    rollout = home / ".codex" / "sessions" / "2025" / "05" / "01" / "rollout-2025-05-01T09-00-00-old.jsonl"
+    histories.jsonl(rollout, [
+        {"id": "4b1f6f0e-old", "timestamp": "2025-05-01T09:00:00.000Z", "instructions": None},
+        {"record_type": "state"},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "List the failing tests"}]},
+        {"type": "function_call", "name": "shell", "arguments": "{\"command\": [\"pytest\"]}", "call_id": "call_o1"},
+        {"type": "function_call_output", "call_id": "call_o1", "output": "2 failed"},
+    ])
+    with sessiondb.open_store() as store:
+        report = import_from(store, "codex")
+        messages = store.transcript("codex-4b1f6f0e-old")
+    assert (report.sessions, report.messages, report.malformed) == (1, 3, [])
+    assert messages[1].tool_calls[0]["id"] == messages[2].tool_call_id == "call_o1"
+
+
+def test_a_hermes_child_session_links_to_its_parent(home):
+    rows = histories.hermes_rows("20261123_090000_parent", 1795424400.0, end="compression")
+    child = histories.hermes_rows("20261123_091500_child", 1795425300.0, parent="20261123_090000_parent")
+    histories.database(home / ".hermes" / "state.db", histories.HERMES,
+                       {k: rows[k] + child[k] for k in ("sessions", "messages")})
+    with sessiondb.open_store() as store:
+        import_from(store, "hermes")
+        linked = store.get_session("hermes-20261123_091500_child")
+    assert (linked.parent_session_id, linked.parent_relation) == ("hermes-20261123_090000_parent", "continuation")
