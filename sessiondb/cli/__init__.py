@@ -12,6 +12,8 @@ from .context import CliContext, CliError
 from .demo import demo
 from .doctor import doctor, recover
 from .gateway import gateway
+from .importing import import_history
+from .recall import mcp
 from .profiles import profiles
 from .serve import serve
 from .sessions import sessions
@@ -67,6 +69,8 @@ main.add_command(demo)
 main.add_command(doctor)
 main.add_command(recover)
 main.add_command(gateway)
+main.add_command(import_history)
+main.add_command(mcp)
 main.add_command(maintenance.backup)
 main.add_command(profiles)
 main.add_command(serve)

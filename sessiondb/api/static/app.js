@@ -59,7 +59,9 @@ class App {
   }
 
   listParams(extra) {
-    return query(Object.assign({ profile: this.profile, include_archived: $("show-archived").checked, include_hidden: $("show-hidden").checked }, extra));
+    // The source filter (one tool's sessions, say) narrows the list as it narrows the search.
+    return query(Object.assign({ profile: this.profile, source: $("f-source").value.trim(),
+      include_archived: $("show-archived").checked, include_hidden: $("show-hidden").checked }, extra));
   }
 
   async loadSessions() {
@@ -167,7 +169,7 @@ class App {
       clearTimeout(timer);
       timer = setTimeout(() => { if ($("search").value !== this.search.text) this.search.run($("search").value); }, 250);
     });
-    $("filters").addEventListener("change", () => this.search.run($("search").value));
+    $("filters").addEventListener("change", () => { this.loadSessions(); this.search.run($("search").value); });
     $("filters").addEventListener("submit", (e) => { e.preventDefault(); this.search.run($("search").value); });
     $("prev-page").addEventListener("click", () => this.search.previousPage());
     $("next-page").addEventListener("click", () => this.search.nextPage());

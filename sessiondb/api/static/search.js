@@ -56,7 +56,7 @@ export class Search {
       type: "button", class: "hit item", "data-testid": "hit", "data-session": hit.session_id, "data-message": hit.message_id,
       onclick: () => this.app.open(hit.session_id, hit.message_id, hit.compacted) },
       el("span", { class: "title", text: hit.session_title || "Untitled session" }),
-      el("span", { class: "meta", text: `${hit.role} · ${when(hit.timestamp)}${hit.compacted ? " · compacted" : ""} · ${plural(found.sessions[hit.session_id], "match", "matches")} in this session` }),
+      el("span", { class: "meta", text: `${hit.session_source} · ${hit.role} · ${when(hit.timestamp)}${hit.compacted ? " · compacted" : ""} · ${plural(found.sessions[hit.session_id], "match", "matches")} in this session` }),
       highlighted(hit.snippet))));
     $("hits").replaceChildren(...items);
     if (!found.total) {
