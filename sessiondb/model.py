@@ -102,6 +102,32 @@ class Session:
 
 
 @dataclass(frozen=True)
+class Turn:
+    """One turn of a session: a user message and the agent's work until it stopped (S-50).
+
+    `outcome` and `reason` are None while the turn runs; `reason` is a name from the
+    guidance table (sessiondb.guidance.explain_turn gives its sentence).
+    """
+
+    id: str
+    session_id: str
+    user_uid: str | None  # the uid of the user message that started it
+    cwd: str | None  # the working directory its file tools resolve relative paths against
+    started_at: float
+    ended_at: float | None = None
+    outcome: str | None = None  # completed, interrupted or failed
+    reason: str | None = None
+    detail: str | None = None  # an error's text, for a failed turn
+    #: the failed file edits that still stood when the turn ended (S-52), each a dict of
+    #: path, error, mtime_ns and size (the file's state when the edit failed)
+    receipts: list[dict[str, Any]] = field(default_factory=list)
+    continued_by: str | None = None  # the turn that took its waiting correction (S-51)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class UsageRow:
     model: str
     provider: str

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Iterator, Mapping, Protocol, runtime_checkable
 
 from ..model import (
-    ImportReport, Lease, MaintenanceReport, Message, Page, SearchHit, Session, SpoolReport, StoreStats, Usage,
+    ImportReport, Lease, MaintenanceReport, Message, Page, SearchHit, Session, SpoolReport, StoreStats, Turn, Usage,
     VerifyReport,
 )
 
@@ -354,6 +354,51 @@ class Store(Protocol):
         rows, seq order consistent with commit order among active rows, the search index
         covering exactly the searchable messages, lease state, no orphan rows. Never writes.
         """
+
+    # --- turns (S-50..S-52) --------------------------------------------------------------
+    #
+    # A turn is a user message and the agent's work until it stopped. Its record says why
+    # it stopped, in a reason from sessiondb.guidance (the sentence a person reads is
+    # rendered from it), and keeps the failed file edits that still stood at its end.
+
+    def begin_turn(
+        self,
+        session_id: str,
+        *,
+        turn_id: str | None = None,
+        user_uid: str | None = None,
+        cwd: str | None = None,
+    ) -> Turn:
+        """Record that a turn started in the session (NotFound if the session is not stored).
+
+        `user_uid` is the uid of the user message that starts it; `cwd` the directory its
+        file tools resolve relative paths against (absolute). An id is minted unless
+        given; beginning a stored turn id again returns the stored record (Conflict if it
+        belongs to another session).
+        """
+
+    def end_turn(
+        self,
+        turn_id: str,
+        reason: str,
+        *,
+        detail: str | None = None,
+        receipts: Iterable[Mapping[str, Any]] = (),
+        continued_by: str | None = None,
+    ) -> Turn:
+        """Record why the turn ended; its outcome follows from the reason (guidance table).
+
+        `receipts`: the failed file edits still standing (path, error, mtime_ns, size).
+        `continued_by`: the turn that took a correction that was waiting (S-51), a turn of
+        the same session. Ending an ended turn with the same reason returns it unchanged;
+        with another reason raises Conflict and writes nothing. NotFound for an unknown id.
+        """
+
+    def get_turn(self, turn_id: str) -> Turn:
+        """The turn, or NotFound."""
+
+    def turns(self, session_id: str, *, limit: int = 100) -> list[Turn]:
+        """The session's most recent turns (at most `limit`, 1..1000), oldest first."""
 
 
 # --- capabilities: what not every backend has ---------------------------------------------
