@@ -5,8 +5,17 @@ imports the leaves, the store's interface and sessiondb's public package, never 
 
 from __future__ import annotations
 
+from ..errors import CheckpointRefused
 from ..guidance import explain_turn, register_producer
+from .checkpoints import Checkpoint, Checkpoints, Diff, RestoreReport
+from .environments import Environment, classify
 from .loop import MAX_REDIRECTS, AgentTurn
 from .receipts import EditReceipts, Failure, report
+from .rollback import rollback_command
+from .trees import Limits
 
-__all__ = ["AgentTurn", "EditReceipts", "Failure", "MAX_REDIRECTS", "explain_turn", "register_producer", "report"]
+__all__ = [
+    "AgentTurn", "Checkpoint", "CheckpointRefused", "Checkpoints", "Diff", "EditReceipts", "Environment", "Failure",
+    "Limits", "MAX_REDIRECTS", "RestoreReport", "classify", "explain_turn", "register_producer", "report",
+    "rollback_command",
+]

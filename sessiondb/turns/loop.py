@@ -27,6 +27,7 @@ from ..errors import InvalidInput
 from ..guidance import explain_turn, interrupt_reason
 from ..model import Message, Turn
 from ..store.contract import Store
+from .checkpoints import Checkpoint, Checkpoints
 from .receipts import EditReceipts, report
 
 log = logging.getLogger("sessiondb.turns")
@@ -37,12 +38,14 @@ MAX_REDIRECTS = 3  # corrections one turn takes before it ends and the next one 
 class AgentTurn:
     """One running turn of an agent loop. Thread-safe: interrupts come from anywhere."""
 
-    def __init__(self, store: Store, record: Turn, *, max_redirects: int = MAX_REDIRECTS) -> None:
+    def __init__(self, store: Store, record: Turn, *, max_redirects: int = MAX_REDIRECTS,
+                 checkpoints: Checkpoints | None = None) -> None:
         if isinstance(max_redirects, bool) or not isinstance(max_redirects, int) or max_redirects < 1:
             raise InvalidInput(f"max_redirects must be a positive integer, not {max_redirects!r}")
         self.store = store
         self.record = record
         self.max_redirects = max_redirects
+        self.checkpoints = checkpoints
         self.edits = EditReceipts(record.cwd or os.getcwd())
         self._lock = threading.Lock()
         self._calls = 0
@@ -52,13 +55,14 @@ class AgentTurn:
 
     @classmethod
     def begin(cls, store: Store, session_id: str, message: Message | Mapping[str, Any], *,
-              cwd: str | os.PathLike[str] | None = None, max_redirects: int = MAX_REDIRECTS) -> "AgentTurn":
+              cwd: str | os.PathLike[str] | None = None, max_redirects: int = MAX_REDIRECTS,
+              checkpoints: Checkpoints | None = None) -> "AgentTurn":
         """Store the user message that starts a turn, then the turn's record."""
         _require_user(message)
         stored = store.append(session_id, message)[-1]
         where = os.path.realpath(os.fspath(cwd)) if cwd is not None else os.getcwd()
         record = store.begin_turn(stored.session_id, user_uid=stored.uid, cwd=where)
-        return cls(store, record, max_redirects=max_redirects)
+        return cls(store, record, max_redirects=max_redirects, checkpoints=checkpoints)
 
     @property
     def id(self) -> str:
@@ -98,6 +102,22 @@ class AgentTurn:
         """Block until an interrupt is requested (True) or `timeout` passes (False)."""
         return self._stop.wait(timeout)
 
+    # --- the agent's file changes (S-52, S-53) -------------------------------------------------
+
+    def before_mutation(self) -> Checkpoint | None:
+        """Call before a tool changes files: the turn's working tree is snapshotted once per
+        turn (None without checkpoints, or where the tools run in a container)."""
+        if self.checkpoints is None:
+            return None
+        return self.checkpoints.before_mutation(self.session_id, self.edits.cwd, turn_id=self.id)
+
+    def wrote(self, path: str | os.PathLike[str]) -> None:
+        """A file tool wrote `path`: a failed edit of that file is cleared, and the ledger
+        keeps what the agent left so a rollback can tell a person's later edit from it."""
+        self.edits.succeeded(path)
+        if self.checkpoints is not None:
+            self.checkpoints.record_write(self.session_id, self.edits.identity(path))
+
     # --- the end ---------------------------------------------------------------------------
 
     def finish(self) -> Turn:
@@ -121,7 +141,7 @@ class AgentTurn:
         # The next turn is stored before this one ends, so no moment exists where the
         # correction is neither a turn nor waiting.
         following = AgentTurn.begin(self.store, self.session_id, correction, cwd=self.edits.cwd,
-                                    max_redirects=self.max_redirects)
+                                    max_redirects=self.max_redirects, checkpoints=self.checkpoints)
         self._end("redirect_limit", continued_by=following.id)
         return following
 
