@@ -17,7 +17,6 @@ dropped (S-51).
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 from contextlib import contextmanager
@@ -29,8 +28,7 @@ from ..model import Message, Turn
 from ..store.contract import Store
 from .checkpoints import Checkpoint, Checkpoints
 from .receipts import EditReceipts, report
-
-log = logging.getLogger("sessiondb.turns")
+from .records import end_turn
 
 MAX_REDIRECTS = 3  # corrections one turn takes before it ends and the next one begins
 
@@ -154,11 +152,8 @@ class AgentTurn:
 
     def _end(self, reason: str, *, detail: str | None = None, continued_by: str | None = None) -> Turn:
         standing = [f.to_dict() for f in self.edits.standing()]
-        self.record = self.store.end_turn(self.id, reason, detail=detail, receipts=standing,
-                                          continued_by=continued_by)
-        log.info("turn %s of session %s ended %s (%s): %s%s", self.id, self.session_id, self.record.outcome,
-                 self.record.reason, explain_turn(self.record.reason),
-                 f" {len(standing)} file edit(s) FAILED this turn." if standing else "")
+        self.record = end_turn(self.store, self.id, reason, detail=detail, receipts=standing,
+                               continued_by=continued_by)
         return self.record
 
 
