@@ -279,6 +279,8 @@ class ImportReport:
     messages_skipped: int = 0  # already stored (same uid)
     usage_rows_imported: int = 0
     usage_rows_skipped: int = 0
+    turns_imported: int = 0
+    turns_skipped: int = 0  # already stored (same turn id)
     #: Sessions whose parent is in neither the store nor the import (parent link cleared).
     detached: list[str] = field(default_factory=list)
 
@@ -296,6 +298,8 @@ class ImportOutcome:
     usage_imported: int
     usage_skipped: int
     detached_from: str | None  # the parent that was not there, when the link was cleared
+    turns_imported: int = 0
+    turns_skipped: int = 0
 
 
 @dataclass

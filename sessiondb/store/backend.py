@@ -84,7 +84,7 @@ class Backend(Protocol):
         """Every session id in creation order, read a page at a time."""
 
     def session_records(self, session_id: str, max_messages: int = 0) -> Iterator[dict[str, Any]]:
-        """One session's export records (session, messages, usage, end) from one snapshot;
+        """One session's export records (session, messages, usage, turns, end) from one snapshot;
         nothing if it is gone. Over `max_messages` (0: no limit) raises SessionTooLarge."""
 
     def import_session(self, group: SessionGroup, dry_run: bool) -> ImportOutcome: ...

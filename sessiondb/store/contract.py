@@ -317,13 +317,13 @@ class Store(Protocol):
 
         The records are those of the sessiondb JSONL format (a header, then per session its
         row with every column, every message in every state in commit order, its usage rows,
-        and an end record); write one JSON object per line to make an export file. Unknown
+        its turn records, and an end record); write one JSON object per line to make an export file. Unknown
         ids raise NotFound before anything is produced. Iterate to the end or close() the
         iterator: each session is read in one read transaction. Never capped.
         """
 
     def export_session(self, session_id: str, *, max_messages: int = 20_000) -> dict[str, Any]:
-        """One session as a single in-memory dict: header fields, session, messages, usage.
+        """One session as a single in-memory dict: header fields, session, messages, usage, turns.
 
         Refused with SessionTooLarge when the session holds more than `max_messages`
         messages (0 disables the guard); the message names the streaming export (S-42).
@@ -334,8 +334,8 @@ class Store(Protocol):
 
         Every record of a session is validated before any of it is written; each session is
         written in one transaction. A session already stored keeps its row and gains only the
-        messages (by uid) and usage rows it lacks; messages already stored are skipped and
-        counted. A bad record raises InvalidInput naming its line, and nothing of its
+        messages (by uid), usage rows and turns (by id) it lacks; what is already stored is
+        skipped and counted. Version-1 files (no turns) are read too. A bad record raises InvalidInput naming its line, and nothing of its
         session is written (earlier sessions stay imported). dry_run validates and counts
         everything and writes nothing.
         """
