@@ -16,7 +16,7 @@ from fastapi.responses import FileResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from ..home import resolve_home
-from . import doctor, errors, search, sessions
+from . import doctor, errors, search, sessions, turns
 from .auth import TokenAuth
 from .stores import Stores
 
@@ -64,6 +64,7 @@ def create_app(home: str | Path | None = None, *, token: str | None = None) -> F
     app.include_router(sessions.router, prefix="/api")
     app.include_router(search.router, prefix="/api")
     app.include_router(doctor.router, prefix="/api")
+    app.include_router(turns.router, prefix="/api")
 
     @app.get("/", include_in_schema=False)
     async def dashboard() -> FileResponse:

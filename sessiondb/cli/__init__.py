@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import click
 
+from .checkpoints import checkpoints
 from .context import CliContext
 from .demo import demo
 from .doctor import doctor, recover
 from .gateway import gateway
 from .serve import serve
 from .sessions import sessions
+from .turns import turns
 from . import maintenance, transfer as _transfer  # noqa: F401 - transfer adds export and import to `sessions`
 
 
@@ -30,5 +32,7 @@ main.add_command(gateway)
 main.add_command(maintenance.backup)
 main.add_command(serve)
 main.add_command(sessions)
+main.add_command(turns)
+main.add_command(checkpoints)
 for _command in (maintenance.optimize, maintenance.vacuum, maintenance.prune):
     sessions.add_command(_command)

@@ -33,7 +33,7 @@ class CliContext:
         try:
             return method(*args, **kwargs)
         except SessionDBError as exc:
-            store = method.__self__
+            store = getattr(method.__self__, "store", method.__self__)  # a store, or a tool over one
             advice = for_error(exc, db_path=Path(store.location), profile=store.profile,
                                home=None if self.home is None else Path(self.home))
             raise click.ClickException(advice.message) from None
