@@ -217,14 +217,15 @@ async function openSession(id) {
   const view = $("view");
   try {
     const p = { profile: state.profile };
-    const [s, lineage, usage, page] = await Promise.all([
+    const [s, lineage, usage, turns, page] = await Promise.all([
       api(`/api/sessions/${encodeURIComponent(id)}?` + query(p)),
       api(`/api/sessions/${encodeURIComponent(id)}/lineage?` + query(p)),
       api(`/api/sessions/${encodeURIComponent(id)}/usage?` + query(p)),
+      api(`/api/sessions/${encodeURIComponent(id)}/turns?` + query(p)),
       api(`/api/sessions/${encodeURIComponent(id)}/messages?` + query(Object.assign({ order: "latest", limit: MESSAGES, include_compacted: state.compacted }, p))),
     ]);
     if (state.current !== id) return;
-    view.replaceChildren(header(s, lineage.items, usage));
+    view.replaceChildren(header(s, lineage.items, usage), turnList(turns.items));
     const transcript = el("div", { id: "transcript", "data-testid": "transcript" });
     const older = el("button", { class: "older", "data-testid": "older", text: "Load older messages", onclick: () => loadOlder(id) });
     older.hidden = page.next_before === null;
@@ -285,6 +286,18 @@ function header(s, lineage, usage) {
     el("h2", { "data-testid": "session-title", text: s.title || "Untitled session" }),
     el("div", { class: "meta", text: `${s.id} · ${s.source} · started ${when(s.started_at)} · ${s.message_count} messages${flags.length ? " · " + flags.join(", ") : ""}` }),
     chain, origin, totals, actions);
+}
+
+// Why each turn ended, in the guidance table's words (the reason's name on hover).
+function turnList(turns) {
+  if (!turns.length) return document.createDocumentFragment();
+  const list = el("ol", { class: "turns", "data-testid": "turns" });
+  for (const t of turns) {
+    const failed = t.receipts.length ? ` · ${t.receipts.length} file edit(s) FAILED this turn` : "";
+    list.append(el("li", { "data-testid": "turn", title: t.reason || "running",
+      text: `${when(t.started_at)} · ${t.outcome || "running"}: ${t.explanation || "still running"}${failed}` }));
+  }
+  return el("details", { class: "turns-box" }, el("summary", { text: `${turns.length} turn(s): why each ended` }), list);
 }
 
 async function update(id, change) {
