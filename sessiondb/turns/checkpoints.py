@@ -25,7 +25,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import CheckpointRefused, InvalidInput, NotFound
+from ..home import SIDECAR_SUFFIXES
 from ..store.contract import Store
+from ..store.spool import spool_dir
 from . import trees
 from .environments import METADATA_KEY, Environment, classify
 from .objects import Objects, digest, read_json, write_json
@@ -110,6 +112,12 @@ class Checkpoints:
         self.store = store
         self.root = Path(root) if root is not None else Path(store.location).parent / ROOT_NAME
         self.objects = Objects(self.root)
+        # sessiondb's own files are never a tree's: the checkpoints, and the store's
+        # directory (its files and spool, by name, when that directory is the tree itself).
+        store_file = Path(os.path.realpath(store.location)) if os.path.isabs(store.location) else None
+        self._own = (Path(os.path.realpath(self.root)),) + (() if store_file is None else (
+            store_file.parent, spool_dir(store_file),
+            *(Path(f"{store_file}{suffix}") for suffix in ("", *SIDECAR_SUFFIXES))))
         self.limits = limits
         self._backend = backend
         self._clock = clock
@@ -151,7 +159,7 @@ class Checkpoints:
         return self._take(session_id, trees.resolve_tree(tree), label, None)
 
     def _take(self, session_id: str, tree: Path, label: str, turn_id: str | None) -> Checkpoint:
-        found = trees.scan(tree, self.limits, exclude=self.root)
+        found = trees.scan(tree, self.limits, exclude=self._own)
         files = {rel: {"sha256": self.objects.put(content), "size": len(content), "mode": mode}
                  for rel, (content, mode) in found.files.items()}
         with self._lock:
@@ -190,7 +198,7 @@ class Checkpoints:
     def list(self, session_id: str) -> list[Checkpoint]:
         self.store.get_session(session_id)
         directory = self.objects.session_dir(session_id)
-        numbers = sorted(int(p.stem) for p in directory.glob("*.json") if p.stem.isdigit()) if directory.is_dir() else []
+        numbers = sorted(int(p.stem) for p in directory.glob("*.json") if p.stem.isdigit())
         return [self._load(session_id, str(n)) for n in numbers]
 
     def get(self, session_id: str, checkpoint_id: str) -> Checkpoint:
@@ -206,7 +214,7 @@ class Checkpoints:
         self._on_host(session_id, "a diff")
         checkpoint = self.get(session_id, checkpoint_id)
         tree = Path(checkpoint.tree)
-        now = trees.scan(tree, self.limits, exclude=self.root)
+        now = trees.scan(tree, self.limits, exclude=self._own)
         changes = []
         for rel in _changed(checkpoint, now):
             before = self.objects.get(checkpoint.files[rel]["sha256"]) if rel in checkpoint.files else None
@@ -229,7 +237,7 @@ class Checkpoints:
         self._on_host(session_id, "a restore")
         checkpoint = self.get(session_id, checkpoint_id)
         tree = Path(checkpoint.tree)
-        now = trees.scan(tree, self.limits, exclude=self.root)
+        now = trees.scan(tree, self.limits, exclude=self._own)
         ledger = self._ledger(session_id)
         report = RestoreReport(checkpoint.id, checkpoint.tree, force)
         refused = False

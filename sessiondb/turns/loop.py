@@ -158,6 +158,7 @@ class AgentTurn:
 
 
 def _require_user(message: Any) -> None:
-    role = message.role if isinstance(message, Message) else message.get("role") if isinstance(message, Mapping) else None
+    role = message.role if isinstance(message, Message) else (
+        message.get("role") if isinstance(message, Mapping) else None)
     if role != "user":
         raise InvalidInput(f"a turn starts with a user message (role 'user'), not {role!r}")

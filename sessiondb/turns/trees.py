@@ -42,7 +42,7 @@ def resolve_tree(tree: str | os.PathLike[str]) -> Path:
     return path
 
 
-def scan(tree: Path, limits: Limits, exclude: Path | None = None) -> Scan:
+def scan(tree: Path, limits: Limits, exclude: tuple[Path, ...] = ()) -> Scan:
     """Read every file that counts, within the limits (CheckpointRefused over them)."""
     out = Scan()
     total = 0
@@ -66,8 +66,8 @@ def scan(tree: Path, limits: Limits, exclude: Path | None = None) -> Scan:
     return out
 
 
-def listed(tree: Path, exclude: Path | None) -> list[str]:
-    """The tree's files as git lists them (relative POSIX paths), minus `exclude`."""
+def listed(tree: Path, exclude: tuple[Path, ...]) -> list[str]:
+    """The tree's files as git lists them (relative POSIX paths), minus those under `exclude`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     inside = subprocess.run(["git", "-C", str(tree), "rev-parse", "--is-inside-work-tree"], env=env,
                             capture_output=True, text=True)
@@ -79,15 +79,13 @@ def listed(tree: Path, exclude: Path | None) -> list[str]:
             command = ["git", f"--git-dir={scratch}", f"--work-tree={tree}", "-C", str(tree), "ls-files", "-z",
                        "--others", "--exclude-standard"]
         result = subprocess.run(command, env=env, capture_output=True, check=True)
-    skip = None
-    if exclude is not None and exclude.is_relative_to(tree):
-        skip = exclude.relative_to(tree).as_posix()
+    skip = [p.relative_to(tree).as_posix() for p in exclude if p != tree and p.is_relative_to(tree)]
     names = set()
     for raw in result.stdout.split(b"\0"):
         name = os.fsdecode(raw)
         if not name or name.endswith("/"):  # a nested repository is not this tree's file
             continue
-        if skip is not None and (name == skip or name.startswith(skip + "/")):
+        if any(name == s or name.startswith(s + "/") for s in skip):
             continue
         names.add(name)
     return sorted(names)

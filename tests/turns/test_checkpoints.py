@@ -8,10 +8,11 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+from pathlib import Path
 
 import pytest
 
-from sessiondb import NotFound
+from sessiondb import NotFound, open_store
 from sessiondb.turns import AgentTurn, CheckpointRefused, Checkpoints, Limits, rollback_command
 
 
@@ -94,6 +95,24 @@ def test_gitignore_is_honoured_in_a_plain_tree_and_in_a_git_repository(store, se
     subprocess.run(["git", "init", "-q", str(tree)], check=True)
     (tree / "extra.py").write_text("x = 1\n")
     assert set(checkpoints.take(session.id, tree).files) == {".gitignore", "extra.py", "main.py"}
+
+
+def test_the_sessiondb_home_inside_the_tree_is_never_snapshotted(tmp_path):
+    for name, location in (("home", {"home": ".sessiondb"}), ("file", {"location": "state.db"})):
+        tree = tmp_path / name
+        tree.mkdir()
+        (tree / "app.py").write_text("x\n")
+        where = {k: tree / v for k, v in location.items()}
+        with open_store(where.pop("location", None), **where) as store:
+            sid = store.create_session("cli").id
+            store.append(sid, {"role": "user", "content": "the store's own files change with every write"})
+            spool = Path(store.location).parent / "spool"
+            spool.mkdir(exist_ok=True)
+            (spool / "kept.json").write_text("{}")  # the home's other files: not the tree's either
+            if name == "home":
+                (spool.parent / "backups").mkdir()
+                (spool.parent / "backups" / "copy.db").write_text("a forensic copy")
+            assert set(Checkpoints(store).take(sid, tree).files) == {"app.py"}, name
 
 
 def test_nothing_outside_the_tree_is_read_and_large_files_are_skipped(store, session, tree, tmp_path):
