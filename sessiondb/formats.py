@@ -97,8 +97,8 @@ COLUMNS: dict[str, dict[str, Column]] = {
     ),
 }
 TABLES = tuple(COLUMNS)
-JSON_COLUMNS = {"sessions": frozenset({"metadata"}), "messages": frozenset({"parts", "tool_calls"}), "usage": frozenset(),
-                "turns": frozenset({"receipts"})}
+JSON_COLUMNS = {"sessions": frozenset({"metadata"}), "messages": frozenset({"parts", "tool_calls"}),
+                "usage": frozenset(), "turns": frozenset({"receipts"})}
 BOOL_COLUMNS = {"sessions": frozenset({"pinned", "archived", "hidden"}), "messages": frozenset(), "usage": frozenset(),
                 "turns": frozenset()}
 
@@ -228,9 +228,9 @@ def _check_header(record: dict[str, Any], line: int) -> int:
     if isinstance(version, bool) or not isinstance(version, int):
         raise ImportRejected(line, f"the export header's version must be an integer, not {version!r}")
     if version not in READABLE:
+        readable = ", ".join(map(str, READABLE))
         raise ImportRejected(line, f"unknown export format version {version} (this sessiondb reads versions "
-                                   f"{', '.join(map(str, READABLE))}); import it with the sessiondb that wrote it, or a "
-                                   "newer one")
+                                   f"{readable}); import it with the sessiondb that wrote it, or a newer one")
     return version
 
 

@@ -335,9 +335,9 @@ class Store(Protocol):
         Every record of a session is validated before any of it is written; each session is
         written in one transaction. A session already stored keeps its row and gains only the
         messages (by uid), usage rows and turns (by id) it lacks; what is already stored is
-        skipped and counted. Version-1 files (no turns) are read too. A bad record raises InvalidInput naming its line, and nothing of its
-        session is written (earlier sessions stay imported). dry_run validates and counts
-        everything and writes nothing.
+        skipped and counted. Version-1 files (no turns) are read too. A bad record raises
+        InvalidInput naming its line, and nothing of its session is written (earlier
+        sessions stay imported). dry_run validates and counts everything and writes nothing.
         """
 
     def replay_spool(self) -> SpoolReport:
