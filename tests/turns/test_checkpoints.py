@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sessiondb import NotFound, open_store
+from sessiondb import InvalidInput, NotFound, open_store
 from sessiondb.turns import AgentTurn, CheckpointRefused, Checkpoints, Limits, rollback_command
 
 
@@ -208,8 +208,15 @@ def test_the_rollback_command_lists_diffs_and_restores(worked, checkpoints, sess
     assert "no checkpoint 9" in rollback_command(checkpoints, session.id, "9")
 
 
-def test_an_unknown_session_or_checkpoint_is_not_found(checkpoints, session):
+def test_an_unknown_session_or_checkpoint_is_not_found_and_a_bad_id_is_refused(worked, checkpoints, session,
+                                                                               tree):
     with pytest.raises(NotFound):
         checkpoints.list("no-such-session")
     with pytest.raises(NotFound):
         checkpoints.diff(session.id, "7")
+    for bad in ("../1", "1/../../x", "", 1):
+        with pytest.raises(InvalidInput):
+            checkpoints.restore(session.id, bad)
+    with pytest.raises(InvalidInput):
+        checkpoints.restore(session.id, "1", force="yes")
+    assert (tree / "app.py").read_text() == "edited by the agent\n" and len(checkpoints.list(session.id)) == 1
