@@ -17,7 +17,7 @@ from .errors import (
     StorageError, StoreBusy, StoreClosed, TitleConflict, UnsupportedSQLite,
 )
 from .errors import CompactionBusy, CompressionClosed, LeaseLost, SessionTooLarge
-from .model import Message, MessageLimits, MessageState, Page, Role, Session, Usage
+from .model import Message, MessageLimits, MessageState, Page, Role, Session, Turn, Usage
 from .model import Lease
 from .store.aio import AsyncStore
 from .store import locations
@@ -28,7 +28,7 @@ __all__ = [
     "MessageState", "Page", "Usage", "SessionDBError", "InvalidInput", "NotFound", "Conflict",
     "MessageConflict", "TitleConflict", "StoreBusy", "StoreClosed", "StorageError",
     "UnsupportedSQLite", "NotASessionStore", "Cause",
-    "Lease", "MessageLimits", "CompactionBusy", "LeaseLost", "CompressionClosed", "SessionTooLarge",
+    "Lease", "MessageLimits", "CompactionBusy", "LeaseLost", "CompressionClosed", "SessionTooLarge", "Turn",
 ]
 
 

@@ -1,13 +1,19 @@
 """The sessiondb export format: its versioned column lists and the validation of its records.
 
-The format (version 1) is one JSON object per line:
+The format (version 2) is one JSON object per line:
 
-    {"type": "header", "format": "sessiondb-export", "version": 1, "exported_at": ..., "generator": ..., "profile": ...}
+    {"type": "header", "format": "sessiondb-export", "version": 2, "exported_at": ..., "generator": ..., "profile": ...}
     {"type": "session", "session": {every column of the session row}}
     {"type": "message", "message": {every column of a message row}}     every state, commit order
     {"type": "usage", "usage": {every column of a usage row}}
-    {"type": "end", "session_id": "...", "messages": N, "usage": K}
+    {"type": "turn", "turn": {every column of a turn row}}              in the order they began
+    {"type": "end", "session_id": "...", "messages": N, "usage": K, "turns": T}
     ... the next session ...
+
+Version 2 added the turn records (and the end record's `turns` count); a version-1 file
+(no turns) is still read, and a turn record in one is refused. The version was raised so
+that an older sessiondb refuses a file holding turns by its header, instead of failing
+on its first turn record halfway through.
 
 The columns are listed here, explicitly and for this version, not read from a backend's
 tables: every backend writes and reads exactly these. Columns holding JSON (session
@@ -26,13 +32,15 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping
 
+from . import guidance
 from .errors import InvalidInput, SessionDBError
 from .model import (
     MessageLimits, check_count, check_label, check_session_id, check_stored_time, clean_title, dump_json, prepare_message,
 )
 
 FORMAT = "sessiondb-export"
-VERSION = 1
+VERSION = 2
+READABLE = (1, 2)  # the versions import reads
 
 
 class ImportRejected(InvalidInput):
@@ -57,7 +65,7 @@ def _columns_of(*columns: Column) -> dict[str, Column]:
 
 _TEXT, _INT, _REAL = "TEXT", "INTEGER", "REAL"
 
-#: Version 1's columns, in the order records carry them.
+#: The columns, in the order records carry them (version 1 had no turns).
 COLUMNS: dict[str, dict[str, Column]] = {
     "sessions": _columns_of(
         Column("id", _TEXT, True, True), Column("source", _TEXT, True, True), Column("profile", _TEXT),
@@ -83,12 +91,21 @@ COLUMNS: dict[str, dict[str, Column]] = {
         Column("cache_write_tokens", _INT, True), Column("reasoning_tokens", _INT, True),
         Column("cost_usd", _REAL, True), Column("calls", _INT, True),
     ),
+    "turns": _columns_of(
+        Column("id", _TEXT, True, True), Column("session_id", _TEXT, True, True), Column("user_uid", _TEXT),
+        Column("cwd", _TEXT), Column("started_at", _REAL, True, True), Column("ended_at", _REAL),
+        Column("outcome", _TEXT), Column("reason", _TEXT), Column("detail", _TEXT), Column("receipts", _TEXT, True),
+        Column("continued_by", _TEXT),
+    ),
 }
 TABLES = tuple(COLUMNS)
-JSON_COLUMNS = {"sessions": frozenset({"metadata"}), "messages": frozenset({"parts", "tool_calls"}), "usage": frozenset()}
-BOOL_COLUMNS = {"sessions": frozenset({"pinned", "archived", "hidden"}), "messages": frozenset(), "usage": frozenset()}
+JSON_COLUMNS = {"sessions": frozenset({"metadata"}), "messages": frozenset({"parts", "tool_calls"}),
+                "usage": frozenset(), "turns": frozenset({"receipts"})}
+BOOL_COLUMNS = {"sessions": frozenset({"pinned", "archived", "hidden"}), "messages": frozenset(), "usage": frozenset(),
+                "turns": frozenset()}
 # Text that append stores as given, NUL bytes included; everything else of type TEXT is a label without NUL.
-FREE_TEXT_COLUMNS = {"sessions": frozenset(), "messages": frozenset({"content", "reasoning"}), "usage": frozenset()}
+FREE_TEXT_COLUMNS = {"sessions": frozenset(), "messages": frozenset({"content", "reasoning"}), "usage": frozenset(),
+                     "turns": frozenset()}
 
 
 # --- export -----------------------------------------------------------------------------
@@ -111,8 +128,8 @@ def encode(table: str, row: Iterable[Any]) -> dict[str, Any]:
     return record
 
 
-def end_record(session_id: str, messages: int, usage: int) -> dict[str, Any]:
-    return {"type": "end", "session_id": session_id, "messages": messages, "usage": usage}
+def end_record(session_id: str, messages: int, usage: int, turns: int) -> dict[str, Any]:
+    return {"type": "end", "session_id": session_id, "messages": messages, "usage": usage, "turns": turns}
 
 
 # --- import: reading and validating -----------------------------------------------------
@@ -126,6 +143,7 @@ class SessionGroup:
     session: dict[str, Any]
     messages: list[dict[str, Any]] = field(default_factory=list)
     usage: list[dict[str, Any]] = field(default_factory=list)
+    turns: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def id(self) -> str:
@@ -138,7 +156,7 @@ def read_groups(records: Iterable[Any], limits: MessageLimits = MessageLimits())
     Records are JSONL lines (str or bytes) or already-parsed mappings; blank lines are
     skipped. Raises ImportRejected naming the line of the first bad record.
     """
-    seen_header = False
+    version = 0  # the header's, once read
     group: SessionGroup | None = None
     uids: set[str] = set()
     line = 0
@@ -146,9 +164,8 @@ def read_groups(records: Iterable[Any], limits: MessageLimits = MessageLimits())
         record = _parse(raw, line)
         if record is None:
             continue
-        if not seen_header:
-            _check_header(record, line)
-            seen_header = True
+        if not version:
+            version = _check_header(record, line)
             continue
         kind = record.get("type")
         if kind == "session":
@@ -157,7 +174,7 @@ def read_groups(records: Iterable[Any], limits: MessageLimits = MessageLimits())
                                            "session: the file is truncated or spliced; export it again")
             group = SessionGroup(line, _session(record.get("session"), line))
             uids = set()
-        elif kind in ("message", "usage", "end"):
+        elif kind in ("message", "usage", "turn", "end") and not (kind == "turn" and version == 1):
             if group is None:
                 raise ImportRejected(line, f"a {kind} record outside any session (a session record must come first)")
             if kind == "message":
@@ -168,13 +185,16 @@ def read_groups(records: Iterable[Any], limits: MessageLimits = MessageLimits())
                 group.messages.append(message)
             elif kind == "usage":
                 group.usage.append(_usage(record.get("usage"), line, group.id))
+            elif kind == "turn":
+                group.turns.append(_turn(record.get("turn"), line, group.id))
             else:
-                _check_end(record, group, line)
+                _check_end(record, group, line, version)
                 yield group
                 group = None
         else:
-            raise ImportRejected(line, f"unknown record type {kind!r} (expected session, message, usage or end)")
-    if not seen_header:
+            raise ImportRejected(line, f"unknown record type {kind!r} in a version {version} export (expected "
+                                       f"session, message, usage{', turn' if version > 1 else ''} or end)")
+    if not version:
         raise ImportRejected(max(line, 1), "the file holds no records: it is empty, not a sessiondb export")
     if group is not None:
         raise ImportRejected(line + 1, f"the file ends inside session {group.id} (line {group.line}) before its end "
@@ -206,22 +226,27 @@ def _refuse_constant(name: str) -> None:
     raise ValueError(f"{name} is not a number sessiondb stores")
 
 
-def _check_header(record: dict[str, Any], line: int) -> None:
+def _check_header(record: dict[str, Any], line: int) -> int:
     if record.get("format") != FORMAT:
         raise ImportRejected(line, f'not a sessiondb export: the first line must be the header {{"format": "{FORMAT}", ...}}')
     version = record.get("version")
     if isinstance(version, bool) or not isinstance(version, int):
         raise ImportRejected(line, f"the export header's version must be an integer, not {version!r}")
-    if version != VERSION:
-        raise ImportRejected(line, f"unknown export format version {version} (this sessiondb reads version {VERSION}); "
-                                   "import it with the sessiondb that wrote it, or a newer one")
+    if version not in READABLE:
+        readable = ", ".join(map(str, READABLE))
+        raise ImportRejected(line, f"unknown export format version {version} (this sessiondb reads versions "
+                                   f"{readable}); import it with the sessiondb that wrote it, or a newer one")
+    return version
 
 
-def _check_end(record: dict[str, Any], group: SessionGroup, line: int) -> None:
+def _check_end(record: dict[str, Any], group: SessionGroup, line: int, version: int) -> None:
     if record.get("session_id") != group.id:
         raise ImportRejected(line, f"the end record names session {record.get('session_id')!r}, but session {group.id} "
                                    f"(line {group.line}) is open")
-    for key, have in (("messages", len(group.messages)), ("usage", len(group.usage))):
+    counts = [("messages", len(group.messages)), ("usage", len(group.usage))]
+    if version > 1:
+        counts.append(("turns", len(group.turns)))
+    for key, have in counts:
         if record.get(key) != have:
             raise ImportRejected(line, f"session {group.id} declares {record.get(key)!r} {key} records but the file "
                                        f"holds {have}: records are missing; export it again")
@@ -340,6 +365,27 @@ def _usage(record: Any, line: int, session_id: str) -> dict[str, Any]:
                 raise InvalidInput(f"the usage row's {name!r} must not be negative")
     except InvalidInput as exc:
         raise ImportRejected(line, str(exc)) from None
+    return values
+
+
+def _turn(record: Any, line: int, session_id: str) -> dict[str, Any]:
+    values = _fields("turns", record, line, "turn")
+    if values.setdefault("session_id", session_id) != session_id:
+        raise ImportRejected(line, f"the turn belongs to session {values['session_id']!r}, not {session_id}")
+    ended = [values.get(name) is not None for name in ("ended_at", "outcome", "reason")]
+    if any(ended) and not all(ended):
+        raise ImportRejected(line, "a turn gives all of ended_at, outcome and reason, or none (while it runs)")
+    if all(ended):
+        try:
+            outcome = guidance.turn_outcome(values["reason"])
+        except InvalidInput as exc:
+            raise ImportRejected(line, str(exc)) from None
+        if outcome != values["outcome"]:
+            raise ImportRejected(line, f"the turn's reason {values['reason']!r} ends a turn as {outcome!r}, "
+                                       f"not {values['outcome']!r}")
+    values.setdefault("receipts", "[]")
+    if not isinstance(json.loads(values["receipts"]), list):
+        raise ImportRejected(line, "the turn's 'receipts' must be a list")
     return values
 
 

@@ -126,6 +126,32 @@ class Session:
 
 
 @dataclass(frozen=True)
+class Turn:
+    """One turn of a session: a user message and the agent's work until it stopped (S-50).
+
+    `outcome` and `reason` are None while the turn runs; `reason` is a name from the
+    guidance table (sessiondb.guidance.explain_turn gives its sentence).
+    """
+
+    id: str
+    session_id: str
+    user_uid: str | None  # the uid of the user message that started it
+    cwd: str | None  # the working directory its file tools resolve relative paths against
+    started_at: float
+    ended_at: float | None = None
+    outcome: str | None = None  # completed, interrupted or failed
+    reason: str | None = None
+    detail: str | None = None  # an error's text, for a failed turn
+    #: the failed file edits that still stood when the turn ended (S-52), each a dict of
+    #: path, error, mtime_ns and size (the file's state when the edit failed)
+    receipts: list[dict[str, Any]] = field(default_factory=list)
+    continued_by: str | None = None  # the turn that took its waiting correction (S-51)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class UsageRow:
     model: str
     provider: str
@@ -297,6 +323,8 @@ class ImportReport:
     messages_skipped: int = 0  # already stored (same uid)
     usage_rows_imported: int = 0
     usage_rows_skipped: int = 0
+    turns_imported: int = 0
+    turns_skipped: int = 0  # already stored (same turn id)
     #: Sessions whose parent is in neither the store nor the import (parent link cleared).
     detached: list[str] = field(default_factory=list)
 
@@ -314,6 +342,8 @@ class ImportOutcome:
     usage_imported: int
     usage_skipped: int
     detached_from: str | None  # the parent that was not there, when the link was cleared
+    turns_imported: int = 0
+    turns_skipped: int = 0
 
 
 # --- text and JSON -------------------------------------------------------------------

@@ -18,7 +18,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ..errors import Cause, RealHomeRefused, SessionDBError, SessionTooLarge, StoreClosed, StoreHeld
+from ..errors import Cause, CheckpointRefused, RealHomeRefused, SessionDBError, SessionTooLarge, StoreClosed, StoreHeld
 from ..guidance import error_code, for_error
 
 log = logging.getLogger("sessiondb.api")
@@ -54,6 +54,8 @@ def render(exc: SessionDBError, request: Request) -> JSONResponse:
     detail: Any = advice.detail
     if isinstance(exc, StoreHeld):
         detail = {"holders": [str(h) for h in exc.holders]}
+    elif isinstance(exc, CheckpointRefused) and exc.report is not None:
+        detail = exc.report.to_dict()  # a refused restore: every file and why
     return JSONResponse(error_body(code, advice.message, detail), status_code=status)
 
 

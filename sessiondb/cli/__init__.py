@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from .checkpoints import checkpoints
 from .context import CliContext, CliError
 from .demo import demo
 from .doctor import doctor, recover
@@ -17,6 +18,7 @@ from .recall import mcp
 from .profiles import profiles
 from .serve import serve
 from .sessions import sessions
+from .turns import turns
 from . import maintenance, transfer as _transfer  # noqa: F401 - transfer adds export and import to `sessions`
 
 
@@ -75,5 +77,7 @@ main.add_command(maintenance.backup)
 main.add_command(profiles)
 main.add_command(serve)
 main.add_command(sessions)
+main.add_command(turns)
+main.add_command(checkpoints)
 for _command in (maintenance.optimize, maintenance.vacuum, maintenance.prune):
     sessions.add_command(_command)

@@ -54,7 +54,9 @@ class CliContext:
         try:
             return method(*args, **kwargs)
         except SessionDBError as exc:
-            store = getattr(method, "__self__", None) or args[0]  # a store method, or a function of a store
+            # a store method, a tool over a store (its `store`), or a function of a store
+            owner = getattr(method, "__self__", None) or args[0]
+            store = getattr(owner, "store", owner)
             advice = for_error(exc, db_path=Path(store.location), profile=store.profile,
                                home=None if self.home is None else Path(self.home))
             raise self.error(exc, advice.message, advice.cause, advice.detail) from None

@@ -6,7 +6,7 @@ turns it into a typed command (store/commands.py) and hands that to the backend;
 reaches a backend unchecked. What every backend needs the same way lives here too:
 keeping a batch the store cannot take in the spool (S-13..S-15), shaping resumed
 messages for a model, and the in-memory size guard (S-42). Export and import are in
-store/transfer.py; the optional capabilities in store/capabilities.py.
+store/transfer.py, turn records in store/turns.py; the optional capabilities in store/capabilities.py.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from . import spool
 from .backend import Backend
 from .contract import MessageInput
 from .transfer import Transfer
+from .turns import Turns
 
 RESUME_LIMIT = 20_000  # active messages resume() hands over at most (S-42); 0 disables
 MINT_ATTEMPTS = 3  # minted session ids tried before a fourth, whose conflict is raised
@@ -37,7 +38,7 @@ _ROLES = frozenset(r.value for r in Role)
 _MODES = ("in_place", "rotate")
 
 
-class CheckedStore(Transfer):
+class CheckedStore(Transfer, Turns):
     """A handle on one profile's store, over the backend that holds it."""
 
     def __init__(self, backend: Backend, *, profile: str | None, clock: Callable[[], float] | None = None,

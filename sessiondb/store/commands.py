@@ -173,3 +173,26 @@ class Prune:
     include_archived: bool
     force: bool
     dry_run: bool
+
+
+# --- turns ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BeginTurn:
+    id: str
+    session_id: str
+    user_uid: str | None
+    cwd: str | None
+    started_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class EndTurn:
+    id: str
+    outcome: str  # from the reason, by the guidance table
+    reason: str
+    detail: str | None
+    receipts: str  # canonical JSON list of failed edits
+    continued_by: str | None
+    ended_at: float

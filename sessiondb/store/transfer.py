@@ -61,6 +61,7 @@ class Transfer:
             "session": records[0]["session"],
             "messages": [r["message"] for r in records if r["type"] == "message"],
             "usage": [r["usage"] for r in records if r["type"] == "usage"],
+            "turns": [r["turn"] for r in records if r["type"] == "turn"],
         }
 
     def _stream_instead(self, exc: SessionTooLarge, what: str, session_id: str) -> SessionTooLarge:
@@ -92,6 +93,8 @@ class Transfer:
                 report.messages_skipped += outcome.messages_skipped
                 report.usage_rows_imported += outcome.usage_imported
                 report.usage_rows_skipped += outcome.usage_skipped
+                report.turns_imported += outcome.turns_imported
+                report.turns_skipped += outcome.turns_skipped
                 if outcome.detached_from is not None:
                     links.append((group.id, outcome.detached_from))
         except SessionDBError as exc:

@@ -114,7 +114,7 @@ def test_export_streams_jsonl_and_markdown(api):
     assert response.headers["content-type"].startswith("application/x-ndjson")
     records = [json.loads(line) for line in response.text.splitlines()]
     assert [r["type"] for r in records][:2] == ["header", "session"]
-    assert records[-1] == {"type": "end", "session_id": s["id"], "messages": 300, "usage": 0}
+    assert records[-1] == {"type": "end", "session_id": s["id"], "messages": 300, "usage": 0, "turns": 0}
     md = api.get(f"/api/sessions/{s['id']}/export", params={"format": "md"})
     assert md.headers["content-type"].startswith("text/markdown") and "## exported" in md.text
     is_error(api.get("/api/sessions/nope/export"), 404, "not_found")

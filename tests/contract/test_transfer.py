@@ -90,7 +90,7 @@ def test_export_then_import_into_an_empty_store_reproduces_everything(source, ta
 def test_the_export_carries_every_column_every_state_and_lineage(source):
     records = [json.loads(line) for line in lines(source)]
     header = records[0]
-    assert header["format"] == "sessiondb-export" and header["version"] == 1
+    assert header["format"] == "sessiondb-export" and header["version"] == 2
     sessions = [r["session"] for r in records if r["type"] == "session"]
     assert sessions[1]["parent_session_id"] == sessions[0]["id"]  # parents first
     assert {"pinned", "archived", "hidden", "metadata", "message_count", "parent_session_id"} <= set(sessions[0])

@@ -86,8 +86,9 @@ export class Transcript {
     const view = $("view");
     try {
       const p = query({ profile: this.profile });
-      const [s, lineage, usage, page] = await Promise.all([
+      const [s, lineage, usage, turns, page] = await Promise.all([
         api(sessionPath(id, "?") + p), api(sessionPath(id, "/lineage?") + p), sessionUsageFor(this.profile, id),
+        api(sessionPath(id, "/turns?") + p),
         target === null ? this.page({ order: "latest", limit: MESSAGES }) : this.page({ around: target, limit: AROUND }),
       ]);
       if (this.id !== id) return;
@@ -98,7 +99,7 @@ export class Transcript {
       older.hidden = this.older === null;
       newer.hidden = this.newer === null;
       const transcript = el("div", { id: "transcript", "data-testid": "transcript" }, renderMessages(page.items, target !== null));
-      view.replaceChildren(this.header(s, lineage.items, usage), older, transcript, newer);
+      view.replaceChildren(this.header(s, lineage.items, usage), turnList(turns.items), older, transcript, newer);
       if (!page.items.length) {
         view.append(el("p", { class: "empty", "data-testid": "empty-session", text: s.message_count
           ? "Every message of this session is archived history: show it with “Show compacted history”."
@@ -177,4 +178,17 @@ export class Transcript {
       el("p", { class: "meta", text: `${s.id} · ${s.source} · started ${when(s.started_at)} · ${plural(s.message_count, "message")}${flags.length ? " · " + flags.join(", ") : ""}` }),
       chain, origin, sessionUsage(usage), actions);
   }
+}
+
+
+// Why each turn ended, in the guidance table's words (the reason's name on hover).
+function turnList(turns) {
+  if (!turns.length) return document.createDocumentFragment();
+  const list = el("ol", { class: "turns", "data-testid": "turns" });
+  for (const t of turns) {
+    const failed = t.receipts.length ? ` · ${t.receipts.length} file edit(s) FAILED this turn` : "";
+    list.append(el("li", { "data-testid": "turn", title: t.reason || "running",
+      text: `${when(t.started_at)} · ${t.outcome || "running"}: ${t.explanation || "still running"}${failed}` }));
+  }
+  return el("details", { class: "turns-box" }, el("summary", { text: `${turns.length} turn(s): why each ended` }), list);
 }

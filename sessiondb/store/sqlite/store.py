@@ -19,11 +19,12 @@ import apsw
 from ...errors import InvalidInput, StoreClosed
 from ...formats import SessionGroup
 from ...model import (
-    ImportOutcome, Lease, MaintenanceReport, Message, Page, SearchHit, Session, StoreStats, Usage, VerifyReport,
+    ImportOutcome, Lease, MaintenanceReport, Message, Page, SearchHit, Session, StoreStats, Turn, Usage,
+    VerifyReport,
 )
 from .. import commands as cmd
 from . import catalog, compaction, leases, lineage, maintenance, messages, registry, routing as routing_rows
-from . import search, sessions, transfer, usage, verify
+from . import search, sessions, transfer, turns, usage, verify
 from .connect import DEFAULT_PATIENCE, check_durability, check_sqlite_version
 from .errors import convert
 
@@ -165,6 +166,20 @@ class SQLiteBackend:
 
     def verify(self) -> VerifyReport:
         return self._read(verify.verify)
+
+    # --- turns ---------------------------------------------------------------------------
+
+    def begin_turn(self, command: cmd.BeginTurn) -> Turn:
+        return self._write(partial(turns.begin, command=command))
+
+    def end_turn(self, command: cmd.EndTurn) -> Turn:
+        return self._write(partial(turns.end, command=command))
+
+    def get_turn(self, turn_id: str) -> Turn:
+        return self._read(partial(turns.get, turn_id=turn_id))
+
+    def turns(self, session_id: str, limit: int) -> list[Turn]:
+        return self._read(partial(turns.of_session, session_id=session_id, limit=limit))
 
     # --- transfer ------------------------------------------------------------------------
 
