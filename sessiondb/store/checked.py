@@ -4,9 +4,10 @@
 (store/backend.py). Each method checks and normalises its input on the caller's thread,
 turns it into a typed command (store/commands.py) and hands that to the backend; nothing
 reaches a backend unchecked. What every backend needs the same way lives here too:
-keeping a batch the store cannot take in the spool (S-13..S-15), shaping resumed
-messages for a model, and the in-memory size guard (S-42). Export and import are in
-store/transfer.py; the optional capabilities in store/capabilities.py.
+keeping a batch the store cannot take in the spool (S-13..S-15) and the in-memory size
+guard (S-42). Export and import are in store/transfer.py; resume and flush, which keep
+a message's identity across what a model sees, in store/identity.py; the optional
+capabilities in store/capabilities.py.
 """
 
 from __future__ import annotations
@@ -18,26 +19,26 @@ from typing import Any, Callable, Iterable, Mapping
 
 from .. import home as homes
 from .. import query as search_query
-from ..errors import DAMAGE_CAUSES, InvalidInput, SessionExists, SessionTooLarge, StorageError, StoreClosed, StoreDamaged
+from ..errors import DAMAGE_CAUSES, InvalidInput, SessionExists, StorageError, StoreClosed, StoreDamaged
 from ..model import (
-    INTERNAL_NOTIFICATION, MAX_TITLE_LENGTH, Lease, Message, Page, Role, SearchHit, Session, SpoolReport,
-    StoreStats, Usage, VerifyReport, check_label, check_metadata, check_timestamp, check_unicode, clean_title,
-    new_session_id, prepare_messages,
+    MAX_TITLE_LENGTH, Lease, Message, NewMessage, Page, Role, SearchHit, Session, SpoolReport, StoreStats, Usage,
+    VerifyReport, check_label, check_metadata, check_timestamp, check_unicode, clean_title, new_session_id,
+    prepare_messages,
 )
 from . import arguments as arg
 from . import commands as cmd
 from . import spool
 from .backend import Backend
 from .contract import MessageInput
+from .identity import Identity
 from .transfer import Transfer
 
-RESUME_LIMIT = 20_000  # active messages resume() hands over at most (S-42); 0 disables
 MINT_ATTEMPTS = 3  # minted session ids tried before a fourth, whose conflict is raised
 _ROLES = frozenset(r.value for r in Role)
 _MODES = ("in_place", "rotate")
 
 
-class CheckedStore(Transfer):
+class CheckedStore(Transfer, Identity):
     """A handle on one profile's store, over the backend that holds it."""
 
     def __init__(self, backend: Backend, *, profile: str | None, clock: Callable[[], float] | None = None) -> None:
@@ -195,7 +196,10 @@ class CheckedStore(Transfer):
     # --- messages ----------------------------------------------------------------------
 
     def append(self, session_id: str, messages: MessageInput | Iterable[MessageInput]) -> list[Message]:
-        command = cmd.Append(arg.session_id(session_id), tuple(prepare_messages(messages)), self._clock())
+        return self._append_batch(arg.session_id(session_id), tuple(prepare_messages(messages)))
+
+    def _append_batch(self, session_id: str, batch: tuple[NewMessage, ...]) -> list[Message]:
+        command = cmd.Append(session_id, batch, self._clock())
         try:
             return self._open().append(command)
         except StorageError as exc:
@@ -266,14 +270,6 @@ class CheckedStore(Transfer):
 
     def tip(self, session_id: str) -> Session:
         return self._open().tip(arg.session_id(session_id))
-
-    def resume(self, session_id: str, *, max_messages: int = RESUME_LIMIT) -> list[dict[str, Any]]:
-        sid, limit = arg.session_id(session_id), arg.count(max_messages, "max_messages")
-        try:
-            _tip, messages = self._open().live_messages(sid, limit)
-        except SessionTooLarge as exc:
-            raise self._stream_instead(exc, "resume", sid) from None
-        return [model_message(m) for m in messages]
 
     def rewind(self, session_id: str, to_message_id: int) -> int:
         return self._open().rewind(cmd.Rewind(arg.session_id(session_id), arg.count(to_message_id, "to_message_id")))
@@ -353,17 +349,3 @@ class CheckedStore(Transfer):
     def verify(self) -> VerifyReport:
         return self._open().verify()
 
-
-def model_message(m: Message) -> dict[str, Any]:
-    """A stored message as a model provider takes it: nothing internal (S-09)."""
-    out: dict[str, Any] = {"role": Role.USER.value if m.display_kind == INTERNAL_NOTIFICATION else m.role,
-                           "content": m.content}
-    if m.tool_calls is not None:
-        out["tool_calls"] = m.tool_calls
-    if m.tool_call_id is not None:
-        out["tool_call_id"] = m.tool_call_id
-    if m.tool_name is not None and m.role == Role.TOOL.value:
-        out["name"] = m.tool_name
-    if m.reasoning is not None:
-        out["reasoning"] = m.reasoning
-    return out
