@@ -57,16 +57,13 @@ def garbled_table_pages(tmp):
     return raised(db, "SELECT count(*) FROM drafts")
 
 
-def drafts_schema_garbled(tmp):
-    db = plain(tmp)
-    edit_schema(db, "UPDATE sqlite_schema SET sql = 'CREATE TABLE drafts(body' WHERE name = 'drafts'")
-    return raised(db, "SELECT * FROM other")
-
-
-def drafts_schema_duplicated(tmp):
-    db = plain(tmp)
-    edit_schema(db, "INSERT INTO sqlite_schema SELECT * FROM sqlite_schema WHERE name = 'drafts'")
-    return raised(db, "SELECT * FROM other")
+def schema_edited(make, edit, query):
+    """A file from `make` whose schema `edit` changed, then read with `query`."""
+    def damage(tmp):
+        db = make(tmp)
+        edit_schema(db, edit)
+        return raised(db, query)
+    return damage
 
 
 def not_a_database(tmp):
@@ -75,16 +72,18 @@ def not_a_database(tmp):
     return raised(db, "SELECT * FROM sqlite_schema")
 
 
-def index_blocks_garbled(tmp):
-    db = store(tmp)
-    edit_schema(db, "UPDATE messages_fts_data SET block = randomblob(length(block)) WHERE id > 10")
-    return raised(db, "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'hello'")
-
-
-def index_blocks_garbled_read_by_rank(tmp):
-    db = store(tmp)
-    edit_schema(db, "UPDATE messages_fts_data SET block = randomblob(length(block)) WHERE id > 10")
-    return raised(db, "SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'number' ORDER BY rank LIMIT 3")
+GARBLE_INDEX = "UPDATE messages_fts_data SET block = randomblob(length(block)) WHERE id > 10"
+drafts_schema_garbled = schema_edited(
+    plain, "UPDATE sqlite_schema SET sql = 'CREATE TABLE drafts(body' WHERE name = 'drafts'", "SELECT * FROM other")
+drafts_schema_duplicated = schema_edited(
+    plain, "INSERT INTO sqlite_schema SELECT * FROM sqlite_schema WHERE name = 'drafts'", "SELECT * FROM other")
+index_blocks_garbled = schema_edited(
+    store, GARBLE_INDEX, "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'hello'")
+index_blocks_garbled_read_by_rank = schema_edited(
+    store, GARBLE_INDEX, "SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'number' ORDER BY rank LIMIT 3")
+index_schema_entry_garbled = schema_edited(
+    store, "UPDATE sqlite_schema SET sql = 'CREATE VIRTUAL TABLE messages_fts USING' WHERE name = 'messages_fts'",
+    "SELECT count(*) FROM messages")
 
 
 def index_named_under_a_bare_code(tmp):
@@ -95,27 +94,21 @@ def index_named_under_a_bare_code(tmp):
     return exc
 
 
-def index_schema_entry_garbled(tmp):
-    db = store(tmp)
-    edit_schema(db, "UPDATE sqlite_schema SET sql = 'CREATE VIRTUAL TABLE messages_fts USING' "
-                    "WHERE name = 'messages_fts'")
-    return raised(db, "SELECT count(*) FROM messages")
-
-
 CASES = [
-    # (how SQLite was made to fail, extended code, words its text must hold, cause)
-    (garbled_table_pages, 11, "malformed", Cause.CORRUPT),
-    (drafts_schema_garbled, 11, "drafts", Cause.CORRUPT),
-    (drafts_schema_duplicated, 11, "drafts already exists", Cause.CORRUPT),
-    (not_a_database, 26, "not a database", Cause.CORRUPT),
-    (index_blocks_garbled, 267, '"messages_fts"', Cause.FTS_INDEX),
-    (index_blocks_garbled_read_by_rank, 267, "", Cause.FTS_INDEX),
-    (index_named_under_a_bare_code, 11, '"messages_fts"', Cause.FTS_INDEX),
-    (index_schema_entry_garbled, 11, "malformed database schema (messages_fts)", Cause.CORRUPT),
+    # how SQLite was made to fail, its extended code, words its text holds, the cause
+    pytest.param(garbled_table_pages, 11, "malformed", Cause.CORRUPT, id="garbled_table_pages"),
+    pytest.param(drafts_schema_garbled, 11, "drafts", Cause.CORRUPT, id="drafts_schema_garbled"),
+    pytest.param(drafts_schema_duplicated, 11, "drafts already exists", Cause.CORRUPT, id="drafts_schema_duplicated"),
+    pytest.param(not_a_database, 26, "not a database", Cause.CORRUPT, id="not_a_database"),
+    pytest.param(index_blocks_garbled, 267, '"messages_fts"', Cause.FTS_INDEX, id="index_blocks_garbled"),
+    pytest.param(index_blocks_garbled_read_by_rank, 267, "", Cause.FTS_INDEX, id="index_read_by_rank"),
+    pytest.param(index_named_under_a_bare_code, 11, '"messages_fts"', Cause.FTS_INDEX, id="index_under_bare_code"),
+    pytest.param(index_schema_entry_garbled, 11, "malformed database schema (messages_fts)", Cause.CORRUPT,
+                 id="index_schema_entry_garbled"),
 ]
 
 
-@pytest.mark.parametrize("make, code, words, cause", CASES, ids=[c[0].__name__ for c in CASES])
+@pytest.mark.parametrize("make, code, words, cause", CASES)
 def test_only_corruption_attributed_to_the_search_index_is_index_damage(tmp_path, make, code, words, cause):
     exc = make(tmp_path)
     assert exc.extendedresult == code, exc
