@@ -128,8 +128,8 @@ class Store(Protocol):
 
         A session closed by a compaction's rotation (end reason 'compression') passes
         the batch to its live tip within the same write, and the returned rows carry
-        the tip's id; with no live tip it raises CompressionClosed and writes nothing
-        (S-05). A uid already stored earlier in the lineage is not stored again.
+        the tip's id; when the tip has ended (closed by compaction or for any other
+        reason) it raises CompressionClosed and writes nothing (S-05). A uid already stored earlier in the lineage is not stored again.
 
         Whatever a read returns is accepted back and stores nothing twice (S-01, S-44):
         Message rows from transcript(), resume()'s dicts (their uid rides on them as an
