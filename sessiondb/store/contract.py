@@ -106,7 +106,13 @@ class Store(Protocol):
         archived: bool | None = None,
         hidden: bool | None = None,
     ) -> Session:
-        """Set the flags given (None leaves a flag as it is). Not user activity."""
+        """Set the flags given (None leaves a flag as it is). Not user activity.
+
+        Flags belong to the conversation: they apply, in one write, to every session of
+        its compaction chain (the root and every session rotated out of it), whichever of
+        them is named, so a listing never shows the ancestors of a hidden tip (S-41).
+        Branches, resets and delegations are other conversations and keep their own.
+        """
 
     def update_metadata(self, session_id: str, patch: Mapping[str, Any]) -> Session:
         """Merge `patch` into the metadata (None removes a key). Not user activity."""

@@ -9,8 +9,9 @@ stored anywhere in the chain is stored once: appending it again to a descendant 
 the stored row instead of writing a copy (S-01 across rotations). Branches, resets and
 delegations are other relations and are never followed.
 
-Also here: rewind/restore (marking messages `rewound` and back), branch (a new session
-from a copy of another's messages), and resume (the model-ready conversation of the tip).
+Also here: flags that apply to the whole conversation (S-41), rewind/restore (marking
+messages `rewound` and back), branch (a new session from a copy of another's messages), and
+resume (the model-ready conversation of the tip).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ...errors import CompressionClosed, MessageConflict, NotFound, SessionTooLa
 from ...model import (
     ACTIVITY_ROLES, BRANCH, COMPRESSION, INTERNAL_NOTIFICATION, Message, NewMessage, Session,
 )
+from ..commands import SetFlags
 from . import messages, sessions
 
 #: Sessions a lineage walk visits at most (a guard against runaway chains).
@@ -147,6 +149,36 @@ def writable(conn: apsw.Connection, session_id: str) -> str:
             "write there"
         )
     return path[-1]
+
+
+def conversation(conn: apsw.Connection, session_id: str) -> list[str]:
+    """Every session of the compression tree `session_id` belongs to: its root and all the
+    root's compression descendants (bounded), root first."""
+    up = ancestors(conn, session_id)
+    root = up[-1] if up else session_id
+    rows = conn.execute(
+        """
+        WITH RECURSIVE down(id, depth) AS (
+            SELECT ?1, 0
+            UNION
+            SELECT s.id, down.depth + 1 FROM down
+            JOIN sessions AS s ON s.parent_session_id = down.id AND s.parent_relation = ?2
+            WHERE down.depth < ?3
+        )
+        SELECT id FROM down GROUP BY id ORDER BY min(depth)
+        """,
+        (root, COMPRESSION, MAX_HOPS),
+    ).fetchall()
+    return [sid for (sid,) in rows]
+
+
+def set_flags(conn: apsw.Connection, session_id: str, change: SetFlags) -> Session:
+    """Pin, archive and hide apply to the whole conversation (S-41): every session of its
+    compression tree, in this one write, so a listing never shows the ancestors of a
+    hidden tip. Not user activity."""
+    for sid in conversation(conn, session_id):
+        sessions.change(conn, sid, change)
+    return sessions.get(conn, session_id)
 
 
 # --- appends that follow the chain ---------------------------------------------------------

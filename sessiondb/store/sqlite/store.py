@@ -92,6 +92,8 @@ class SQLiteBackend:
         return self._read(partial(sessions.list_page, **asdict(query)))
 
     def change_session(self, session_id: str, change: cmd.SessionChange) -> Session:
+        if isinstance(change, cmd.SetFlags):
+            return self._write(partial(lineage.set_flags, session_id=session_id, change=change))
         return self._write(partial(sessions.change, session_id=session_id, change=change))
 
     def delete_session(self, session_id: str) -> None:
