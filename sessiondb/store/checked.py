@@ -27,7 +27,7 @@ from ..model import (
 )
 from . import arguments as arg
 from . import commands as cmd
-from . import spool
+from . import handles, spool
 from .backend import Backend
 from .contract import MessageInput
 from .identity import Identity
@@ -46,6 +46,7 @@ class CheckedStore(Transfer, Identity):
         self._profile = profile
         self._clock = clock or time.time
         self._closed = threading.Event()
+        self._release_if_dropped = handles.watch(self, backend)
         if spool.pending(backend.spool_anchor):
             # A healthy open replays what an earlier refusal kept; what still fails stays spooled.
             self.replay_spool()
@@ -64,6 +65,7 @@ class CheckedStore(Transfer, Identity):
         if self._closed.is_set():
             return
         self._closed.set()
+        self._release_if_dropped.detach()
         self.backend.close()
 
     def __enter__(self) -> "CheckedStore":
