@@ -101,5 +101,65 @@ def truncate(db: Path) -> Path:
     return db
 
 
+def _edit_schema(db: Path, sql: str) -> Path:
+    conn = apsw.Connection(str(db))
+    conn.execute("PRAGMA writable_schema=ON")
+    conn.execute(sql)
+    conn.close()
+    return db
+
+
+def duplicate_index_entry(db: Path) -> Path:
+    """An index named by two identical schema entries (a hand edit, a buggy tool)."""
+    return _edit_schema(db, "INSERT INTO sqlite_schema SELECT * FROM sqlite_schema WHERE name = 'messages_session'")
+
+
+def duplicate_table_entry(db: Path) -> Path:
+    return _edit_schema(db, "INSERT INTO sqlite_schema SELECT * FROM sqlite_schema WHERE name = 'usage'")
+
+
+def missing_index_entry(db: Path) -> Path:
+    """The unique index that makes appends idempotent, gone from the schema."""
+    return _edit_schema(db, "DELETE FROM sqlite_schema WHERE name = 'messages_uid'")
+
+
+def missing_trigger_entry(db: Path) -> Path:
+    return _edit_schema(db, "DELETE FROM sqlite_schema WHERE name = 'messages_search_insert'")
+
+
+def missing_table_entry(db: Path) -> Path:
+    return _edit_schema(db, "DELETE FROM sqlite_schema WHERE name = 'usage'")
+
+
+def half_migrated(db: Path) -> Path:
+    """The last migration's objects all there, its record gone."""
+    conn = apsw.Connection(str(db))
+    conn.execute("DELETE FROM schema_migrations WHERE name = (SELECT max(name) FROM schema_migrations)")
+    conn.close()
+    return db
+
+
+#: Every kind of damage: (the function that makes it, or None for a healthy store, the
+#: doctor's class, whether open refuses it). Open refuses what the header and schema show;
+#: damage only the integrity check sees is the doctor's, contained on the write path (an
+#: index's by S-16, a page's once a write meets it, S-15).
+KINDS = [
+    (None, "none", False),
+    ("garble_index_blocks", "index", False),
+    ("garble_index_pages", "index", False),
+    ("garble_schema_row", "schema", True),
+    ("garble_btree_index", "schema", False),
+    ("duplicate_index_entry", "schema", True),
+    ("duplicate_table_entry", "schema", True),
+    ("missing_index_entry", "schema", True),
+    ("missing_trigger_entry", "schema", True),
+    ("half_migrated", "schema", True),
+    ("garble_table_pages", "structural", False),
+    ("zero_header", "structural", True),
+    ("truncate", "structural", True),
+    ("missing_table_entry", "structural", True),
+]
+
+
 def digest(db: Path) -> str:
     return hashlib.sha256(db.read_bytes()).hexdigest() if db.exists() else "absent"

@@ -27,6 +27,7 @@ from ...errors import Cause, classify
 from .safety.holders import holders
 from .safety.containment import Containment, no_checkpoint_on_close, refuse_if_damaged
 from .safety.probe import startup_probe, unclean_shutdown
+from .safety.schema import refuse_damaged_schema
 from .connect import configure_reader, configure_writer, connect, set_durability
 from .errors import convert
 from . import search
@@ -69,6 +70,7 @@ class SharedFile:
             conn = connect(self.path, patience=self._patience, vfs=self._vfs)
             # Refuse a file that is not ours before changing anything about it.
             check_ownership(conn)
+            refuse_damaged_schema(conn, self.path)  # what the doctor would report, open refuses
             if unclean:
                 startup_probe(conn, self.path)  # structural damage stops us before any write
             # Tighten the file before the first write creates the WAL, which SQLite gives

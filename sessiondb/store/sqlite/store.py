@@ -26,6 +26,7 @@ from . import catalog, compaction, leases, lineage, maintenance, messages, regis
 from . import search, sessions, transfer, usage
 from .connect import DEFAULT_PATIENCE, check_durability, check_sqlite_version
 from .errors import convert
+from .safety import copies
 
 T = TypeVar("T")
 
@@ -202,7 +203,9 @@ class SQLiteBackend:
             raise InvalidInput("the backup must go to a new file, not the store itself")
         self._check_open()
         with self._file.reader() as conn:
-            return maintenance.backup(conn, destination)
+            size = maintenance.backup(conn, destination)
+        copies.remember(self.path, destination, size)  # the doctor names it as a restore step
+        return size
 
     def optimize(self, *, force: bool, dry_run: bool) -> MaintenanceReport:
         return self._maintain("optimize", maintenance.optimize, force=force, dry_run=dry_run)

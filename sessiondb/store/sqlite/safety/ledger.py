@@ -80,7 +80,11 @@ def _load(db_path: Path) -> dict:
 
 
 def _save(db_path: Path, data: dict) -> None:
-    path = ledger_path(db_path)
+    save_json(ledger_path(db_path), data)
+
+
+def save_json(path: Path, data: object) -> None:
+    """Write `data` as JSON into `path` atomically (staged, fsynced, renamed), mode 0600."""
     staging = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
     with os.fdopen(fd, "w", encoding="utf-8") as out:
