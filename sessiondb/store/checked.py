@@ -208,13 +208,15 @@ class CheckedStore(Transfer, Identity):
             if exc.cause not in DAMAGE_CAUSES:
                 raise
             # The store cannot take writes; the messages are kept, never dropped (S-13..S-15).
-            kept = spool.write(self.backend.spool_anchor, command.session_id, list(command.batch), exc.cause.value)
+            kept = spool.write(self.backend.spool_anchor, command.session_id, list(command.batch), exc.cause.value,
+                               getattr(self.backend, "generation", None))
             raise StoreDamaged.spooled(exc, str(kept)) from exc
 
     def replay_spool(self) -> SpoolReport:
         """Append every spooled batch of this store, oldest first (see store/spool.py)."""
         report = SpoolReport()
-        for path, error in spool.replay(self.backend.spool_anchor, self.append):
+        generation = getattr(self.backend, "generation", None)
+        for path, error in spool.replay(self.backend.spool_anchor, self.append, generation):
             if error is None:
                 report.replayed.append(str(path))
             else:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import apsw
@@ -139,6 +141,25 @@ def half_migrated(db: Path) -> Path:
     return db
 
 
+WRITE_AND_DIE = (
+    "import os, sys, sessiondb\n"
+    "s = sessiondb.open_store(sys.argv[1])\n"
+    "x = s.create_session('cli', title='only in the old WAL')\n"
+    "s.append(x.id, {'role': 'user', 'content': 'written just before the crash'})\n"
+    "os._exit(0)\n"
+)
+
+
+def foreign_wal(db: Path) -> Path:
+    """A WAL left by a writer that died, beside a main file another store was copied over."""
+    earlier = db.with_name("earlier.db")
+    with sessiondb.open_store(db) as store:
+        store.backup(earlier)  # another generation of the same sessions
+    subprocess.run([sys.executable, "-c", WRITE_AND_DIE, str(db)], check=True)
+    shutil.copyfile(earlier, db)
+    return db
+
+
 #: Every kind of damage: (the function that makes it, or None for a healthy store, the
 #: doctor's class, whether open refuses it). Open refuses what the header and schema show;
 #: damage only the integrity check sees is the doctor's, contained on the write path (an
@@ -157,6 +178,7 @@ KINDS = [
     ("garble_table_pages", "structural", False),
     ("zero_header", "structural", True),
     ("truncate", "structural", True),
+    ("foreign_wal", "none", False),  # not damage: the next open sets the WAL aside unreplayed
     ("missing_table_entry", "structural", True),
 ]
 

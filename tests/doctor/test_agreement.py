@@ -74,3 +74,14 @@ def test_without_a_backup_copy_the_forensic_set_of_the_last_repair_is_named(stor
     damaged(store, "zero_header")
     report = doctor_json(isolated_home)
     assert any("forensic backup" in step and report["backups"][-1] in step for step in report["steps"])
+
+
+def test_a_foreign_wal_is_reported_by_the_doctor_and_never_read_over_the_file(store, isolated_home):
+    damaged(store, "foreign_wal")
+    report = doctor_json(isolated_home)
+    assert report["damage"] == "none"
+    assert any("written for another file" in finding for finding in report["findings"]), report["findings"]
+    with sessiondb.open_store(store) as s:
+        titles = {x.title for x in s.list_sessions(limit=1000).items}
+    assert "only in the old WAL" not in titles and len(titles) == corpus.SESSIONS
+    assert any("set aside unreplayed" in f for f in doctor_json(isolated_home)["findings"])

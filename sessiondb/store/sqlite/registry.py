@@ -25,9 +25,12 @@ import apsw
 from ... import home as homes
 from ...errors import Cause, classify
 from .safety.holders import holders
-from .safety.containment import Containment, no_checkpoint_on_close, refuse_if_damaged
+from .safety.containment import (
+    Containment, damaged_error, forget_replaced, no_checkpoint_on_close, refuse_if_damaged,
+)
 from .safety.probe import startup_probe, unclean_shutdown
 from .safety.schema import refuse_damaged_schema
+from .safety.walowner import set_aside_foreign_wal
 from .connect import configure_reader, configure_writer, connect, set_durability
 from .errors import convert
 from . import search
@@ -54,6 +57,7 @@ class SharedFile:
         self._all_readers: list[apsw.Connection] = []
         self.journal_mode = ""
         self.containment = Containment(path)
+        self.retired = False  # replaced underneath and closed: every handle left on it is refused
         self.writer = Writer(
             lambda: self._open_writer(durability),
             name=f"sessiondb-writer:{path}",
@@ -66,6 +70,9 @@ class SharedFile:
         homes.ensure_private_dir(self.path.parent)
         conn = None
         try:
+            # Before SQLite sees the files: a WAL written for a file since replaced is set
+            # aside, never read over the main file that replaced it (S-13).
+            set_aside_foreign_wal(self.path)
             unclean = unclean_shutdown(self.path)  # a WAL left behind that nobody holds
             conn = connect(self.path, patience=self._patience, vfs=self._vfs)
             # Refuse a file that is not ours before changing anything about it.
@@ -151,6 +158,17 @@ class SharedFile:
         except apsw.Error as exc:
             raise convert(exc) from None
 
+    def retire(self) -> None:
+        """Stop serving a file found replaced, so that the file now at its path can be
+        opened: the connections close without a checkpoint (they hold the replaced file's
+        WAL and shared memory, which a new connection in this process would share)."""
+        self.retired = True
+        self.close()
+
+    def refuse_if_retired(self) -> None:
+        if self.retired:
+            raise damaged_error(self.path, self.containment.finding)
+
     def close(self) -> None:
         self.writer.stop()
         with self._readers_lock:
@@ -189,6 +207,7 @@ def acquire(path: Path, *, durability: str, patience: float, vfs: str | None = N
     # Opening a new file can wait on other processes (migrations take the write lock):
     # serialise per path only, so a slow store does not hold up opening the others.
     with path_lock:
+        _retire_replaced(path)
         refuse_if_damaged(path)
         with _lock:
             shared = _existing(path)
@@ -211,6 +230,20 @@ def acquire(path: Path, *, durability: str, patience: float, vfs: str | None = N
         with _lock:
             shared.hold(durability)
         return shared
+
+
+def _retire_replaced(path: Path) -> None:
+    """Retire the files open at `path` that were found replaced (S-13): their handles stay
+    refused while a new handle opens the generation now at the path."""
+    with _lock:
+        stale = [f for f in _files.values() if f.path == path and f.containment.finding is not None
+                 and f.containment.finding.cause is Cause.REPLACED]
+        for shared in stale:
+            del _files[shared.key]
+    for shared in stale:
+        shared.retire()
+    if stale:
+        forget_replaced(path)
 
 
 def release(shared: SharedFile, durability: str) -> None:

@@ -55,6 +55,11 @@ class SQLiteBackend:
         self._file = registry.acquire(path, durability=durability, patience=float(patience), vfs=vfs)
 
     @property
+    def generation(self) -> str | None:
+        """The generation stamp of the file this handle opened (see Backend)."""
+        return self._file.containment.generation
+
+    @property
     def journal_mode(self) -> str:
         return self._file.journal_mode
 
@@ -80,6 +85,7 @@ class SQLiteBackend:
     def _check_open(self) -> None:
         if self._closed.is_set():
             raise StoreClosed("this store handle is closed; open the store again")
+        self._file.refuse_if_retired()
 
     # --- sessions ----------------------------------------------------------------------
 

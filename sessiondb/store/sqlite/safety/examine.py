@@ -11,6 +11,7 @@ whatever open refuses the doctor reports, with the class its repair acts on.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ import apsw
 from ... import spool
 from ..connect import filesystem_type
 from ..search import STALE_KEY
-from . import copies, forensics, ledger
+from . import copies, forensics, ledger, walowner
 from .holders import holders
 from .identity import SQLITE_MAGIC, descriptors_of
 from .integrity import INDEX, MAX_LINES, NONE, SCHEMA, STRUCTURAL, classify_lines, integrity_lines, worse
@@ -119,11 +120,42 @@ def examine(db_path: Path | str, *, deep: bool = False, command: str = "sessiond
         _check_database(db_path, report, deep=deep, budget=None if deep else budget)
     if report.spool_pending:
         report.problems.append(f"{report.spool_pending} spooled batch(es) wait to be replayed")
+        _report_other_generations(db_path, report)
     if report.retired_wal:
         report.findings.append(f"{len(report.retired_wal)} retired-WAL capture(s) beside the store; keep them "
                                "until the store has been checked")
+        _report_replaced(report)
     advise(report, db_path, command)
     return report
+
+
+def _report_other_generations(db_path: Path, report: Report) -> None:
+    """Spooled batches refused by another generation of the store wait for it (S-13)."""
+    ours = report.identity.get("generation")
+    waiting = 0
+    for path in spool.pending(db_path):
+        try:
+            refused_by = spool.read(path).get("generation")
+        except (OSError, ValueError):
+            continue
+        waiting += bool(refused_by and ours and refused_by != ours)
+    if waiting:
+        report.findings.append(
+            f"{waiting} spooled batch(es) were refused by another generation of this store (a file since "
+            "replaced); they wait until that file is back and are never replayed into this one")
+
+
+def _report_replaced(report: Report) -> None:
+    """What a retired-WAL capture of a replaced file says happened."""
+    for folder in report.retired_wal:
+        try:
+            manifest = json.loads((Path(folder) / "manifest.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(manifest, dict) and manifest.get("cause") == "replaced":
+            report.findings.append(
+                f"the file was replaced while in use: the write-ahead log written for the old file "
+                f"({manifest.get('wal_generation')}) was set aside unreplayed in {folder}")
 
 
 def _check_header(db_path: Path, report: Report) -> None:
@@ -153,12 +185,20 @@ def _check_header(db_path: Path, report: Report) -> None:
 
 
 def _check_database(db_path: Path, report: Report, *, deep: bool, budget: float | None) -> None:
+    foreign = None if report.holders else walowner.foreign_wal(db_path)
+    if foreign is not None:
+        # Never read a WAL over a main file it does not belong to (S-13): examine the main
+        # file alone; the next open sets the WAL aside.
+        report.findings.append(
+            f"the write-ahead log beside the file was written for another file (generation {foreign[0]}, the "
+            f"file is {foreign[1]}): it was left by a file that was replaced, is not part of this store, and "
+            "the next open keeps it aside in a retired-wal folder without replaying it")
     try:
         # An immutable open takes no locks and so bypasses SQLite's sharing of descriptors
         # between connections: its close would drop this process's own locks (S-12). It is
         # used only when nothing, in this process or another, has the file open.
-        quiet = not report.holders and not descriptors_of(str(db_path)) \
-            and not any(os.path.exists(f"{db_path}{s}") for s in ("-wal", "-journal"))
+        quiet = not report.holders and not descriptors_of(str(db_path)) and (foreign is not None or not any(
+            os.path.exists(f"{db_path}{s}") for s in ("-wal", "-journal")))
         conn = open_readonly(db_path, writable_schema=True, quiet=quiet)
     except apsw.Error as exc:
         _damage(report, STRUCTURAL, f"the file cannot be opened as a database ({exc})")
