@@ -170,6 +170,9 @@ class StoreHeld(SessionDBError):
 _SQLITE_CODES = {5: Cause.LOCKED, 6: Cause.LOCKED, 8: Cause.READ_ONLY, 11: Cause.CORRUPT,
                  13: Cause.DISK_FULL, 23: Cause.READ_ONLY, 26: Cause.CORRUPT}
 _SQLITE_CORRUPT_VTAB = 267
+# Extended codes whose primary code (IOERR) says less than they do: the -shm could not
+# grow (SQLITE_IOERR_SHMSIZE), which on a full disk fails even a read.
+_SQLITE_EXTENDED = {4874: Cause.DISK_FULL}
 _ERRNO_CAUSES = {28: Cause.DISK_FULL, 122: Cause.DISK_FULL, 30: Cause.READ_ONLY, 13: Cause.READ_ONLY,
                  1: Cause.READ_ONLY}
 # Message fragments, most specific first. Corruption is matched before disk-full because
@@ -220,6 +223,8 @@ def _classify_one(exc: BaseException) -> Cause:
     if isinstance(extended, int) and extended:
         if extended == _SQLITE_CORRUPT_VTAB:
             return Cause.FTS_INDEX
+        if extended in _SQLITE_EXTENDED:
+            return _SQLITE_EXTENDED[extended]
         cause = _SQLITE_CODES.get(extended & 0xFF)
         if cause is Cause.CORRUPT and _names_the_index(text):
             return Cause.FTS_INDEX  # corruption that names the full-text index is the index's

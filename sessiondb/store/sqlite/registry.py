@@ -23,7 +23,7 @@ from typing import Callable, Iterator, TypeVar
 import apsw
 
 from ... import home as homes
-from ...errors import Cause, classify
+from ...errors import Cause, DiskFull, classify
 from .safety.holders import holders
 from .safety.containment import (
     Containment, damaged_error, forget_replaced, no_checkpoint_on_close, refuse_if_damaged,
@@ -58,13 +58,22 @@ class SharedFile:
         self.journal_mode = ""
         self.containment = Containment(path)
         self.retired = False  # replaced underneath and closed: every handle left on it is refused
-        self.writer = Writer(
-            lambda: self._open_writer(durability),
-            name=f"sessiondb-writer:{path}",
-            before_group=self.containment.before_group,
-            on_error=self.containment.on_error,
-            recover=_recover,
-        )
+        self.full: DiskFull | None = None  # opened for reading only, the disk being full
+        try:
+            self.writer: Writer | FullDisk = Writer(
+                lambda: self._open_writer(durability),
+                name=f"sessiondb-writer:{path}",
+                before_group=self.containment.before_group,
+                on_error=self.containment.on_error,
+                recover=_recover,
+            )
+        except DiskFull as full:
+            if not readable_from_the_main_file(path):
+                raise
+            # Reads need no room: the main file alone holds a cleanly closed store, read
+            # without the -shm that could not grow. Writes are refused with the same cause.
+            self.full = full
+            self.writer = FullDisk(full)
 
     def _open_writer(self, durability: str) -> apsw.Connection:
         homes.ensure_private_dir(self.path.parent)
@@ -120,7 +129,7 @@ class SharedFile:
 
     def _apply_if_changed(self, before: str) -> None:
         after = self._effective()
-        if after != before:
+        if after != before and self.full is None:
             self.writer.run(lambda conn: set_durability(conn, after), in_transaction=False)
 
     # --- reads -------------------------------------------------------------------------
@@ -133,7 +142,7 @@ class SharedFile:
             try:
                 conn = self._idle.get_nowait()
             except queue.Empty:
-                conn = connect(self.path, patience=self._patience, vfs=self._vfs)
+                conn = connect(self.path, patience=self._patience, vfs=self._vfs, immutable=self.full is not None)
                 configure_reader(conn)
                 with self._readers_lock:
                     self._all_readers.append(conn)
@@ -177,6 +186,34 @@ class SharedFile:
                     no_checkpoint_on_close(conn)
                 conn.close()
             self._all_readers.clear()
+
+
+class FullDisk:
+    """The writer of a file opened on a full disk: every write is refused as disk_full.
+    The handle reads; once space is freed, a store opened after every handle on the file
+    closed writes again."""
+
+    def __init__(self, full: DiskFull) -> None:
+        self._full = full
+
+    def run(self, work: Callable[[apsw.Connection], T], *, in_transaction: bool = True) -> T:
+        raise DiskFull(f"{self._full} The store was opened for reading only; close every handle on it once "
+                       "space is freed, then open it again to write.")
+
+    def stop(self) -> None:
+        pass
+
+
+def readable_from_the_main_file(path: Path) -> bool:
+    """Whether the main file alone holds the whole store: no WAL or journal content (a
+    clean close checkpointed everything) and no other process that could be writing."""
+    for suffix in ("-wal", "-journal"):
+        try:
+            if os.stat(f"{path}{suffix}").st_size:
+                return False
+        except FileNotFoundError:
+            continue
+    return path.exists() and not holders(path)
 
 
 def _recover(conn: apsw.Connection, exc: BaseException) -> bool:

@@ -20,7 +20,7 @@ from typing import Any
 import apsw
 
 from ... import spool
-from ..connect import filesystem_type
+from ..connect import file_uri_path, filesystem_type
 from ..search import STALE_KEY
 from . import copies, forensics, ledger, walowner
 from .holders import holders
@@ -77,16 +77,12 @@ def open_readonly(db_path: Path, *, writable_schema: bool = False, quiet: bool =
     as immutable: a read-only WAL-mode connection would otherwise leave an empty -wal and a
     -shm behind, which it cannot remove, and examining a store must not change it.
     """
-    uri = f"file:{_uri_path(db_path)}?mode=ro" + ("&immutable=1" if quiet else "")
+    uri = f"file:{file_uri_path(db_path)}?mode=ro" + ("&immutable=1" if quiet else "")
     conn = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
     if writable_schema:
         # Lets a connection read sqlite_schema even when one of its entries cannot be parsed.
         conn.execute("PRAGMA writable_schema=ON")
     return conn
-
-
-def _uri_path(path: Path) -> str:
-    return str(path).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
 
 
 # --- examination -----------------------------------------------------------------------
