@@ -18,6 +18,7 @@ from fastapi.staticfiles import StaticFiles
 from ..home import resolve_home
 from . import doctor, errors, search, sessions
 from .auth import TokenAuth
+from .maintenance import router as maintenance_routes
 from .stores import Stores
 
 try:
@@ -64,6 +65,7 @@ def create_app(home: str | Path | None = None, *, token: str | None = None) -> F
     app.include_router(sessions.router, prefix="/api")
     app.include_router(search.router, prefix="/api")
     app.include_router(doctor.router, prefix="/api")
+    app.include_router(maintenance_routes, prefix="/api")
 
     @app.get("/", include_in_schema=False)
     async def dashboard() -> FileResponse:
