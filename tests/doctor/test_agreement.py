@@ -17,7 +17,6 @@ import sessiondb
 from conftest import damaged
 from sessiondb.cli import main
 from sessiondb.errors import SessionDBError
-from sessiondb.store.sqlite.safety import doctor
 
 ALL_MESSAGES = corpus.SESSIONS * corpus.MESSAGES
 

@@ -9,6 +9,7 @@ trusted blindly: a copy that no longer exists is not named.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 from .ledger import save_json
 
 KEEP = 10
+log = logging.getLogger(__name__)
 
 
 def record_path(db_path: Path) -> Path:
@@ -23,9 +25,14 @@ def record_path(db_path: Path) -> Path:
 
 
 def remember(db_path: Path, copy: Path, size: int) -> None:
+    """Add a copy to the record. Never fails the backup it follows: the copy is made, and
+    a record lost to a concurrent writer or a full disk only costs the doctor a hint."""
     entries = [e for e in _load(db_path) if e.get("path") != str(copy)]
     entries.append({"path": str(copy), "taken_at": time.time(), "bytes": size})
-    save_json(record_path(db_path), {"version": 1, "copies": entries[-KEEP:]})
+    try:
+        save_json(record_path(db_path), {"version": 1, "copies": entries[-KEEP:]})
+    except OSError as exc:
+        log.warning("the record of backup copies of %s was not updated: %s", db_path, exc)
 
 
 def existing(db_path: Path) -> list[Path]:

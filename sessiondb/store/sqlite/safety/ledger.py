@@ -27,6 +27,7 @@ import hashlib
 import json
 import os
 import time
+import uuid
 from pathlib import Path
 
 from ....home import FILE_MODE
@@ -85,7 +86,8 @@ def _save(db_path: Path, data: dict) -> None:
 
 def save_json(path: Path, data: object) -> None:
     """Write `data` as JSON into `path` atomically (staged, fsynced, renamed), mode 0600."""
-    staging = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    # One staging name per call: threads and processes may save the same file at once.
+    staging = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
     with os.fdopen(fd, "w", encoding="utf-8") as out:
         json.dump(data, out, indent=2)
