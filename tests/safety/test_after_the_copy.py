@@ -17,7 +17,9 @@ from click.testing import CliRunner
 import sessiondb
 from sessiondb.cli import main
 from sessiondb.store import spool
-from writers import PROFILE, LiveWriter, another_store, assert_refused
+
+sys.path.insert(0, str(Path(__file__).parent))  # the writer process and helpers the safety tests share
+from writers import PROFILE, LiveWriter, another_store, assert_refused  # noqa: E402
 
 # A fresh process: the titles and message uids it sees, and what its open did with the spool.
 READ_IN_A_FRESH_PROCESS = """

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,9 @@ import pytest
 import sessiondb
 from sessiondb.store import spool
 from sessiondb.store.sqlite import search
-from writers import PROFILE, LiveWriter, another_store, assert_refused, digest, spooled_uids
+
+sys.path.insert(0, str(Path(__file__).parent))  # the writer process and helpers the safety tests share
+from writers import PROFILE, LiveWriter, another_store, assert_refused, digest, spooled_uids  # noqa: E402
 
 
 @pytest.fixture

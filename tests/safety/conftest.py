@@ -1,6 +1,0 @@
-"""The safety tests share a writer process and its helpers (writers.py)."""
-
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).parent))
