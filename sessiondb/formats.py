@@ -27,7 +27,9 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping
 
 from .errors import InvalidInput, SessionDBError
-from .model import MAX_UID_LENGTH, MessageState, Role, check_label, clean_title, dump_json
+from .model import (
+    MessageLimits, check_count, check_label, check_session_id, check_stored_time, clean_title, dump_json, prepare_message,
+)
 
 FORMAT = "sessiondb-export"
 VERSION = 1
@@ -85,6 +87,8 @@ COLUMNS: dict[str, dict[str, Column]] = {
 TABLES = tuple(COLUMNS)
 JSON_COLUMNS = {"sessions": frozenset({"metadata"}), "messages": frozenset({"parts", "tool_calls"}), "usage": frozenset()}
 BOOL_COLUMNS = {"sessions": frozenset({"pinned", "archived", "hidden"}), "messages": frozenset(), "usage": frozenset()}
+# Text that append stores as given, NUL bytes included; everything else of type TEXT is a label without NUL.
+FREE_TEXT_COLUMNS = {"sessions": frozenset(), "messages": frozenset({"content", "reasoning"}), "usage": frozenset()}
 
 
 # --- export -----------------------------------------------------------------------------
@@ -128,7 +132,7 @@ class SessionGroup:
         return self.session["id"]
 
 
-def read_groups(records: Iterable[Any]) -> Iterator[SessionGroup]:
+def read_groups(records: Iterable[Any], limits: MessageLimits = MessageLimits()) -> Iterator[SessionGroup]:
     """Parse and validate records, yielding each session once all its records are checked.
 
     Records are JSONL lines (str or bytes) or already-parsed mappings; blank lines are
@@ -157,7 +161,7 @@ def read_groups(records: Iterable[Any]) -> Iterator[SessionGroup]:
             if group is None:
                 raise ImportRejected(line, f"a {kind} record outside any session (a session record must come first)")
             if kind == "message":
-                message = _message(record.get("message"), line, group.id)
+                message = _message(record.get("message"), line, group.id, limits)
                 if message["uid"] in uids:
                     raise ImportRejected(line, f"message uid {message['uid']!r} appears twice in session {group.id}")
                 uids.add(message["uid"])
@@ -248,7 +252,7 @@ def _fields(table: str, record: Any, line: int, what: str) -> dict[str, Any]:
                 raise ImportRejected(line, f"the {what}'s {name!r} must be true or false, not {value!r}")
             value = int(value)
         else:
-            _check_type(value, column, line, what)
+            _check_type(value, column, line, what, free_text=name in FREE_TEXT_COLUMNS[table])
         out[name] = value
     return out
 
@@ -260,9 +264,9 @@ def _json_text(value: Any, name: str, line: int, what: str) -> str:
         raise ImportRejected(line, str(exc)) from None
 
 
-def _check_type(value: Any, column: Column, line: int, what: str) -> None:
+def _check_type(value: Any, column: Column, line: int, what: str, *, free_text: bool = False) -> None:
     ok = {
-        "TEXT": isinstance(value, str) and "\x00" not in value and _is_unicode(value),
+        "TEXT": isinstance(value, str) and (free_text or "\x00" not in value) and _is_unicode(value),
         "INTEGER": isinstance(value, int) and not isinstance(value, bool),
         "REAL": isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value),
     }.get(column.type, isinstance(value, (str, int, float)) and not isinstance(value, bool))
@@ -283,10 +287,12 @@ def _is_unicode(value: str) -> bool:
 def _session(record: Any, line: int) -> dict[str, Any]:
     values = _fields("sessions", record, line, "session")
     try:
-        check_label(values.get("id"), "the session's 'id'", required=True)
+        check_session_id(values.get("id"), "the session's 'id'")
         check_label(values.get("source"), "the session's 'source'", required=True)
         check_label(values.get("parent_session_id"), "the session's 'parent_session_id'")
         values["title"] = clean_title(values.get("title"))
+        for name in TIME_COLUMNS & set(values):
+            check_stored_time(values[name], f"the session's {name!r}")
     except InvalidInput as exc:
         raise ImportRejected(line, str(exc)) from None
     if "metadata" in values and not isinstance(json.loads(values["metadata"]), dict):
@@ -297,23 +303,28 @@ def _session(record: Any, line: int) -> dict[str, Any]:
     return values
 
 
-def _message(record: Any, line: int, session_id: str) -> dict[str, Any]:
+TIME_COLUMNS = frozenset({"started_at", "ended_at", "last_activity_at"})
+MESSAGE_FIELDS = ("uid", "role", "tool_call_id", "tool_name", "reasoning", "finish_reason", "token_count",
+                  "timestamp", "display_kind", "state")
+
+
+def _message(record: Any, line: int, session_id: str, limits: MessageLimits) -> dict[str, Any]:
+    """A message record, checked by the rule append applies (prepare_message), so that
+    whatever append stored, an import of its export accepts."""
     values = _fields("messages", record, line, "message")
     values.pop("id", None)  # ids are the importing store's to assign
     if values.setdefault("session_id", session_id) != session_id:
         raise ImportRejected(line, f"the message belongs to session {values['session_id']!r}, not {session_id}")
-    uid = values.get("uid")
-    if not uid or len(uid) > MAX_UID_LENGTH:
-        raise ImportRejected(line, f"the message's uid must be non-empty text of at most {MAX_UID_LENGTH} characters")
-    if values.get("role") not in {r.value for r in Role}:
-        raise ImportRejected(line, f"the message's role must be system, user, assistant or tool, not {values.get('role')!r}")
-    if values.setdefault("state", MessageState.ACTIVE.value) not in {s.value for s in MessageState}:
-        raise ImportRejected(line, f"the message's state must be active, compacted or rewound, not {values['state']!r}")
-    for name in ("parts", "tool_calls"):
-        if values.get(name) is not None and not isinstance(json.loads(values[name]), list):
-            raise ImportRejected(line, f"the message's {name!r} must be a list")
-    if values.get("token_count") is not None and values["token_count"] < 0:
-        raise ImportRejected(line, "the message's 'token_count' must not be negative")
+    given = {name: values[name] for name in MESSAGE_FIELDS if name in values}
+    parts, calls = values.get("parts"), values.get("tool_calls")
+    given["content"] = json.loads(parts) if parts is not None else values.get("content")
+    if calls is not None:
+        given["tool_calls"] = json.loads(calls)
+    try:
+        checked = prepare_message(given, limits=limits, where="the message")
+    except InvalidInput as exc:
+        raise ImportRejected(line, str(exc)) from None
+    values["content"] = checked.content  # for parts, the text derived from them, as append stores it
     return values
 
 
@@ -321,11 +332,15 @@ def _usage(record: Any, line: int, session_id: str) -> dict[str, Any]:
     values = _fields("usage", record, line, "usage")
     if values.setdefault("session_id", session_id) != session_id:
         raise ImportRejected(line, f"the usage row belongs to session {values['session_id']!r}, not {session_id}")
-    for name, value in values.items():
-        if isinstance(value, (int, float)) and value < 0:
-            raise ImportRejected(line, f"the usage row's {name!r} must not be negative")
+    try:
+        for name, value in values.items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                check_count(value, f"the usage row's {name!r}")
+            elif isinstance(value, float) and value < 0:
+                raise InvalidInput(f"the usage row's {name!r} must not be negative")
+    except InvalidInput as exc:
+        raise ImportRejected(line, str(exc)) from None
     return values
-
 
 
 def annotate(exc: SessionDBError, imported: int) -> str:

@@ -26,7 +26,7 @@ ALLOWED = {
     "user": {"leaf", "interface", "neutral", "package", "user"},
     "face": {"leaf", "interface", "neutral", "package", "user", "face"},
 }
-LEAVES = {"errors", "model", "home", "guidance", "query", "keys", "formats", "exports"}
+LEAVES = {"errors", "model", "home", "guidance", "query", "keys", "formats", "exports", "files"}
 INTERFACE = {"store.contract", "store.commands", "store.backend", "store.spool"}
 BACKENDS = ("store.sqlite", "store.postgres")
 USERS = ("gateway", "turns", "adapters", "importers")

@@ -18,6 +18,7 @@ from fastapi.staticfiles import StaticFiles
 from ..home import resolve_home
 from . import doctor, errors, search, sessions
 from .auth import TokenAuth
+from .guard import DEFAULT_MAX_BODY, Guard, allowed_hosts
 from .maintenance import router as maintenance_routes
 from .stores import Stores
 
@@ -33,10 +34,13 @@ def stores_of(request: Request) -> Stores:
     return request.app.state.stores
 
 
-def create_app(home: str | Path | None = None, *, token: str | None = None) -> FastAPI:
-    """The service for every profile under `home` (default: $SESSIONDB_HOME or ~/.sessiondb).
+def create_app(home: str | Path | None = None, *, token: str | None = None, host: str = "127.0.0.1",
+               port: int = 8765, max_body: int = DEFAULT_MAX_BODY) -> FastAPI:
+    """The service for every profile under `home` (default: $SESSIONDB_HOME or ~/.sessiondb),
+    answering only requests addressed to `host`:`port` (and loopback names on that port).
 
     With `token`, every API request must send `Authorization: Bearer <token>`.
+    Request bodies over `max_body` bytes are refused (413).
     """
     stores = Stores(resolve_home(home))
 
@@ -45,7 +49,8 @@ def create_app(home: str | Path | None = None, *, token: str | None = None) -> F
         yield
         await stores.close()
 
-    app = FastAPI(title="sessiondb", version=VERSION, lifespan=lifespan,
+    # No /docs or /redoc: their pages load scripts from a CDN; /openapi.json stays.
+    app = FastAPI(title="sessiondb", version=VERSION, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="The durable memory of AI agents: sessions, messages, search, doctor.")
     app.state.stores = stores
     errors.install(app)
@@ -78,4 +83,5 @@ def create_app(home: str | Path | None = None, *, token: str | None = None) -> F
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     if token:
         app.add_middleware(TokenAuth, token=token)
+    app.add_middleware(Guard, hosts=allowed_hosts(host, port), max_body=max_body)  # outermost: sees every request
     return app

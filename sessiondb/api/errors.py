@@ -29,7 +29,7 @@ _STATUS_OVERRIDES: tuple[tuple[type, int], ...] = (
     (StoreHeld, 409), (RealHomeRefused, 409), (SessionTooLarge, 422), (StoreClosed, 503),
 )
 _HTTP_CODES = {401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
-               409: "conflict", 422: "invalid_input"}
+               409: "conflict", 413: "too_large", 422: "invalid_input"}
 
 
 def error_body(code: str, message: str, detail: Any = "") -> dict[str, Any]:

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from ..errors import InvalidInput
 from ..home import ensure_private_dir
-from ..model import MaintenanceReport
+from ..model import MaintenanceReport, check_label
 from .sessions import ProfileQuery, store_for, stores_of
 
 router = APIRouter(tags=["maintenance"])
@@ -80,8 +80,10 @@ async def backup(request: Request, body: BackupRequest | None = None, profile: s
     """A consistent copy of the store while writers run (store.backup), in the profile's backups/ folder."""
     db = stores_of(request).path(profile)
     name = (body.name if body else None) or time.strftime(f"{db.name}.backup-%Y%m%dT%H%M%SZ", time.gmtime())
-    # A plain, visible file name, and never one the forensic sets in the same folder use.
-    if any(c in name for c in "/\\\x00") or name.startswith(".") or name.startswith(f"{db.name}.forensic-"):
+    # A plain, visible file name the file system takes, never one a forensic set uses.
+    check_label(name, "the backup name")
+    if any(c in name for c in "/\\") or name.startswith(".") or name.startswith(f"{db.name}.forensic-") \
+            or len(name.encode("utf-8")) > 200:
         raise InvalidInput(f"the backup name {name!r} must be a plain file name (no folders, not hidden, not "
                            "a forensic set's)")
     folder = db.parent / "backups"

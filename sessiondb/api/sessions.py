@@ -1,16 +1,23 @@
 """Sessions and their messages: the routes of store.list_sessions, create_session,
 get_session, set_title/set_flags, delete_session, transcript, append, lineage, usage and
-export (streamed, never capped)."""
+export (streamed, never capped).
+
+Bodies are read by `parsed` rather than by FastAPI, so that a large one (an append can
+be megabytes) is parsed and validated on a worker thread instead of the event loop; the
+body's schema is declared to OpenAPI by `body_schema`.
+"""
 
 from __future__ import annotations
 
 import asyncio
 from contextlib import closing
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
+from urllib.parse import quote
 
 from fastapi import APIRouter, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
 from .. import exports
 from ..errors import InvalidInput
@@ -22,6 +29,8 @@ router = APIRouter(tags=["sessions"])
 ProfileQuery = Query(None, description="The profile whose store to use (default: main).", max_length=64)
 MAX_PAGE = 1000
 MAX_BATCH = 1000  # messages in one POST
+OFF_LOOP = 64 * 1024  # bodies larger than this are parsed on a worker thread
+Body = TypeVar("Body", bound=BaseModel)
 
 
 def row(obj: Any) -> dict[str, Any]:
@@ -36,6 +45,23 @@ def stores_of(request: Request) -> Stores:
 
 async def store_for(request: Request, profile: str | None) -> AsyncStore:
     return await stores_of(request).get(profile)
+
+
+async def parsed(request: Request, model: type[Body]) -> Body:
+    """The request's JSON body as `model`; its errors are the service's usual 422."""
+    raw = await request.body()
+
+    def parse() -> Body:
+        try:
+            return model.model_validate_json(raw)
+        except ValidationError as exc:
+            raise RequestValidationError(exc.errors(include_url=False)) from None
+
+    return await asyncio.to_thread(parse) if len(raw) > OFF_LOOP else parse()
+
+
+def body_schema(model: type[BaseModel]) -> dict[str, Any]:
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": model.model_json_schema()}}}}
 
 
 class NewSession(BaseModel):
@@ -108,9 +134,10 @@ async def list_sessions(
     return {"items": items, "cursor": None}
 
 
-@router.post("/sessions", status_code=201)
-async def create_session(request: Request, body: NewSession, profile: str | None = ProfileQuery) -> dict:
+@router.post("/sessions", status_code=201, openapi_extra=body_schema(NewSession))
+async def create_session(request: Request, profile: str | None = ProfileQuery) -> dict:
     """Create a session (store.create_session)."""
+    body = await parsed(request, NewSession)
     store = await store_for(request, profile)
     fields = body.model_dump(exclude_none=True)
     source = fields.pop("source")
@@ -124,10 +151,10 @@ async def get_session(request: Request, session_id: str, profile: str | None = P
     return (await store.get_session(session_id)).to_dict()
 
 
-@router.patch("/sessions/{session_id}")
-async def update_session(request: Request, session_id: str, body: SessionPatch,
-                         profile: str | None = ProfileQuery) -> dict:
+@router.patch("/sessions/{session_id}", openapi_extra=body_schema(SessionPatch))
+async def update_session(request: Request, session_id: str, profile: str | None = ProfileQuery) -> dict:
     """Rename (store.set_title) and set flags (store.set_flags); returns the session."""
+    body = await parsed(request, SessionPatch)
     store = await store_for(request, profile)
     given = body.model_fields_set
     if not given:
@@ -180,14 +207,19 @@ async def transcript(
     return JSONResponse({"items": items, "next_after": newest if full else None, "next_before": None})
 
 
-@router.post("/sessions/{session_id}/messages")
-async def append(request: Request, session_id: str, body: NewMessages, profile: str | None = ProfileQuery) -> dict:
-    """Store messages as one atomic batch (store.append): idempotent by uid; returns the stored rows."""
+STORED = ("id", "uid", "seq", "state")  # what an append answers of each row: its identity, not its content
+
+
+@router.post("/sessions/{session_id}/messages", openapi_extra=body_schema(NewMessages))
+async def append(request: Request, session_id: str, profile: str | None = ProfileQuery) -> dict:
+    """Store messages as one atomic batch (store.append): idempotent by uid; returns the
+    stored rows' identities (id, uid, seq, state)."""
+    body = await parsed(request, NewMessages)
     store = await store_for(request, profile)
     if not body.messages:
         raise InvalidInput("messages must hold at least one message")
     rows = await store.append(session_id, body.messages)
-    return JSONResponse({"items": [row(m) for m in rows]})
+    return JSONResponse({"items": [{name: getattr(m, name) for name in STORED} for m in rows]})
 
 
 @router.get("/sessions/{session_id}/lineage")
@@ -219,6 +251,11 @@ async def export(request: Request, session_id: str, profile: str | None = Profil
             yield from exports.jsonl(records) if format == "jsonl" else exports.markdown(records)
 
     media = "application/x-ndjson" if format == "jsonl" else "text/markdown; charset=utf-8"
-    name = f"{session_id}.{format}".replace('"', "")
-    return StreamingResponse(lines(), media_type=media,
-                             headers={"Content-Disposition": f'attachment; filename="{name}"'})
+    return StreamingResponse(lines(), media_type=media, headers={"Content-Disposition": attachment(f"{session_id}.{format}")})
+
+
+def attachment(name: str) -> str:
+    """A Content-Disposition for downloading `name`: an ASCII fallback, and the exact
+    name as RFC 5987 UTF-8 (`filename*`), which every current browser prefers."""
+    fallback = "".join(c if c.isascii() and c.isprintable() and c not in '"\\' else "_" for c in name)
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"

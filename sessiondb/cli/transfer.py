@@ -1,7 +1,7 @@
 """`sessiondb sessions export | import`: lossless JSONL (and Markdown to read), streamed.
 
-Export writes to a temporary file beside the target and renames it into place when
-complete, so an interrupted export never leaves a file that looks whole. Import reads the
+Export writes the target through sessiondb.files (private, and renamed into place only
+when complete), so an interrupted export never leaves a file that looks whole. Import reads the
 file twice: a dry run that validates every record (and checks titles and ids against the
 store) while writing nothing, then the import itself, so a malformed file changes nothing.
 """
@@ -17,6 +17,7 @@ import click
 
 from ..errors import SessionDBError
 from .. import exports
+from ..files import private_file
 from . import render
 from .context import CliContext
 from .sessions import json_option, resolve, sessions
@@ -79,18 +80,12 @@ def _to_stdout(lines) -> None:
 
 
 def _write_file(target: Path, lines) -> Path:
-    partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
     try:
-        with open(partial, "w", encoding="utf-8") as f:
+        with private_file(target) as f:
             for line in lines:
                 f.write(line)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(partial, target)
     except OSError as exc:
         raise click.ClickException(f"cannot write {target}: {exc.strerror or exc}; choose another -o path") from None
-    finally:
-        partial.unlink(missing_ok=True)
     return target
 
 

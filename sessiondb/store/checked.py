@@ -21,9 +21,9 @@ from .. import home as homes
 from .. import query as search_query
 from ..errors import DAMAGE_CAUSES, InvalidInput, SessionExists, StorageError, StoreClosed, StoreDamaged
 from ..model import (
-    MAX_TITLE_LENGTH, Lease, Message, NewMessage, Page, Role, SearchHit, Session, SpoolReport, StoreStats, Usage,
-    VerifyReport, check_label, check_metadata, check_timestamp, check_unicode, clean_title, new_session_id,
-    prepare_messages,
+    MAX_TITLE_LENGTH, Lease, Message, MessageLimits, NewMessage, Page, Role, SearchHit,
+    Session, SpoolReport, StoreStats, Usage, VerifyReport, check_count, check_label, check_metadata,
+    check_session_id, check_timestamp, check_unicode, clean_title, new_session_id, prepare_messages,
 )
 from . import arguments as arg
 from . import commands as cmd
@@ -41,10 +41,16 @@ _MODES = ("in_place", "rotate")
 class CheckedStore(Transfer, Identity):
     """A handle on one profile's store, over the backend that holds it."""
 
-    def __init__(self, backend: Backend, *, profile: str | None, clock: Callable[[], float] | None = None) -> None:
+    def __init__(self, backend: Backend, *, profile: str | None, clock: Callable[[], float] | None = None,
+                 limits: MessageLimits = MessageLimits()) -> None:
         self.backend = backend  # the backend's own handle, for backend-specific tools and tests
         self._profile = profile
-        self._clock = clock or time.time
+        self._limits = limits
+        if clock is not None and not callable(clock):
+            raise InvalidInput("clock must be a callable returning seconds since the epoch")
+        # Every time this handle stamps or judges (starts, ends, arrivals, leases) comes from
+        # here; handles on one store share the backend's writer, never the clock.
+        self._clock = time.time if clock is None else clock
         self._closed = threading.Event()
         self._release_if_dropped = handles.watch(self, backend)
         if spool.pending(backend.spool_anchor):
@@ -104,7 +110,7 @@ class CheckedStore(Transfer, Identity):
         now = self._clock()
         if parent_relation is not None and parent_session_id is None:
             raise InvalidInput("parent_relation needs a parent_session_id")
-        given = check_label(session_id, "session_id")
+        given = None if session_id is None else check_session_id(session_id)
         command = cmd.CreateSession(
             id=given or new_session_id(now),
             source=check_label(source, "source", required=True),
@@ -198,7 +204,7 @@ class CheckedStore(Transfer, Identity):
     # --- messages ----------------------------------------------------------------------
 
     def append(self, session_id: str, messages: MessageInput | Iterable[MessageInput]) -> list[Message]:
-        return self._append_batch(arg.session_id(session_id), tuple(prepare_messages(messages)))
+        return self._append_batch(arg.session_id(session_id), tuple(prepare_messages(messages, self._limits)))
 
     def _append_batch(self, session_id: str, batch: tuple[NewMessage, ...]) -> list[Message]:
         command = cmd.Append(session_id, batch, self._clock())
@@ -248,11 +254,11 @@ class CheckedStore(Transfer, Identity):
 
     def begin_compaction(self, session_id: str, *, holder: str | None = None, ttl: float = 300) -> Lease:
         return self._open().begin_compaction(
-            cmd.BeginCompaction(arg.session_id(session_id), check_label(holder, "holder"), arg.ttl(ttl)))
+            cmd.BeginCompaction(arg.session_id(session_id), check_label(holder, "holder"), arg.ttl(ttl), self._clock))
 
     def refresh_compaction(self, lease: Lease, ttl: float | None = None) -> Lease:
         return self._open().refresh_compaction(
-            cmd.RefreshCompaction(arg.lease(lease), None if ttl is None else arg.ttl(ttl)))
+            cmd.RefreshCompaction(arg.lease(lease), None if ttl is None else arg.ttl(ttl), self._clock))
 
     def abort_compaction(self, lease: Lease) -> None:
         self._open().abort_compaction(arg.lease(lease))
@@ -263,8 +269,8 @@ class CheckedStore(Transfer, Identity):
         lease = arg.lease(lease)
         if mode not in _MODES:
             raise InvalidInput(f"mode must be 'in_place' or 'rotate', not {mode!r}")
-        batch = tuple(prepare_messages(summary_messages))
-        return self._open().commit_compaction(cmd.CommitCompaction(lease, batch, mode, self._clock()))
+        batch = tuple(prepare_messages(summary_messages, self._limits))
+        return self._open().commit_compaction(cmd.CommitCompaction(lease, batch, mode, self._clock))
 
     def compaction_lease(self, session_id: str) -> Lease | None:
         return self._open().compaction_lease(arg.session_id(session_id))
@@ -307,7 +313,7 @@ class CheckedStore(Transfer, Identity):
             "input_tokens": input_tokens, "output_tokens": output_tokens, "cache_read_tokens": cache_read_tokens,
             "cache_write_tokens": cache_write_tokens, "reasoning_tokens": reasoning_tokens,
         }
-        amounts: dict[str, float] = {name: arg.count(value, name) for name, value in tokens.items()}
+        amounts: dict[str, float] = {name: check_count(value, name) for name, value in tokens.items()}
         amounts["cost_usd"] = arg.cost(cost_usd)
         self._open().record_usage(cmd.RecordUsage(
             arg.session_id(session_id), check_label(model, "model", required=True),

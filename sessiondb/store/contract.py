@@ -377,11 +377,19 @@ class Store(Protocol):
         """
 
     def verify(self) -> VerifyReport:
-        """Check the store's invariants and report every one that does not hold.
+        """Check the store's invariants on one consistent snapshot; change nothing.
 
-        Uids unique across a compression lineage, each session's counters equal to its
-        rows, seq order consistent with commit order among active rows, the search index
-        covering exactly the searchable messages, lease state, no orphan rows. Never writes.
+        Reported as problems: a uid stored twice along a compression lineage; a session
+        whose message_count or tool_call_count differs from its active rows; among a
+        session's active messages, a seq that falls as the id rises (messages a compaction
+        kept verbatim keep their seq after the summary's: that is no fall); a searchable
+        (non-rewound) message missing from the search index, or indexed with other text,
+        or an indexed message that is not searchable; a lease whose fencing token was
+        never handed out or whose watermark is above the session's newest message; a
+        message or usage row of a session that does not exist; and damage the backend
+        itself detects. A search index waiting for its rebuild is a note, not a problem.
+        `checked` counts what was looked at. Reads only; what it finds is reported, not
+        raised (a file too damaged to read at all raises StoreCorrupt, as any read would).
         """
 
 

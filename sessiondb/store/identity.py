@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from ..errors import SessionTooLarge
 from ..model import (
-    Message, ModelMessage, NewMessage, Role, identity_of, model_role, prepare_messages,
+    Message, MessageLimits, ModelMessage, NewMessage, Role, identity_of, model_role, prepare_messages,
 )
 from . import arguments as arg
 from .backend import Backend
@@ -28,6 +28,7 @@ class Identity:
     """The resume and flush methods of CheckedStore."""
 
     _open: Callable[[], Backend]  # CheckedStore's: the backend, or StoreClosed
+    _limits: MessageLimits
     _append_batch: Callable[[str, tuple[NewMessage, ...]], list[Message]]
     _stream_instead: Callable[[SessionTooLarge, str, str], SessionTooLarge]  # Transfer's
 
@@ -45,7 +46,7 @@ class Identity:
         if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
             prepare_messages(items)  # raises the same InvalidInput as append
         items = list(items)
-        batch = prepare_messages(items)  # the whole conversation is checked before anything is read
+        batch = prepare_messages(items, self._limits)  # the whole conversation is checked before anything is read
         _tip, live = self._open().live_messages(sid, 0)
         given = [identity_of(raw) is not None for raw in items]
         claimed = {m.uid for m, has in zip(batch, given) if has}

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from .. import formats
 from ..errors import InvalidInput, NotFound, SessionDBError, SessionTooLarge
-from ..model import ImportReport
+from ..model import ImportReport, MessageLimits
 from . import arguments as arg
 from .backend import Backend
 
@@ -26,6 +26,7 @@ class Transfer:
     """The export and import methods of CheckedStore."""
 
     _profile: str | None
+    _limits: MessageLimits
     _clock: Callable[[], float]
     _open: Callable[[], Backend]  # CheckedStore's: the backend, or StoreClosed
 
@@ -82,7 +83,7 @@ class Transfer:
         links: list[tuple[str, str]] = []
         imported: set[str] = set()
         try:
-            for group in formats.read_groups(records):
+            for group in formats.read_groups(records, self._limits):
                 outcome = backend.import_session(group, dry_run)
                 imported.add(group.id)
                 report.sessions_created += outcome.created

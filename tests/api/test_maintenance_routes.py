@@ -72,6 +72,6 @@ def test_a_backup_route_writes_a_consistent_copy_into_the_profiles_backups_folde
     with sessiondb.open_store(copy) as store:
         assert store.stats().sessions == 3
     assert api.post("/api/backup", params={"profile": "demo"}, json={"name": "before-upgrade.db"}).status_code == 422
-    for bad in ("../escape.db", "/tmp/x.db", ".hidden", "state.db.forensic-1"):
+    for bad in ("../escape.db", "/tmp/x.db", ".hidden", "state.db.forensic-1", "é" * 150, "a\x00b"):
         assert api.post("/api/backup", json={"name": bad}).status_code == 422, bad
     assert api.post("/api/backup").status_code == 201

@@ -16,6 +16,6 @@ def test_reposting_the_message_listing_stores_nothing(api):
     listed = api.get(url).json()["items"]
     reposted = api.post(url, json={"messages": listed})
     assert reposted.status_code == 200, reposted.text
-    assert reposted.json()["items"] == listed
+    assert [(m["id"], m["uid"]) for m in reposted.json()["items"]] == [(m["id"], m["uid"]) for m in listed]
     assert api.get(url).json()["items"] == listed
     assert api.get(f"/api/sessions/{s['id']}").json()["message_count"] == 3

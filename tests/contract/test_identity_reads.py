@@ -184,5 +184,5 @@ def test_a_tool_message_name_is_its_tool_name(store, sid):
         store.append(sid, user("hi", name="alice"))
     with pytest.raises(InvalidInput, match="disagree"):
         store.append(sid, {"role": "tool", "content": "x", "name": "grep", "tool_name": "ls"})
-    with pytest.raises(InvalidInput, match="content or parts"):
-        store.append(sid, {"role": "user", "content": "x", "parts": [{"type": "text", "text": "x"}]})
+    with pytest.raises(InvalidInput, match="content and parts disagree"):
+        store.append(sid, {"role": "user", "content": "x", "parts": [{"type": "text", "text": "y"}]})

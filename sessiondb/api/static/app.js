@@ -10,12 +10,14 @@ const $ = (id) => document.getElementById(id);
 
 // --- the API ------------------------------------------------------------------------
 
-async function api(path, options = {}) {
+// Every call carries the token when there is one; anything that changes data is sent as
+// JSON, body or not, because the service refuses any other state-changing request.
+async function request(path, options = {}) {
   const headers = Object.assign({}, options.headers || {});
   const token = sessionStorage.getItem("sessiondb-token");
   if (token) headers["Authorization"] = "Bearer " + token;
+  if (options.method && options.method !== "GET") headers["Content-Type"] = "application/json";
   if (options.body && typeof options.body !== "string") {
-    headers["Content-Type"] = "application/json";
     options = Object.assign({}, options, { body: JSON.stringify(options.body) });
   }
   const response = await fetch(path, Object.assign({}, options, { headers }));
@@ -23,16 +25,33 @@ async function api(path, options = {}) {
     const given = window.prompt("This sessiondb service needs its token:");
     if (given) {
       sessionStorage.setItem("sessiondb-token", given.trim());
-      return api(path, options);
+      return request(path, options);
     }
   }
-  const body = await response.json().catch(() => ({}));
   if (!response.ok) {
+    const body = await response.json().catch(() => ({}));
     const error = new Error(body.message || response.statusText);
     error.body = body;
     throw error;
   }
-  return body;
+  return response;
+}
+
+async function api(path, options = {}) {
+  const response = await request(path, options);
+  return response.json().catch(() => ({}));
+}
+
+// A link cannot send the token, so an export is fetched with it and handed to the browser
+// as a download of the fetched bytes.
+async function download(path, name) {
+  const blob = await (await request(path)).blob();
+  const url = URL.createObjectURL(blob);
+  const link = el("a", { href: url, download: name });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60000);
 }
 
 function query(params) {
@@ -263,8 +282,8 @@ function header(s, lineage, usage) {
     } }),
     el("button", { "data-testid": "toggle-compacted", text: state.compacted ? "Hide compacted history" : "Show compacted history",
       onclick: () => { state.compacted = !state.compacted; openSession(s.id); } }),
-    el("a", { href: `/api/sessions/${encodeURIComponent(s.id)}/export?` + query({ profile: state.profile, format: "md" }), text: "Export Markdown" }),
-    el("a", { href: `/api/sessions/${encodeURIComponent(s.id)}/export?` + query({ profile: state.profile, format: "jsonl" }), text: "Export JSONL" }));
+    exportButton(s.id, "md", "Export Markdown"),
+    exportButton(s.id, "jsonl", "Export JSONL"));
   const chain = el("div", { class: "lineage", "data-testid": "lineage" });
   if (lineage.length > 1) {
     chain.append("lineage: ");
@@ -285,6 +304,12 @@ function header(s, lineage, usage) {
     el("h2", { "data-testid": "session-title", text: s.title || "Untitled session" }),
     el("div", { class: "meta", text: `${s.id} · ${s.source} · started ${when(s.started_at)} · ${s.message_count} messages${flags.length ? " · " + flags.join(", ") : ""}` }),
     chain, origin, totals, actions);
+}
+
+function exportButton(id, format, label) {
+  const path = `/api/sessions/${encodeURIComponent(id)}/export?` + query({ profile: state.profile, format });
+  return el("button", { "data-testid": `export-${format}`, text: label,
+    onclick: () => download(path, `${id}.${format}`).catch((error) => window.alert(error.message)) });
 }
 
 async function update(id, change) {

@@ -1,7 +1,10 @@
 """Full-text search: the FTS5 indexes, the triggers that keep them true, and the queries.
 
 What is indexed: each message's readable text, which is its `content`, or the text parts
-of its `parts` JSON joined by newlines; a `tool` message contributes only its first
+of its `parts` JSON joined by newlines (a parts message is stored with that text in
+`content`, derived in one pass when it is validated, so the SQL walk of the JSON, whose
+cost grows with the square of the number of parts, runs only for rows stored before
+that); a `tool` message contributes only its first
 8,192 characters (tool output can be megabytes, and what matters is at the top). Rewound
 messages are never indexed; compacted ones are, and hits say so.
 

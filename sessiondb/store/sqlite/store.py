@@ -23,7 +23,7 @@ from ...model import (
 )
 from .. import commands as cmd
 from . import catalog, compaction, leases, lineage, maintenance, messages, registry, routing as routing_rows
-from . import search, sessions, transfer, usage
+from . import search, sessions, transfer, usage, verify
 from .connect import DEFAULT_PATIENCE, check_durability, check_sqlite_version
 from .errors import convert
 from .safety import copies
@@ -118,17 +118,18 @@ class SQLiteBackend:
         return self._read(partial(messages.transcript, **asdict(query)))
 
     def begin_compaction(self, command: cmd.BeginCompaction) -> Lease:
-        return self._write(partial(compaction.begin, **asdict(command)))
+        return self._write(partial(compaction.begin, session_id=command.session_id, holder=command.holder,
+                                   ttl=command.ttl, clock=command.clock))
 
     def refresh_compaction(self, command: cmd.RefreshCompaction) -> Lease:
-        return self._write(partial(leases.refresh, lease=command.lease, ttl=command.ttl))
+        return self._write(partial(leases.refresh, lease=command.lease, ttl=command.ttl, clock=command.clock))
 
     def abort_compaction(self, lease: Lease) -> None:
         self._write(partial(leases.release, lease=lease))
 
     def commit_compaction(self, command: cmd.CommitCompaction) -> Session:
         return self._write(partial(compaction.commit, lease=command.lease, batch=command.batch, mode=command.mode,
-                                   now=command.now))
+                                   clock=command.clock))
 
     def compaction_lease(self, session_id: str) -> Lease | None:
         return self._read(partial(leases.current, session_id=session_id))
@@ -172,7 +173,7 @@ class SQLiteBackend:
         return StoreStats(location=self.location, **counts, size_bytes=size + wal, wal_bytes=wal)
 
     def verify(self) -> VerifyReport:
-        raise NotImplementedError  # joins with the verification module
+        return self._read(verify.verify)
 
     # --- transfer ------------------------------------------------------------------------
 

@@ -27,10 +27,9 @@ import hashlib
 import json
 import os
 import time
-import uuid
 from pathlib import Path
 
-from ....home import FILE_MODE
+from ....files import private_file
 from .identity import descriptors_of
 
 MAX_FAILED = 3
@@ -85,15 +84,9 @@ def _save(db_path: Path, data: dict) -> None:
 
 
 def save_json(path: Path, data: object) -> None:
-    """Write `data` as JSON into `path` atomically (staged, fsynced, renamed), mode 0600."""
-    # One staging name per call: threads and processes may save the same file at once.
-    staging = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
+    """Write `data` as JSON into `path`: private, whole, atomic (files.private_file)."""
+    with private_file(path) as out:
         json.dump(data, out, indent=2)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(staging, path)
 
 
 def failures(db_path: Path, key: str) -> int:

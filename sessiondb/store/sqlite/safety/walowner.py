@@ -29,7 +29,8 @@ import time
 from pathlib import Path
 
 from ....errors import Cause, StoreDamaged
-from ....home import FILE_MODE, fsync_dir
+from ....files import private_file
+from ....home import fsync_dir
 from .holders import holders
 from .identity import descriptors_of
 from .ledger import save_json
@@ -147,11 +148,7 @@ def _keep(db_path: Path, wal_generation: str, db_generation: str) -> Path:
         "note": "a WAL written for the file that was replaced; it was never replayed over the file that "
                 "replaced it. Keep it until the store has been checked",
     }
-    fd = os.open(target / "manifest.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
+    with private_file(target / "manifest.json", replace=False) as out:
         json.dump(manifest, out, indent=2)
-        out.flush()
-        os.fsync(out.fileno())
-    fsync_dir(target)
     fsync_dir(db_path.parent)
     return target
