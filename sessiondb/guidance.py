@@ -95,8 +95,9 @@ _TABLE: dict[Cause, tuple[str, str, int, int]] = {
     Cause.COMPRESSION_CLOSED: (
         "This session was closed by compaction and has no live continuation; refresh the "
         "session (resume or start it again) and send the message there.",
-        "The session ended with reason `compression` and no child session is open to take "
-        "late writes; `{cmd} sessions show ID` shows its lineage.",
+        "The session ended with reason `compression` and the session continuing it has ended "
+        "too (by another compaction or for any other reason), so none takes late writes; "
+        "`{cmd} sessions show ID` shows its lineage.",
         1, 409,
     ),
     Cause.UNKNOWN: (

@@ -94,6 +94,24 @@ class Message:
         return asdict(self)
 
 
+class ModelMessage(dict):
+    """A message as a model provider takes it (what `resume` returns), carrying its identity.
+
+    The dict holds only the standard keys (role, content, tool_calls, tool_call_id, name,
+    reasoning), so json.dumps and provider SDKs see nothing internal; the stored uid rides
+    along as an attribute, which `append` and `flush` read back: a resumed conversation
+    handed to a write stores nothing twice (S-01, S-44). Copies made with copy or pickle
+    keep the uid; `dict(m)` or a JSON round trip drop it, and `flush` then matches the
+    message by its content and position instead.
+    """
+
+    __slots__ = ("uid",)
+
+    def __init__(self, fields: Mapping[str, Any], uid: str) -> None:
+        super().__init__(fields)
+        self.uid = uid
+
+
 @dataclass(frozen=True)
 class Session:
     id: str
@@ -487,6 +505,11 @@ def check_metadata(metadata: Any) -> str:
     return dump_json(dict(metadata), "metadata")
 
 
+def model_role(stored: Message) -> str:
+    """The role a model is shown: an internal notification is a plain user turn (S-09)."""
+    return Role.USER.value if stored.display_kind == INTERNAL_NOTIFICATION else stored.role
+
+
 @dataclass(frozen=True)
 class NewMessage:
     """A validated message ready to store; JSON columns are already canonical strings."""
@@ -510,20 +533,27 @@ class NewMessage:
 
     def same_payload(self, stored: Message) -> bool:
         """Whether `stored` holds the same message (what was said, not when)."""
+        return self.says(stored) and self.reasoning == stored.reasoning
+
+    def says(self, stored: Message) -> bool:
+        """Whether `stored` shows a model what this message does: role, content and tool
+        fields (not the reasoning, which a provider's SDK may drop)."""
         return (
-            self.role == stored.role
+            self.role in (stored.role, model_role(stored))  # a resumed notification says 'user' (S-09)
             and (self.parts is not None or self.content == (stored.content if isinstance(stored.content, str) else None))
             and self.parts == (None if not isinstance(stored.content, list) else dump_json(stored.content, "content"))
             and self.tool_calls == (None if stored.tool_calls is None else dump_json(stored.tool_calls, "tool_calls"))
             and self.tool_call_id == stored.tool_call_id
             and self.tool_name == stored.tool_name
-            and self.reasoning == stored.reasoning
         )
 
 
 # Fields of a stored Message that may ride along in input (a loaded transcript handed back)
 # and are ignored: the store assigns them.
 _ASSIGNED_FIELDS = frozenset({"id", "session_id", "seq"})
+# Fields other reads put on a message, read back as the stored field they spell: a resumed
+# tool message's `name` is its tool_name, an export record's `parts` is content as parts.
+_READ_FIELDS = frozenset({"name", "parts"})
 _ROLES = frozenset(r.value for r in Role)
 _STATES = frozenset(s.value for s in MessageState)
 _ACTIVE = MessageState.ACTIVE.value
@@ -533,6 +563,16 @@ _INPUT_FIELDS = frozenset(
         "finish_reason", "token_count", "timestamp", "display_kind", "state",
     }
 )
+
+
+def identity_of(raw: Any) -> Any:
+    """The uid a message handed to a write already carries (given, or kept by a read), or None."""
+    if isinstance(raw, Message):
+        return raw.uid
+    if not isinstance(raw, Mapping):
+        return None
+    uid = raw.get("uid")
+    return raw.uid if uid is None and isinstance(raw, ModelMessage) else uid
 
 
 def prepare_message(raw: Message | Mapping[str, Any], index: int = 0, limits: MessageLimits = MessageLimits(),
@@ -545,7 +585,7 @@ def prepare_message(raw: Message | Mapping[str, Any], index: int = 0, limits: Me
         data = raw
     else:
         raise InvalidInput(f"{where}: expected a dict or Message, not {type(raw).__name__}")
-    unknown = set(data) - _INPUT_FIELDS - _ASSIGNED_FIELDS
+    unknown = set(data) - _INPUT_FIELDS - _ASSIGNED_FIELDS - _READ_FIELDS
     if unknown:
         raise InvalidInput(f"{where}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
 
@@ -554,7 +594,7 @@ def prepare_message(raw: Message | Mapping[str, Any], index: int = 0, limits: Me
         raise InvalidInput(f"{where}: role must be one of system, user, assistant, tool (got {role!r})")
     role = getattr(role, "value", role)  # a Role member becomes its plain string
 
-    uid = data.get("uid")
+    uid = identity_of(raw)
     if uid is None:
         uid = new_uid()
     elif not isinstance(uid, str) or not uid or len(uid) > MAX_UID_LENGTH or "\x00" in uid:
@@ -562,6 +602,14 @@ def prepare_message(raw: Message | Mapping[str, Any], index: int = 0, limits: Me
     check_unicode(uid, f"{where}: uid")
 
     content = data.get("content")
+    if data.get("parts") is not None:
+        # A read's record of list content: the parts, beside (for export records) their text.
+        parts_given = data["parts"]
+        if not isinstance(parts_given, list):
+            raise InvalidInput(f"{where}: parts must be a list")
+        if content is not None and content != content_text(parts_given):
+            raise InvalidInput(f"{where}: content and parts disagree; give one of them")
+        content = parts_given
     text: str | None = None
     parts: str | None = None
     if isinstance(content, str):
@@ -601,6 +649,14 @@ def prepare_message(raw: Message | Mapping[str, Any], index: int = 0, limits: Me
     if reasoning is not None:
         check_unicode(reasoning, f"{where}: reasoning")
 
+    tool_name = data.get("tool_name")
+    if data.get("name") is not None:
+        if role != Role.TOOL.value:
+            raise InvalidInput(f"{where}: name is taken only on a tool message (as its tool_name)")
+        if tool_name is not None and tool_name != data["name"]:
+            raise InvalidInput(f"{where}: name {data['name']!r} and tool_name {tool_name!r} disagree")
+        tool_name = data["name"]
+
     return NewMessage(
         uid=uid,
         role=role,
@@ -608,7 +664,7 @@ def prepare_message(raw: Message | Mapping[str, Any], index: int = 0, limits: Me
         parts=parts,
         tool_calls=tool_calls_json,
         tool_call_id=check_label(data.get("tool_call_id"), f"{where}: tool_call_id"),
-        tool_name=check_label(data.get("tool_name"), f"{where}: tool_name"),
+        tool_name=check_label(tool_name, f"{where}: tool_name"),
         reasoning=reasoning,
         finish_reason=check_label(data.get("finish_reason"), f"{where}: finish_reason"),
         token_count=token_count,

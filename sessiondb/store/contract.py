@@ -106,7 +106,13 @@ class Store(Protocol):
         archived: bool | None = None,
         hidden: bool | None = None,
     ) -> Session:
-        """Set the flags given (None leaves a flag as it is). Not user activity."""
+        """Set the flags given (None leaves a flag as it is). Not user activity.
+
+        Flags belong to the conversation: they apply, in one write, to every session of
+        its compaction chain (the root and every session rotated out of it), whichever of
+        them is named, so a listing never shows the ancestors of a hidden tip (S-41).
+        Branches, resets and delegations are other conversations and keep their own.
+        """
 
     def update_metadata(self, session_id: str, patch: Mapping[str, Any]) -> Session:
         """Merge `patch` into the metadata (None removes a key). Not user activity."""
@@ -128,8 +134,28 @@ class Store(Protocol):
 
         A session closed by a compaction's rotation (end reason 'compression') passes
         the batch to its live tip within the same write, and the returned rows carry
-        the tip's id; with no live tip it raises CompressionClosed and writes nothing
-        (S-05). A uid already stored earlier in the lineage is not stored again.
+        the tip's id; when the tip has ended (closed by compaction or for any other
+        reason) it raises CompressionClosed and writes nothing (S-05). A uid already stored earlier in the lineage is not stored again.
+
+        Whatever a read returns is accepted back and stores nothing twice (S-01, S-44):
+        Message rows from transcript(), resume()'s dicts (their uid rides on them as an
+        attribute; a tool message's `name` is its tool_name), export records' messages
+        and export_session()'s (their `parts` is list content; `id`, `session_id` and
+        `seq` are assigned by the store and ignored).
+        """
+
+    def flush(self, session_id: str, conversation: MessageInput | Iterable[MessageInput]) -> list[Message]:
+        """Store what of an agent's whole conversation is not yet stored; return a row for each.
+
+        The call for an agent that keeps its conversation as one list and hands all of it
+        back after every turn (resumed, then added to, across compactions, rotations and
+        retries). A message with an identity (a uid field, a Message, a resume() dict) is
+        stored once by uid, as append() does, anywhere in the lineage. A message without
+        one (resume()'s dicts after a JSON round trip, or copied into plain dicts) is the
+        stored message at the same position of the tip's live transcript when it has the
+        same role, content and tool fields; otherwise it is new. The new messages are
+        appended as one atomic batch; when there are none nothing is written. Bad input
+        raises InvalidInput and writes nothing.
         """
 
     def transcript(
@@ -222,10 +248,13 @@ class Store(Protocol):
     def resume(self, session_id: str, *, max_messages: int = 20_000) -> list[dict[str, Any]]:
         """The tip's live conversation, ready to send to a model.
 
-        One plain dict per active message in order: role and content, plus tool_calls,
+        One dict per active message in order: role and content, plus tool_calls,
         tool_call_id, name (a tool message's tool) and reasoning when present. Nothing
-        internal (uids, ids, seq, state, timestamps, display kinds); an internal
-        notification is a plain user message (S-09). Above `max_messages` active messages
+        internal among its keys (uids, ids, seq, state, timestamps, display kinds), so
+        json.dumps and provider SDKs see only these; an internal notification is a plain
+        user message (S-09). Each is a `ModelMessage`, a dict that carries the stored uid
+        as its `uid` attribute: handing the list back to append() or flush() stores
+        nothing twice (S-44). Above `max_messages` active messages
         it raises SessionTooLarge naming the limit and the streaming export
         (`sessiondb sessions export`); 0 disables the guard (S-42).
         """

@@ -5,7 +5,8 @@
 Prints `ready <session id>` once the store is open, then for each line `append UID` on
 stdin appends one message and prints one JSON line: {"ok": true} or the refusal's
 {"ok": false, "cause", "spooled_to", "guidance"}. `checkpoint` truncates the WAL;
-`reopen` opens (and closes) a second handle on the store.
+`reopen` opens (and closes) a second handle on the store; `fresh UID` opens a new handle,
+lists its sessions' titles and appends UID in a new session there.
 """
 
 import json
@@ -34,6 +35,15 @@ for line in sys.stdin:
         try:
             sessiondb.open_store(home=home, profile=profile).close()
             reply = {"ok": True}
+        except sessiondb.SessionDBError as exc:
+            reply = {"ok": False, "cause": exc.cause.value, "error": str(exc)}
+    elif command == "fresh":
+        try:
+            with sessiondb.open_store(home=home, profile=profile) as fresh:
+                sessions = fresh.list_sessions(limit=1000).items
+                titles = sorted(s.title or s.id for s in sessions)
+                fresh.append(fresh.create_session("cli").id, {"uid": arg, "role": "user", "content": "new"})
+            reply = {"ok": True, "titles": titles}
         except sessiondb.SessionDBError as exc:
             reply = {"ok": False, "cause": exc.cause.value, "error": str(exc)}
     elif command == "checkpoint":

@@ -65,7 +65,7 @@ def test_index_scoped_corruption_is_the_index_not_the_database():
     vtab = apsw.CorruptError("database disk image is malformed")
     vtab.extendedresult = 267  # SQLITE_CORRUPT_VTAB
     assert classify(vtab) is Cause.FTS_INDEX
-    assert classify(Exception("fts5: corruption found reading blocks")) is Cause.FTS_INDEX
+    assert classify(Exception('fts5: corruption found reading blob 137 from table "messages_fts"')) is Cause.FTS_INDEX
     bare = apsw.CorruptError("database disk image is malformed")
     bare.extendedresult = 11
     assert classify(bare) is Cause.CORRUPT

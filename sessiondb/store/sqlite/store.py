@@ -27,6 +27,7 @@ from . import catalog, compaction, leases, lineage, maintenance, messages, regis
 from . import search, sessions, transfer, turns, usage, verify
 from .connect import DEFAULT_PATIENCE, check_durability, check_sqlite_version
 from .errors import convert
+from .safety import copies
 
 T = TypeVar("T")
 
@@ -55,6 +56,11 @@ class SQLiteBackend:
         self._file = registry.acquire(path, durability=durability, patience=float(patience), vfs=vfs)
 
     @property
+    def generation(self) -> str | None:
+        """The generation stamp of the file this handle opened (see Backend)."""
+        return self._file.containment.generation
+
+    @property
     def journal_mode(self) -> str:
         return self._file.journal_mode
 
@@ -80,6 +86,7 @@ class SQLiteBackend:
     def _check_open(self) -> None:
         if self._closed.is_set():
             raise StoreClosed("this store handle is closed; open the store again")
+        self._file.refuse_if_retired()
 
     # --- sessions ----------------------------------------------------------------------
 
@@ -93,6 +100,8 @@ class SQLiteBackend:
         return self._read(partial(sessions.list_page, **asdict(query)))
 
     def change_session(self, session_id: str, change: cmd.SessionChange) -> Session:
+        if isinstance(change, cmd.SetFlags):
+            return self._write(partial(lineage.set_flags, session_id=session_id, change=change))
         return self._write(partial(sessions.change, session_id=session_id, change=change))
 
     def delete_session(self, session_id: str) -> None:
@@ -216,7 +225,9 @@ class SQLiteBackend:
             raise InvalidInput("the backup must go to a new file, not the store itself")
         self._check_open()
         with self._file.reader() as conn:
-            return maintenance.backup(conn, destination)
+            size = maintenance.backup(conn, destination)
+        copies.remember(self.path, destination, size)  # the doctor names it as a restore step
+        return size
 
     def optimize(self, *, force: bool, dry_run: bool) -> MaintenanceReport:
         return self._maintain("optimize", maintenance.optimize, force=force, dry_run=dry_run)
