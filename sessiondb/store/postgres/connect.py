@@ -1,0 +1,169 @@
+"""Connections to one profile's schema: the pool, the schema's name, and units of work.
+
+A unit of work is a function of one connection run inside one transaction. When the
+connection breaks under it (killed while idle by a firewall or pgbouncer, the server
+restarting or failing over), the whole unit runs again on a fresh connection, with
+backoff, until the patience budget is spent; every write is idempotent (appends and
+imports by uid), so running one again never stores anything twice. Bad input and
+conflicts are not retried. A pool whose every connection stays busy past the budget is
+StoreBusy.
+
+Each profile's store is a schema of its own (docs/fleet.md says why); every connection
+of the pool has the schema, then the schema holding the search extensions, on its
+search_path, so the SQL modules name tables without qualifying them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+import time
+from typing import Any, Callable, TypeVar
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import psycopg
+from psycopg import sql
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from ...errors import InvalidInput, ServerUnreachable, SessionDBError
+from .errors import convert, retryable
+
+T = TypeVar("T")
+
+DEFAULT_PATIENCE = 30.0  # seconds a call may spend waiting for the server or the pool
+DEFAULT_POOL_SIZE = 10
+EXTENSIONS_SCHEMA = "sessiondb_extensions"  # unaccent and pg_trgm, shared by every profile's schema
+_SCHEMA = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_BACKOFF = (0.05, 1.0)  # first and longest pause between attempts
+
+
+def schema_for(profile: str | None) -> str:
+    """The schema of a profile: `sessiondb` for the default, `sessiondb_<name>` otherwise.
+
+    Profile names may hold '-' and run to 64 characters; PostgreSQL names run to 63 bytes,
+    so a name that would not fit keeps its start and gains a hash of the whole.
+    """
+    if profile is None or profile == "main":
+        return "sessiondb"
+    name = "sessiondb_" + profile.replace("-", "_")
+    if len(name) > 63 or name != "sessiondb_" + profile:
+        digest = hashlib.sha256(profile.encode()).hexdigest()[:10]
+        name = f"{name[:50]}_{digest}"
+    return name
+
+
+def check_schema(schema: str) -> str:
+    if not isinstance(schema, str) or not _SCHEMA.fullmatch(schema):
+        raise InvalidInput(f"a schema name is 1-63 lower-case letters, digits or '_' (got {schema!r})")
+    return schema
+
+
+def split_url(url: str) -> tuple[str, str]:
+    """(the conninfo to connect with, the location to show: no password)."""
+    parts = urlsplit(url)
+    scheme = "postgresql"
+    shown_netloc = parts.netloc.rpartition("@")[2] if "@" in parts.netloc else parts.netloc
+    user = parts.username
+    if user:
+        shown_netloc = f"{user}@{shown_netloc}"
+    query = [(k, v) for k, v in parse_qsl(parts.query) if k != "password"]
+    shown = urlunsplit((scheme, shown_netloc, parts.path, urlencode(query), ""))
+    return urlunsplit((scheme, parts.netloc, parts.path, parts.query, "")), shown
+
+
+class Database:
+    """One pool on one server, serving one schema."""
+
+    def __init__(self, url: str, *, schema: str, patience: float, pool_size: int) -> None:
+        if not (isinstance(patience, (int, float)) and not isinstance(patience, bool) and patience >= 0):
+            raise InvalidInput("patience must be a non-negative number of seconds")
+        if not (isinstance(pool_size, int) and not isinstance(pool_size, bool) and pool_size >= 1):
+            raise InvalidInput("pool_size must be a positive number of connections")
+        self.conninfo, self.location = split_url(url)
+        self.schema = check_schema(schema)
+        self.patience = float(patience)
+        self.pool = ConnectionPool(
+            self.conninfo, min_size=1, max_size=pool_size, open=False, configure=self._configure,
+            kwargs={"autocommit": True, "connect_timeout": max(1, int(min(self.patience, 10)) or 1)},
+            reconnect_timeout=max(self.patience, 1.0), name=f"sessiondb:{schema}",
+        )
+
+    def _configure(self, conn: psycopg.Connection) -> None:
+        conn.execute(sql.SQL("SET search_path TO {}, {}").format(
+            sql.Identifier(self.schema), sql.Identifier(EXTENSIONS_SCHEMA)))
+
+    def open(self) -> None:
+        self.pool.open(wait=False)
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def run(self, work: Callable[[psycopg.Connection], T], *, read_only: bool = False) -> T:
+        """`work(conn)` in one transaction, retried whole on a broken connection (see above)."""
+        deadline = time.monotonic() + self.patience
+        pause = _BACKOFF[0]
+        while True:
+            try:
+                return self._attempt(work, deadline, read_only)
+            except SessionDBError:
+                raise
+            except Exception as exc:  # a driver error: convert it, or try again
+                left = deadline - time.monotonic()
+                if not retryable(exc) or left <= 0:
+                    raise _exhausted(exc, self.conninfo, self.location) from None
+                time.sleep(min(pause * (0.5 + random.random()), max(left, 0)))
+                pause = min(pause * 2, _BACKOFF[1])
+
+    def _attempt(self, work: Callable[[psycopg.Connection], T], deadline: float, read_only: bool) -> T:
+        timeout = max(deadline - time.monotonic(), 0.001)
+        with self.pool.connection(timeout=timeout) as conn:
+            try:
+                # A read runs in one REPEATABLE READ snapshot: its queries agree with each other.
+                isolation = psycopg.IsolationLevel.REPEATABLE_READ if read_only else None
+                conn.isolation_level = isolation
+                conn.read_only = read_only or None
+                with conn.transaction():
+                    return work(conn)
+            except psycopg.Error:
+                if conn.broken or conn.closed:
+                    self.pool.check()  # let the pool replace the connections a restart killed
+                raise
+
+    def session(self, work: Callable[[psycopg.Connection], T]) -> T:
+        """`work(conn)` on a pooled connection without a transaction around it (migrations,
+        advisory locks), retried like `run`."""
+        deadline = time.monotonic() + self.patience
+        while True:
+            try:
+                with self.pool.connection(timeout=max(deadline - time.monotonic(), 0.001)) as conn:
+                    return work(conn)
+            except SessionDBError:
+                raise
+            except Exception as exc:
+                if not retryable(exc) or deadline <= time.monotonic():
+                    raise _exhausted(exc, self.conninfo, self.location) from None
+                time.sleep(_BACKOFF[0])
+
+
+def _exhausted(exc: BaseException, conninfo: str, location: str) -> BaseException:
+    """The error to raise once retrying is over. A pool that timed out may have waited on
+    a server it cannot reach (or that refuses us): one direct attempt tells which."""
+    if isinstance(exc, PoolTimeout):
+        try:
+            psycopg.connect(conninfo, connect_timeout=2).close()
+        except psycopg.Error as probe:
+            exc = probe
+    return convert(exc, location)
+
+
+def connect(conninfo: str, location: str, patience: float) -> psycopg.Connection:
+    """One connection outside the pool, retried while the server is starting or away."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            return psycopg.connect(conninfo, autocommit=True, connect_timeout=max(1, int(min(patience, 10))))
+        except psycopg.Error as exc:
+            if not retryable(exc) or deadline <= time.monotonic():
+                raise convert(exc, location) from None
+            time.sleep(_BACKOFF[0])
