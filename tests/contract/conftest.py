@@ -6,7 +6,7 @@ import pytest
 
 import sessiondb
 
-BACKENDS = ["sqlite"]
+BACKENDS = ["sqlite", "postgresql"]
 
 
 @pytest.fixture(params=BACKENDS)
@@ -15,15 +15,22 @@ def backend(request) -> str:
 
 
 @pytest.fixture
-def open_backend(backend, tmp_path):
+def store_location(backend, request, tmp_path):
+    """(location, options) of this test's own empty store on `backend`."""
+    if backend == "postgresql":
+        server = request.getfixturevalue("pg_server")
+        return server.url(), {"schema": request.getfixturevalue("pg_schema")}
+    return tmp_path / "contract.db", {}
+
+
+@pytest.fixture
+def open_backend(backend, tmp_path, store_location):
     """A function opening a fresh handle on this test's store (call it again to reopen)."""
     opened = []
 
     def open_(**options):
-        if backend == "sqlite":
-            store = sessiondb.open_store(tmp_path / "contract.db", **options)
-        else:  # pragma: no cover - backends join here
-            raise NotImplementedError(backend)
+        location, defaults = store_location
+        store = sessiondb.open_store(location, **defaults, **options)
         opened.append(store)
         return store
 

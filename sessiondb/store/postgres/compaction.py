@@ -128,10 +128,7 @@ def commit(conn: psycopg.Connection, lease: Lease, batch: Sequence[NewMessage], 
         if isinstance(item, int):
             rows.append((target, *kept[item]))
         else:
-            m = item
-            rows.append((target, m.uid, summary_seq, m.role, m.content, m.parts, m.tool_calls, m.tool_call_id,
-                         m.tool_name, m.reasoning, m.finish_reason, m.token_count,
-                         now if m.timestamp is None else m.timestamp, m.display_kind, m.state))
+            rows.append(messages.row(target, item, summary_seq, now))
     rows.extend((target, *r[1:]) for r in sorted(tail))
     messages.insert_rows(conn, rows, conflict=False)
     messages.recount(conn, session_id)

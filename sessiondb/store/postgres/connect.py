@@ -19,7 +19,7 @@ import hashlib
 import random
 import re
 import time
-from typing import Any, Callable, TypeVar
+from typing import Callable, Iterator, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
@@ -75,7 +75,7 @@ def split_url(url: str) -> tuple[str, str]:
 class Database:
     """One pool on one server, serving one schema."""
 
-    def __init__(self, url: str, *, schema: str, patience: float, pool_size: int) -> None:
+    def __init__(self, url: str, *, schema: str, patience: float, pool_size: int, synchronous_commit: str) -> None:
         if not (isinstance(patience, (int, float)) and not isinstance(patience, bool) and patience >= 0):
             raise InvalidInput("patience must be a non-negative number of seconds")
         if not (isinstance(pool_size, int) and not isinstance(pool_size, bool) and pool_size >= 1):
@@ -83,6 +83,7 @@ class Database:
         self.conninfo, self.location = split_url(url)
         self.schema = check_schema(schema)
         self.patience = float(patience)
+        self.synchronous_commit = synchronous_commit
         self.pool = ConnectionPool(
             self.conninfo, min_size=1, max_size=pool_size, open=False, configure=self._configure,
             kwargs={"autocommit": True, "connect_timeout": max(1, int(min(self.patience, 10)) or 1)},
@@ -92,6 +93,7 @@ class Database:
     def _configure(self, conn: psycopg.Connection) -> None:
         conn.execute(sql.SQL("SET search_path TO {}, {}").format(
             sql.Identifier(self.schema), sql.Identifier(EXTENSIONS_SCHEMA)))
+        conn.execute("SELECT set_config('synchronous_commit', %s, false)", (self.synchronous_commit,))
 
     def open(self) -> None:
         self.pool.open(wait=False)
@@ -129,6 +131,20 @@ class Database:
                 if conn.broken or conn.closed:
                     self.pool.check()  # let the pool replace the connections a restart killed
                 raise
+
+    def stream(self, work: Callable[[psycopg.Connection], Iterator[T]]) -> Iterator[T]:
+        """The items `work(conn)` yields, read in one REPEATABLE READ snapshot. Not retried:
+        a caller that already holds some items cannot be handed them twice."""
+        try:
+            with self.pool.connection(timeout=max(self.patience, 0.001)) as conn:
+                conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+                conn.read_only = True
+                with conn.transaction():
+                    yield from work(conn)
+        except SessionDBError:
+            raise
+        except Exception as exc:
+            raise _exhausted(exc, self.conninfo, self.location) from None
 
     def session(self, work: Callable[[psycopg.Connection], T]) -> T:
         """`work(conn)` on a pooled connection without a transaction around it (migrations,

@@ -17,6 +17,7 @@ import psycopg
 
 from ...errors import MessageConflict
 from ...model import ACTIVITY_ROLES, INTERNAL_NOTIFICATION, Message, MessageState, NewMessage
+from .text import from_server, to_server
 
 COLUMNS = (
     "id, session_id, uid, seq, role, content, parts, tool_calls, tool_call_id, tool_name, "
@@ -36,12 +37,19 @@ def from_row(row: Sequence[Any]) -> Message:
      reasoning, finish_reason, token_count, timestamp, display_kind, state) = row
     return Message(
         id=mid, session_id=sid, uid=uid, seq=seq, role=role,
-        content=json.loads(parts) if parts is not None else content,
+        content=json.loads(parts) if parts is not None else from_server(content),
         tool_calls=json.loads(tool_calls) if tool_calls is not None else None,
-        tool_call_id=tool_call_id, tool_name=tool_name, reasoning=reasoning,
+        tool_call_id=tool_call_id, tool_name=tool_name, reasoning=from_server(reasoning),
         finish_reason=finish_reason, token_count=token_count, timestamp=timestamp,
         display_kind=display_kind, state=state,
     )
+
+
+def row(session_id: str, m: NewMessage, seq: int, now: float) -> tuple[Any, ...]:
+    """The row (WRITTEN's columns) storing `m` as message `seq` of the session."""
+    return (session_id, m.uid, seq, m.role, to_server(m.content), m.parts, m.tool_calls, m.tool_call_id,
+            m.tool_name, to_server(m.reasoning), m.finish_reason, m.token_count,
+            now if m.timestamp is None else m.timestamp, m.display_kind, m.state)
 
 
 def insert_rows(conn: psycopg.Connection, rows: Sequence[tuple[Any, ...]], conflict: bool = True) -> list[int | None]:
@@ -114,9 +122,7 @@ def _plan(session_id: str, batch: Sequence[NewMessage], now: float, last_seq: in
         else:
             seen.add(m.uid)
             seq += 1
-            plan.append((session_id, m.uid, seq, m.role, m.content, m.parts, m.tool_calls, m.tool_call_id,
-                         m.tool_name, m.reasoning, m.finish_reason, m.token_count,
-                         now if m.timestamp is None else m.timestamp, m.display_kind, m.state))
+            plan.append(row(session_id, m, seq, now))
     return plan
 
 
@@ -144,7 +150,7 @@ def recount(conn: psycopg.Connection, session_id: str) -> None:
     conn.execute(
         "UPDATE sessions SET "
         "message_count = (SELECT count(*) FROM messages WHERE session_id = %(s)s AND state = 'active'), "
-        "tool_call_count = (SELECT coalesce(sum(jsonb_array_length(tool_calls::jsonb)), 0) FROM messages "
+        "tool_call_count = (SELECT coalesce(sum(jsonb_array_length(json_value(tool_calls))), 0) FROM messages "
         "WHERE session_id = %(s)s AND state = 'active' AND tool_calls IS NOT NULL) WHERE id = %(s)s",
         {"s": session_id})
 

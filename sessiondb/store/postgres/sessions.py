@@ -175,9 +175,10 @@ def find(conn: psycopg.Connection, ref: str, title: str | None) -> Session:
             row = rows[0] if len(rows) == 1 else None
     if row is not None:
         return from_row(row)
-    # starts_with() is exact whatever the characters; the range lets the prefix index serve it.
+    # The range (in byte order) lets the prefix index serve it; starts_with() keeps it exact.
     rows = conn.execute(
-        f"SELECT {COLUMNS} FROM sessions WHERE id >= %(ref)s AND starts_with(id, %(ref)s) ORDER BY id LIMIT %(n)s",
+        f"SELECT {COLUMNS} FROM sessions WHERE id COLLATE \"C\" >= %(ref)s "
+        "AND id COLLATE \"C\" < %(ref)s || chr(1114111) AND starts_with(id, %(ref)s) ORDER BY id LIMIT %(n)s",
         {"ref": ref, "n": AMBIGUOUS_SHOWN + 1}).fetchall()
     if len(rows) == 1:
         return from_row(rows[0])
