@@ -29,9 +29,24 @@ _STANDBY_CODES = frozenset({"25006"})  # read_only_sql_transaction: a hot standb
 _TIMEOUT_CODES = frozenset({"57014"})  # query_canceled (statement_timeout)
 
 
+# A refused connection carries no SQLSTATE (libpq reports it before any result), only the
+# server's FATAL message: these fragments are how libpq words a refusal of who we are.
+_AUTH_TEXT = ("authentication failed", "role \"", "no pg_hba.conf entry", "permission denied for database",
+              "password authentication", "password is required")
+
+
+def refused_us(exc: BaseException) -> bool:
+    """Whether the server refused the connection's credentials (never worth retrying)."""
+    code = getattr(exc, "sqlstate", None)
+    if code in _AUTH_CODES:
+        return True
+    text = str(exc)
+    return code is None and isinstance(exc, psycopg.OperationalError) and any(f in text for f in _AUTH_TEXT)
+
+
 def retryable(exc: BaseException) -> bool:
     """Whether running the same unit of work again, on a fresh connection, may succeed."""
-    if isinstance(exc, PoolTimeout):
+    if isinstance(exc, PoolTimeout) or refused_us(exc):
         return False
     code = getattr(exc, "sqlstate", None)
     if code is not None:
@@ -57,7 +72,7 @@ def convert(exc: BaseException, location: str) -> BaseException:
 def _classified(exc: psycopg.Error, location: str) -> errors.SessionDBError:
     code = exc.sqlstate or ""
     detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    if code in _AUTH_CODES or (not code and "authentication failed" in str(exc)):
+    if refused_us(exc):
         return errors.AuthenticationFailed(f"the server of {location} refused the credentials ({detail})")
     if code in _DISK_CODES:
         return errors.ServerDiskFull(f"the server of {location} has no disk space left ({detail})")
@@ -67,6 +82,8 @@ def _classified(exc: psycopg.Error, location: str) -> errors.SessionDBError:
         return errors.StatementTimeout(f"the server of {location} cancelled a statement ({detail})")
     if isinstance(exc, pg.DataCorrupted | pg.IndexCorrupted):
         return errors.StoreCorrupt(f"the server of {location} reports damaged data ({detail})")
+    if code.startswith("40"):
+        return errors.StoreBusy(f"the server of {location} kept aborting the transaction ({detail}); retry")
     if retryable(exc):
         return errors.ServerUnreachable(f"the server of {location} could not be reached ({detail})")
     return errors.StorageError(f"the database server failed a statement: {detail}")

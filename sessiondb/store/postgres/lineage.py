@@ -108,14 +108,18 @@ def writable(conn: psycopg.Connection, session_id: str) -> str:
 
 
 def lock(conn: psycopg.Connection, session_id: str) -> tuple[str | None, str | None, int]:
-    """Lock the session's row for this transaction: (end_reason, parent_relation, last seq)."""
-    row = conn.execute(
-        "SELECT s.end_reason, s.parent_relation, coalesce((SELECT m.seq FROM messages AS m "
-        "WHERE m.session_id = s.id ORDER BY m.id DESC LIMIT 1), 0) "
-        "FROM sessions AS s WHERE s.id = %s FOR NO KEY UPDATE OF s", (session_id,)).fetchone()
+    """Lock the session's row for this transaction: (end_reason, parent_relation, last seq).
+
+    The last seq is read by a statement of its own, after the lock is held: a statement
+    that waited for a lock still reads the snapshot it started with, which would not show
+    the messages the previous holder just committed."""
+    row = conn.execute("SELECT end_reason, parent_relation FROM sessions WHERE id = %s FOR NO KEY UPDATE",
+                       (session_id,)).fetchone()
     if row is None:
         raise NotFound(f"no session {session_id!r} in this store")
-    return row
+    last = conn.execute("SELECT seq FROM messages WHERE session_id = %s ORDER BY id DESC LIMIT 1",
+                        (session_id,)).fetchone()
+    return row[0], row[1], last[0] if last else 0
 
 
 def append(conn: psycopg.Connection, session_id: str, batch: Sequence[NewMessage], now: float) -> list[Message]:
