@@ -8,6 +8,7 @@ from .context import CliContext
 from .demo import demo
 from .doctor import doctor, recover
 from .gateway import gateway
+from .migrate import migrate
 from .serve import serve
 from .sessions import sessions
 from . import maintenance, transfer as _transfer  # noqa: F401 - transfer adds export and import to `sessions`
@@ -28,6 +29,7 @@ main.add_command(doctor)
 main.add_command(recover)
 main.add_command(gateway)
 main.add_command(maintenance.backup)
+main.add_command(migrate)
 main.add_command(serve)
 main.add_command(sessions)
 for _command in (maintenance.optimize, maintenance.vacuum, maintenance.prune):

@@ -59,29 +59,31 @@ def check_schema(schema: str) -> str:
     return schema
 
 
-def split_url(url: str) -> tuple[str, str]:
-    """(the conninfo to connect with, the location to show: no password)."""
+def split_url(url: str) -> tuple[str, str, str | None]:
+    """(the conninfo to connect with, the location to show: no password, the `schema`
+    query parameter if given). `schema` is sessiondb's, so libpq never sees it."""
     parts = urlsplit(url)
-    scheme = "postgresql"
-    shown_netloc = parts.netloc.rpartition("@")[2] if "@" in parts.netloc else parts.netloc
-    user = parts.username
-    if user:
-        shown_netloc = f"{user}@{shown_netloc}"
-    query = [(k, v) for k, v in parse_qsl(parts.query) if k != "password"]
-    shown = urlunsplit((scheme, shown_netloc, parts.path, urlencode(query), ""))
-    return urlunsplit((scheme, parts.netloc, parts.path, parts.query, "")), shown
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    schema = next((v for k, v in query if k == "schema"), None)
+    query = [(k, v) for k, v in query if k != "schema"]
+    host = parts.netloc.rpartition("@")[2]
+    shown_netloc = f"{parts.username}@{host}" if parts.username else host
+    shown_query = urlencode([(k, v) for k, v in query if k != "password"])
+    shown = urlunsplit(("postgresql", shown_netloc, parts.path, shown_query, ""))
+    return urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(query), "")), shown, schema
 
 
 class Database:
     """One pool on one server, serving one schema."""
 
-    def __init__(self, url: str, *, schema: str, patience: float, pool_size: int, synchronous_commit: str) -> None:
+    def __init__(self, url: str, *, schema: str | None, profile: str | None, patience: float, pool_size: int,
+                 synchronous_commit: str) -> None:
         if not (isinstance(patience, (int, float)) and not isinstance(patience, bool) and patience >= 0):
             raise InvalidInput("patience must be a non-negative number of seconds")
         if not (isinstance(pool_size, int) and not isinstance(pool_size, bool) and pool_size >= 1):
             raise InvalidInput("pool_size must be a positive number of connections")
-        self.conninfo, self.location = split_url(url)
-        self.schema = check_schema(schema)
+        self.conninfo, self.location, in_url = split_url(url)
+        self.schema = check_schema(schema or in_url or schema_for(profile))
         self.patience = float(patience)
         self.synchronous_commit = synchronous_commit
         self.pool = ConnectionPool(

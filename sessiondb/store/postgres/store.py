@@ -26,7 +26,7 @@ from ...model import (
 from .. import commands as cmd
 from . import compaction, lineage, messages, migrations, search, sessions, transfer, usage, verify
 from .batching import AppendBatcher
-from .connect import DEFAULT_PATIENCE, DEFAULT_POOL_SIZE, EXTENSIONS_SCHEMA, Database, connect, schema_for
+from .connect import DEFAULT_PATIENCE, DEFAULT_POOL_SIZE, EXTENSIONS_SCHEMA, Database, connect
 from .routing import RoutingTable
 
 T = TypeVar("T")
@@ -44,7 +44,7 @@ class PostgresBackend:
         if durability not in DURABILITY:
             raise InvalidInput(f"durability must be 'full' or 'normal', not {durability!r}")
         self._profile = profile
-        self._db = Database(url, schema=schema or schema_for(profile), patience=patience, pool_size=pool_size,
+        self._db = Database(url, schema=schema, profile=profile, patience=patience, pool_size=pool_size,
                             synchronous_commit=DURABILITY[durability])
         self.location = f"{self._db.location}#{self._db.schema}"
         # Refused batches (damage only) are kept under the home, one folder per server and schema.
