@@ -5,7 +5,8 @@ of an append's cost. So concurrent appends through one backend handle share tran
 the first caller to arrive leads, taking every waiting append (up to MAX_BATCH) into one
 transaction, each in its own savepoint so that one append's refusal (a uid conflict, a
 missing session) rolls back only that append; when its own append is done it hands the
-lead to the next waiting caller. A caller alone pays one transaction, as without batching.
+lead to the next waiting caller. A caller alone pays one statement (messages.append_fresh,
+committed as it returns) when its batch is the common case, else one transaction.
 
 The appends of a batch run in arrival order, so one caller's appends keep their order,
 and the whole batch is one unit of work: if the connection breaks, it all runs again
@@ -22,7 +23,7 @@ import psycopg
 from ...errors import SessionDBError
 from ...model import Message
 from .. import commands as cmd
-from . import lineage
+from . import lineage, messages
 
 MAX_BATCH = 64  # appends one transaction takes at most
 
@@ -45,10 +46,12 @@ class _Pending:
 
 
 class AppendBatcher:
-    """Leader/follower batching of appends onto `run` (connect.Database.run's signature)."""
+    """Leader/follower batching of appends onto `run` (a transaction, connect.Database.run)
+    and `direct` (one statement outside a transaction, connect.Database.session)."""
 
-    def __init__(self, run: Callable[..., Any]) -> None:
+    def __init__(self, run: Callable[..., Any], direct: Callable[..., Any]) -> None:
         self._run = run
+        self._direct = direct
         self._lock = threading.Lock()
         self._queue: list[_Pending] = []
         self._leading = False
@@ -79,7 +82,10 @@ class AppendBatcher:
     def _commit(self, batch: list[_Pending]) -> None:
         try:
             if len(batch) == 1:
-                batch[0].result = self._run(lambda conn: _append(conn, batch[0].command))
+                command = batch[0].command
+                fresh = self._direct(lambda conn: messages.append_fresh(conn, command.session_id, command.batch,
+                                                                         command.now))
+                batch[0].result = fresh if fresh is not None else self._run(lambda conn: _append(conn, command))
             else:
                 outcomes = self._run(lambda conn: [_in_savepoint(conn, p.command) for p in batch])
                 for pending, (result, error) in zip(batch, outcomes):

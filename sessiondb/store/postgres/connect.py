@@ -20,7 +20,7 @@ import random
 import re
 import time
 from typing import Callable, Iterator, TypeVar
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql
@@ -68,9 +68,10 @@ def split_url(url: str) -> tuple[str, str, str | None]:
     query = [(k, v) for k, v in query if k != "schema"]
     host = parts.netloc.rpartition("@")[2]
     shown_netloc = f"{parts.username}@{host}" if parts.username else host
-    shown_query = urlencode([(k, v) for k, v in query if k != "password"])
+    # %20, never '+', for a space: libpq reads a URL's query without turning '+' into one.
+    shown_query = urlencode([(k, v) for k, v in query if k != "password"], quote_via=quote)
     shown = urlunsplit(("postgresql", shown_netloc, parts.path, shown_query, ""))
-    return urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(query), "")), shown, schema
+    return urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(query, quote_via=quote), "")), shown, schema
 
 
 class Database:

@@ -52,6 +52,28 @@ def row(session_id: str, m: NewMessage, seq: int, now: float) -> tuple[Any, ...]
             now if m.timestamp is None else m.timestamp, m.display_kind, m.state)
 
 
+_FRESH_TYPES = ("text", *["text[]"] * 9, "bigint[]", "float8[]", "text[]", "text[]", "bigint", "bigint", "float8")
+_FRESH = "SELECT append_fresh(" + ", ".join(f"%s::{t}" for t in _FRESH_TYPES) + ")"
+
+
+def append_fresh(conn: psycopg.Connection, session_id: str, batch: Sequence[NewMessage],
+                 now: float) -> list[Message] | None:
+    """The common append as one statement (migration 0001's append_fresh), run outside a
+    transaction so that one round trip commits it; None, nothing written, when the batch
+    needs the full append (a rotated session or continuation, a uid stored already)."""
+    rows = [row(session_id, m, 0, now) for m in batch]
+    columns = [list(column) for column in zip(*rows)]
+    active = [(m, r[12]) for m, r in zip(batch, rows) if m.state == _ACTIVE]
+    activity = [ts for m, ts in active if m.role in ACTIVITY_ROLES and m.display_kind != INTERNAL_NOTIFICATION]
+    result = conn.execute(_FRESH, (
+        session_id, *columns[1:2], *columns[3:], len(active), sum(m.tool_call_total for m, _ in active),
+        max(activity) if activity else None)).fetchone()[0]
+    if result is None:
+        return None
+    last_seq, ids = result[0], result[1:]
+    return [from_row((mid, session_id, r[1], last_seq + n, *r[3:])) for n, (mid, r) in enumerate(zip(ids, rows), 1)]
+
+
 def insert_rows(conn: psycopg.Connection, rows: Sequence[tuple[Any, ...]], conflict: bool = True) -> list[int | None]:
     """Insert rows of WRITTEN's columns in one statement; each row's new id, None where its
     uid was stored already (with `conflict`)."""

@@ -53,7 +53,7 @@ class PostgresBackend:
         with connect(self._db.conninfo, self._db.location, self._db.patience) as conn:
             migrations.migrate(conn, self._db.schema, EXTENSIONS_SCHEMA)
         self._db.open()
-        self._appends = AppendBatcher(self._run)
+        self._appends = AppendBatcher(self._run, self._direct)
 
     @property
     def pool(self) -> Any:
@@ -77,6 +77,12 @@ class PostgresBackend:
         if self._closed.is_set():
             raise StoreClosed("this store handle is closed; open the store again")
         return self._db.run(work, read_only=read_only)
+
+    def _direct(self, work: Callable[[psycopg.Connection], T]) -> T:
+        """`work` on a connection outside any transaction: each statement commits itself."""
+        if self._closed.is_set():
+            raise StoreClosed("this store handle is closed; open the store again")
+        return self._db.session(work)
 
     def _read(self, work: Callable[[psycopg.Connection], T]) -> T:
         return self._run(work, read_only=True)

@@ -155,4 +155,55 @@ CREATE INDEX messages_words ON {schema}.messages USING gin (words) WHERE state <
 CREATE INDEX messages_substrings ON {schema}.messages
     USING gin ({schema}.search_fold({schema}.search_text(role, content, parts)) {ext}.gin_trgm_ops)
     WHERE state <> 'rewound';
+
+-- An append's common case in one statement, so one round trip commits it: the session
+-- exists, is not a rotation's continuation or rotated, and holds none of the uids.
+-- Returns the seq the batch follows, then the new ids in order; NULL when any of that
+-- fails, having written nothing (the caller then runs the full append).
+CREATE FUNCTION {schema}.append_fresh(
+    p_session text, p_uids text[], p_roles text[], p_contents text[], p_parts text[], p_tool_calls text[],
+    p_tool_call_ids text[], p_tool_names text[], p_reasonings text[], p_finish text[], p_tokens bigint[],
+    p_times double precision[], p_kinds text[], p_states text[],
+    p_active bigint, p_calls bigint, p_activity double precision) RETURNS bigint[]
+LANGUAGE plpgsql AS $$
+DECLARE
+    found_session record;
+    last_seq bigint;
+    ids bigint[];
+BEGIN
+    SELECT end_reason, parent_relation INTO found_session FROM {schema}.sessions
+        WHERE id = p_session FOR NO KEY UPDATE;
+    IF NOT FOUND OR found_session.end_reason IS NOT DISTINCT FROM 'compression'
+            OR found_session.parent_relation IS NOT DISTINCT FROM 'compression' THEN
+        RETURN NULL;
+    END IF;
+    -- Statements after the lock see what the previous holder committed.
+    IF EXISTS (SELECT 1 FROM {schema}.messages WHERE session_id = p_session AND uid = ANY(p_uids))
+            OR (SELECT count(DISTINCT u) FROM unnest(p_uids) AS u) < cardinality(p_uids) THEN
+        RETURN NULL;
+    END IF;
+    SELECT coalesce((SELECT seq FROM {schema}.messages WHERE session_id = p_session ORDER BY id DESC LIMIT 1), 0)
+        INTO last_seq;
+    WITH inserted AS (
+        INSERT INTO {schema}.messages(session_id, uid, seq, role, content, parts, tool_calls, tool_call_id,
+                                      tool_name, reasoning, finish_reason, token_count, "timestamp",
+                                      display_kind, state)
+        SELECT p_session, r.uid, last_seq + r.n, r.role, r.content, r.parts, r.tool_calls, r.tool_call_id,
+               r.tool_name, r.reasoning, r.finish, r.tokens, r.at, r.kind, r.state
+        FROM unnest(p_uids, p_roles, p_contents, p_parts, p_tool_calls, p_tool_call_ids, p_tool_names,
+                    p_reasonings, p_finish, p_tokens, p_times, p_kinds, p_states)
+             WITH ORDINALITY AS r(uid, role, content, parts, tool_calls, tool_call_id, tool_name, reasoning,
+                                  finish, tokens, at, kind, state, n)
+        ORDER BY r.n
+        RETURNING id)
+    SELECT array_agg(id ORDER BY id) INTO ids FROM inserted;
+    IF p_active > 0 THEN
+        UPDATE {schema}.sessions SET message_count = message_count + p_active,
+            tool_call_count = tool_call_count + p_calls,
+            last_activity_at = greatest(last_activity_at, p_activity)
+        WHERE id = p_session;
+    END IF;
+    RETURN last_seq || ids;
+END
+$$;
 """
