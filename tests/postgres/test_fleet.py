@@ -8,25 +8,7 @@ import time
 import psycopg
 
 import sessiondb
-from writers import acknowledged, start_writer
-
-
-def check_sessions(store, session_ids, acked):
-    """Every acknowledged uid stored exactly once, each writer's in its order, seqs unbroken."""
-    stored = [m for sid in session_ids for m in store.transcript(sid)]
-    uids = [m.uid for m in stored]
-    assert len(uids) == len(set(uids)), "a message was stored twice"
-    assert set(acked) <= set(uids), f"acknowledged but lost: {sorted(set(acked) - set(uids))[:5]}"
-    for sid in session_ids:
-        rows = store.transcript(sid)
-        assert [m.seq for m in rows] == list(range(1, len(rows) + 1))
-        by_writer: dict[str, list[str]] = {}
-        for m in rows:
-            by_writer.setdefault(m.uid.split("-")[0], []).append(m.uid)
-        for writer_uids in by_writer.values():
-            assert writer_uids == sorted(writer_uids), "a writer's messages were stored out of its order"
-    report = store.verify()
-    assert report.ok, report.problems
+from writers import acknowledged, check_sessions, start_writer
 
 
 def test_writer_processes_on_the_same_sessions_lose_nothing_and_keep_each_writers_order(pg_url, pg_schema):

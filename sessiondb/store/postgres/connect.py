@@ -26,7 +26,7 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ...errors import InvalidInput, ServerUnreachable, SessionDBError
+from ...errors import InvalidInput, SessionDBError
 from .errors import convert, retryable
 
 T = TypeVar("T")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 from collections.abc import Mapping
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable
 
 import psycopg
 from psycopg import sql
@@ -21,7 +21,6 @@ from ...errors import InvalidInput
 from ...model import Session
 from . import sessions
 
-T = TypeVar("T")
 Run = Callable[..., Any]
 
 STATES = ("idle", "running", "resume_pending", "ended")
