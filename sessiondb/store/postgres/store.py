@@ -24,7 +24,7 @@ from ...model import (
     ImportOutcome, Lease, MaintenanceReport, Message, Page, SearchHit, Session, StoreStats, Usage, VerifyReport,
 )
 from .. import commands as cmd
-from . import compaction, lineage, messages, migrations, search, sessions, transfer, usage, verify
+from . import compaction, lineage, maintenance, messages, migrations, search, sessions, transfer, usage, verify
 from .batching import AppendBatcher
 from .connect import DEFAULT_PATIENCE, DEFAULT_POOL_SIZE, EXTENSIONS_SCHEMA, Database, connect
 from .routing import RoutingTable
@@ -203,33 +203,28 @@ class PostgresBackend:
     def relink(self, links: list[tuple[str, str]]) -> list[str]:
         return self._run(partial(transfer.relink, links=links))
 
-    # --- maintenance: the server's own tools do the rest ---------------------------------
+    # --- maintenance (maintenance.py): online on a server, never refused while held ------
 
     def backup(self, destination: Path) -> int:
-        raise InvalidInput(
-            f"a PostgreSQL store is backed up by the server's tools, not by sessiondb: "
-            f"`pg_dump --schema={self._db.schema} -Fc -f {destination} DBNAME` (or a base backup of the "
-            "server); `sessiondb sessions export` writes the portable format")
+        raise InvalidInput(maintenance.backup_refusal(self._db.schema, destination))
 
     def optimize(self, *, force: bool, dry_run: bool) -> MaintenanceReport:
-        return self._maintain("optimize", "ANALYZE", dry_run)
+        return self._maintain("optimize", dry_run, lambda: self._db.session(
+            partial(maintenance.run_each_table, statement="ANALYZE")))
 
     def vacuum(self, *, force: bool, dry_run: bool) -> MaintenanceReport:
-        return self._maintain("vacuum", "VACUUM", dry_run)
-
-    def _maintain(self, action: str, statement: str, dry_run: bool) -> MaintenanceReport:
-        """ANALYZE or VACUUM the schema's tables. Neither blocks writers on PostgreSQL, so
-        unlike a file's rewrite it runs while other processes hold the store."""
-        before = self.stats().size_bytes
-        if not dry_run:
-            def work(conn: psycopg.Connection) -> None:
-                for table in ("sessions", "messages", "usage", "compaction_leases", "gateway_routes"):
-                    conn.execute(psycopg.sql.SQL(statement + " {}").format(psycopg.sql.Identifier(table)))
-            self._db.session(work)
-        return MaintenanceReport(action, dry_run, before, self.stats().size_bytes, sessions=[], warnings=[])
+        return self._maintain("vacuum", dry_run, lambda: self._db.session(
+            partial(maintenance.run_each_table, statement="VACUUM")))
 
     def prune(self, command: cmd.Prune) -> MaintenanceReport:
-        raise InvalidInput("prune is not offered on PostgreSQL stores yet; delete sessions by id")
+        return self._maintain("prune", command.dry_run,
+                              lambda: self._run(partial(maintenance.prune, command=command)), always=True)
+
+    def _maintain(self, action: str, dry_run: bool, work: Callable[[], Any], always: bool = False) -> MaintenanceReport:
+        """`work` (which previews by itself when `always`), with the sizes before and after."""
+        before = self.stats().size_bytes
+        result = work() if always or not dry_run else None
+        return MaintenanceReport(action, dry_run, before, self.stats().size_bytes, sessions=result or [], warnings=[])
 
 
 def _anchor_name(location: str, schema: str) -> str:
