@@ -70,20 +70,15 @@ def test_an_exhausted_pool_is_store_busy_and_writes_nothing(pg_url, pg_schema):
 def test_concurrent_appends_in_one_process_share_transactions(pg_url, pg_schema):
     with sessiondb.open_store(pg_url, schema=pg_schema, pool_size=4) as store:
         s = store.create_session("cli")
-        with psycopg.connect(pg_url, autocommit=True) as admin:
-            def commits():
-                admin.execute("SELECT pg_stat_clear_snapshot()")
-                return admin.execute("SELECT xact_commit FROM pg_stat_database "
-                                     "WHERE datname = current_database()").fetchone()[0]
-            before = commits()
-            threads = [threading.Thread(target=lambda k=k: [store.append(s.id, {
-                "uid": f"t{k}-{i:03d}", "role": "user", "content": "x"}) for i in range(25)]) for k in range(8)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-            time.sleep(0.6)  # the statistics collector reports at most every 500 ms
-            used = commits() - before
+        threads = [threading.Thread(target=lambda k=k: [store.append(s.id, {
+            "uid": f"t{k}-{i:03d}", "role": "user", "content": "x"}) for i in range(25)]) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
         rows = store.transcript(s.id)
-        assert len(rows) == 200 and len({m.uid for m in rows}) == 200
-        assert used < 200, f"{used} transactions for 200 concurrent appends: none were batched"
+        with store.backend.pool.connection() as conn:  # rows written by one transaction share its xmin
+            transactions = conn.execute("SELECT count(DISTINCT xmin::text) FROM messages WHERE session_id = %s",
+                                        (s.id,)).fetchone()[0]
+    assert len(rows) == 200 and len({m.uid for m in rows}) == 200
+    assert transactions < 200, f"{transactions} transactions for 200 concurrent appends: none were batched"

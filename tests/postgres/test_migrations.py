@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import psycopg
 import pytest
@@ -11,11 +12,14 @@ import pytest
 import sessiondb
 from sessiondb.store.postgres.migrations import MIGRATIONS
 
-OPEN = "import sys, sessiondb; sessiondb.open_store(sys.argv[1], schema=sys.argv[2]).close()"
+# Each process imports sessiondb, then waits for the same moment to open the store.
+OPEN = ("import sys, time, sessiondb; time.sleep(max(0, float(sys.argv[3]) - time.time())); "
+        "sessiondb.open_store(sys.argv[1], schema=sys.argv[2]).close()")
 
 
 def test_ten_processes_opening_a_new_store_at_once_migrate_it_once(pg_url, pg_schema):
-    starts = [subprocess.Popen([sys.executable, "-c", OPEN, pg_url, pg_schema], stderr=subprocess.PIPE, text=True)
+    at = repr(time.time() + 5)
+    starts = [subprocess.Popen([sys.executable, "-c", OPEN, pg_url, pg_schema, at], stderr=subprocess.PIPE, text=True)
               for _ in range(10)]
     errors = [p.communicate(timeout=120)[1] for p in starts]
     assert all(p.returncode == 0 for p in starts), errors
