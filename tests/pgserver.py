@@ -110,15 +110,20 @@ class Server:
         return int((self.data / "postmaster.pid").read_text().split()[0])
 
     def kill(self) -> None:
-        """SIGKILL the postmaster (its backends exit when they notice), as a crash would."""
+        """SIGKILL the postmaster and every process of it at once, as a crash of the machine's
+        server would; the next start runs crash recovery from the WAL."""
         pid = self.postmaster_pid()
-        os.kill(pid, signal.SIGKILL)
+        doomed = [pid, *_children(pid)]
+        for victim in doomed:
+            try:
+                os.kill(victim, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         if self.process is not None:
             self.process.wait()
-        # Orphaned backends hold the shared memory until they notice the postmaster is gone.
-        deadline = time.monotonic() + 30
-        while _children_alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        deadline = time.monotonic() + 30  # the shared memory is free once every one is gone
+        while any(_alive(victim) for victim in doomed) and time.monotonic() < deadline:
+            time.sleep(0.02)
 
     def stop(self, mode: str = "fast") -> None:
         if self.process is None or self.process.poll() is not None:
@@ -144,16 +149,24 @@ class Server:
             shutil.rmtree(self.root, ignore_errors=True)
 
 
-def _children_alive(postmaster: int) -> bool:
-    """Whether any process of the killed postmaster is still running."""
+def _children(parent: int) -> list[int]:
+    found = []
     for stat in glob.glob("/proc/[0-9]*/stat"):
         try:
             fields = Path(stat).read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        if fields and int(fields[1]) == postmaster and fields[0] not in ("Z", "X"):
-            return True
-    return False
+        if int(fields[1]) == parent:
+            found.append(int(Path(stat).parent.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
 
 
 def start_server() -> Server:

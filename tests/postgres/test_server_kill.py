@@ -36,7 +36,8 @@ def test_a_hundred_server_kills_mid_load_lose_no_acknowledged_append(pg_server, 
     try:
         for _ in range(ROUNDS):
             time.sleep(rng.uniform(0.2, 0.8))
-            assert all(w.poll() is None for w in writers), [w.stderr.read() for w in writers if w.poll() is not None]
+            dead = [(w.returncode, w.stderr.read()[-2000:]) for w in writers if w.poll() is not None]
+            assert not dead, f"a writer died (exit status, stderr): {dead}"
             pg_server.kill()
             kills += 1
             pg_server.start()
@@ -47,5 +48,6 @@ def test_a_hundred_server_kills_mid_load_lose_no_acknowledged_append(pg_server, 
             w.wait()
     acked = [line.split()[1] for log in logs for line in log.read_text().splitlines() if line.startswith("ack ")]
     assert kills >= ROUNDS and len(acked) >= 2 * ROUNDS, (kills, len(acked))
+    print(f"{kills} server kills, {len(acked)} acknowledged appends checked")
     with sessiondb.open_store(pg_url, schema=pg_schema) as store:
         check_sessions(store, sessions, acked)
