@@ -23,6 +23,12 @@ class Cause(str, Enum):
     DELETED_WAL = "deleted_wal"
     COMPRESSION_BUSY = "compression_busy"
     COMPRESSION_CLOSED = "compression_closed"
+    # Causes a database server brings (the PostgreSQL backend).
+    UNREACHABLE = "unreachable"
+    AUTH_FAILED = "auth_failed"
+    SERVER_DISK_FULL = "server_disk_full"
+    STANDBY = "standby"
+    STATEMENT_TIMEOUT = "statement_timeout"
     UNKNOWN = "unknown"
 
 
@@ -163,6 +169,36 @@ class StoreDamaged(StorageError):
     def spooled(cls, error: "StorageError", spooled_to: str) -> "StoreDamaged":
         """The refusal of an append whose messages were kept in the spool file `spooled_to`."""
         return cls(f"{error} Nothing was lost: the messages were kept in {spooled_to}.", error.cause, spooled_to)
+
+
+class ServerUnreachable(StorageError):
+    """The database server could not be reached (or stayed down) within the patience budget."""
+
+    cause = Cause.UNREACHABLE
+
+
+class AuthenticationFailed(StorageError):
+    """The database server refused the credentials or the role has no access."""
+
+    cause = Cause.AUTH_FAILED
+
+
+class ServerDiskFull(DiskFull):
+    """The database server's disk is full; the transaction was rolled back."""
+
+    cause = Cause.SERVER_DISK_FULL
+
+
+class ReadOnlyStandby(ReadOnlyStore):
+    """The server is a read-only standby (a replica, or a primary in recovery)."""
+
+    cause = Cause.STANDBY
+
+
+class StatementTimeout(StorageError):
+    """The server cancelled a statement that ran past its statement_timeout."""
+
+    cause = Cause.STATEMENT_TIMEOUT
 
 
 #: Causes that stop writes to a file for good in this process: refused appends are spooled.
