@@ -21,7 +21,8 @@ from .model import Message, MessageLimits, MessageState, Page, Role, Session, Tu
 from .model import Lease
 from .store.aio import AsyncStore
 from .store import locations
-from .store.contract import Doctor, Maintainable, Salvageable, Store
+from .store.contract import Store
+from .store.optional import Doctor, Maintainable, Salvageable
 
 __all__ = [
     "open_store", "open_async_store", "open_doctor", "Store", "Maintainable", "Doctor", "Salvageable", "AsyncStore", "Session", "Message", "Role",

@@ -17,7 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from ..errors import InvalidInput
 from ..home import ensure_private_dir
-from ..model import MaintenanceReport, check_label
+from ..model import MaintenanceReport
+from ..inputs import check_label
 from .sessions import ProfileQuery, store_for, stores_of
 
 router = APIRouter(tags=["maintenance"])

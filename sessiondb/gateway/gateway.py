@@ -23,8 +23,9 @@ from ..errors import CompressionClosed, NotFound, StorageError
 from ..guidance import turn_outcome
 from ..home import DEFAULT_PROFILE, resolve_home
 from ..keys import SessionKey, as_key
-from ..model import INTERNAL_NOTIFICATION, Message, Session, identity_of, new_uid, prepare_messages
-from ..store.contract import RouteEntry
+from ..model import INTERNAL_NOTIFICATION, Message, Session
+from ..inputs import identity_of, new_uid, prepare_messages
+from ..store.optional import RouteEntry
 from ..turns.records import end_open_turn
 from . import recovery
 from .owners import DEFERRABLE, GatewayStore, OwnerUnavailable, Owners

@@ -15,7 +15,8 @@ from itertools import islice
 from typing import Any
 
 from ..errors import StoreClosed
-from .contract import Maintainable, Store
+from .contract import Store
+from .optional import Maintainable
 
 # Concurrent calls in flight per store: enough for group commit to batch many appends.
 MAX_CONCURRENCY = 32

@@ -20,7 +20,7 @@ from ..model import (
     ImportOutcome, Lease, Message, Page, SearchHit, Session, StoreStats, Turn, Usage, VerifyReport,
 )
 from . import commands as cmd
-from .contract import RoutingIndex
+from .optional import RoutingIndex
 
 
 @runtime_checkable

@@ -21,9 +21,10 @@ from .. import home as homes
 from .. import query as search_query
 from ..errors import DAMAGE_CAUSES, InvalidInput, SessionExists, StorageError, StoreClosed, StoreDamaged
 from ..model import (
-    MAX_TITLE_LENGTH, Lease, Message, MessageLimits, NewMessage, Page, Role, SearchHit,
-    Session, SpoolReport, StoreStats, Usage, VerifyReport, check_count, check_label, check_metadata,
-    check_session_id, check_timestamp, check_unicode, clean_title, new_session_id, prepare_messages,
+    MAX_TITLE_LENGTH, Lease, Message, MessageLimits, Page, Role, SearchHit, Session, SpoolReport, StoreStats, Usage, VerifyReport,
+)
+from ..inputs import (
+    NewMessage, check_count, check_label, check_metadata, check_session_id, check_timestamp, check_unicode, clean_title, new_session_id, prepare_messages,
 )
 from . import arguments as arg
 from . import commands as cmd

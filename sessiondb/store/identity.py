@@ -13,9 +13,8 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Mapping
 
 from ..errors import SessionTooLarge
-from ..model import (
-    Message, MessageLimits, ModelMessage, NewMessage, Role, identity_of, model_role, prepare_messages,
-)
+from ..model import Message, MessageLimits, ModelMessage, Role
+from ..inputs import NewMessage, identity_of, model_role, prepare_messages
 from . import arguments as arg
 from .backend import Backend
 from .contract import MessageInput

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator
 
 from ..files import private_file
 from ..home import ensure_private_dir, fsync_dir
-from ..model import NewMessage
+from ..inputs import NewMessage
 
 SPOOL_DIR = "spool"
 FORMAT = "sessiondb-spool"

@@ -16,7 +16,7 @@ from conftest import damaged
 from sessiondb.cli import main
 from sessiondb.store import spool
 from sessiondb.store.sqlite.safety import doctor
-from sessiondb.model import NewMessage
+from sessiondb.inputs import NewMessage
 
 CORPUS = [(how, cls) for how, cls, _refused in corpus.KINDS]
 HEALABLE = [how for how, cls in CORPUS if cls in ("index", "schema")]

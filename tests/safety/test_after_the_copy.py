@@ -116,7 +116,7 @@ def test_a_long_running_process_hands_the_new_generation_to_new_handles_while_ol
 
 
 def test_a_spooled_batch_is_replayed_into_the_generation_that_refused_it_and_waits_elsewhere(isolated_home):
-    from sessiondb.model import prepare_messages
+    from sessiondb.inputs import prepare_messages
 
     db = isolated_home / "state.db"
     with sessiondb.open_store(db) as store:

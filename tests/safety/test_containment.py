@@ -92,7 +92,7 @@ def test_a_refusal_is_sticky_for_every_later_write_of_the_process(live, db):
 def test_spooled_batches_are_replayed_in_order_at_the_next_healthy_open(db, isolated_home):
     with sessiondb.open_store(home=isolated_home, profile=PROFILE) as store:
         sid = store.create_session("gateway").id
-    from sessiondb.model import prepare_messages
+    from sessiondb.inputs import prepare_messages
 
     for i in range(3):
         spool.write(db, sid, prepare_messages({"uid": f"kept-{i}", "role": "user", "content": str(i)}), "replaced")
@@ -104,7 +104,7 @@ def test_spooled_batches_are_replayed_in_order_at_the_next_healthy_open(db, isol
 
 
 def test_a_spooled_batch_that_cannot_be_replayed_keeps_its_file(db, isolated_home):
-    from sessiondb.model import prepare_messages
+    from sessiondb.inputs import prepare_messages
 
     with sessiondb.open_store(home=isolated_home, profile=PROFILE) as store:
         kept = spool.write(db, "no-such-session", prepare_messages({"role": "user", "content": "x"}), "replaced")
@@ -114,7 +114,7 @@ def test_a_spooled_batch_that_cannot_be_replayed_keeps_its_file(db, isolated_hom
 
 
 def test_spool_files_are_private(db, isolated_home):
-    from sessiondb.model import prepare_messages
+    from sessiondb.inputs import prepare_messages
 
     kept = spool.write(db, "s", prepare_messages({"role": "user", "content": "x"}), "corrupt")
     assert oct(kept.stat().st_mode & 0o777) == "0o600"

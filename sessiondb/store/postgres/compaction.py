@@ -29,7 +29,8 @@ from typing import Any, Callable, Sequence
 import psycopg
 
 from ...errors import CompactionBusy, InvalidInput, LeaseLost, MessageConflict
-from ...model import COMPRESSION, MAX_TITLE_LENGTH, Lease, MessageState, NewMessage, Session, new_session_id
+from ...model import COMPRESSION, MAX_TITLE_LENGTH, Lease, MessageState, Session
+from ...inputs import NewMessage, new_session_id
 from . import lineage, messages, sessions
 
 

@@ -16,7 +16,8 @@ from typing import Any, Sequence
 import psycopg
 
 from ...errors import CompressionClosed, MessageConflict, NotFound, SessionTooLarge, StorageError
-from ...model import ACTIVITY_ROLES, BRANCH, COMPRESSION, INTERNAL_NOTIFICATION, Message, NewMessage, Session
+from ...model import ACTIVITY_ROLES, BRANCH, COMPRESSION, INTERNAL_NOTIFICATION, Message, Session
+from ...inputs import NewMessage
 from . import messages, sessions
 
 MAX_HOPS = 1000  # sessions a walk visits at most (a guard against runaway chains)

@@ -16,7 +16,8 @@ from typing import Any, Sequence
 import psycopg
 
 from ...errors import MessageConflict
-from ...model import ACTIVITY_ROLES, INTERNAL_NOTIFICATION, Message, MessageState, NewMessage
+from ...model import ACTIVITY_ROLES, INTERNAL_NOTIFICATION, Message, MessageState
+from ...inputs import NewMessage
 from .text import from_server, to_server
 
 COLUMNS = (

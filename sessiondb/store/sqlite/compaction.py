@@ -32,7 +32,8 @@ from typing import Any, Callable, Sequence
 import apsw
 
 from ...errors import InvalidInput, MessageConflict
-from ...model import COMPRESSION, MAX_TITLE_LENGTH, Lease, MessageState, NewMessage, Session, new_session_id
+from ...model import COMPRESSION, MAX_TITLE_LENGTH, Lease, MessageState, Session
+from ...inputs import NewMessage, new_session_id
 from . import leases, lineage, messages, sessions
 
 

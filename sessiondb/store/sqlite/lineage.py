@@ -22,9 +22,8 @@ from typing import Any, Sequence
 import apsw
 
 from ...errors import CompressionClosed, MessageConflict, NotFound, SessionTooLarge, StorageError
-from ...model import (
-    ACTIVITY_ROLES, BRANCH, COMPRESSION, INTERNAL_NOTIFICATION, Message, NewMessage, Session,
-)
+from ...model import ACTIVITY_ROLES, BRANCH, COMPRESSION, INTERNAL_NOTIFICATION, Message, Session
+from ...inputs import NewMessage
 from ..commands import SetFlags
 from . import messages, sessions
 
