@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))  # writers.py, beside this file
+sys.path.insert(0, str(Path(__file__).parent))  # fleet_writers.py, beside this file
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import time
 import psycopg
 
 import sessiondb
-from writers import acknowledged, check_sessions, start_writer
+from fleet_writers import acknowledged, check_sessions, start_writer
 
 
 def test_writer_processes_on_the_same_sessions_lose_nothing_and_keep_each_writers_order(pg_url, pg_schema):

@@ -18,7 +18,7 @@ import time
 import pytest
 
 import sessiondb
-from writers import WORKER, check_sessions
+from fleet_writers import WORKER, check_sessions
 
 ROUNDS = 100
 pytestmark = pytest.mark.long
