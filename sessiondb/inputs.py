@@ -6,6 +6,7 @@ Every backend refuses the same bad input with the same message because the neutr
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import uuid
@@ -314,3 +315,25 @@ def prepare_messages(messages: Any, limits: MessageLimits = MessageLimits()) -> 
     if not batch:
         raise InvalidInput("no messages to append")
     return batch
+
+
+_NUMBERED = re.compile(r"^(.*) #(\d+)$")
+
+
+def continuation_titles(title: str) -> list[str]:
+    """'Trip' -> ['Trip #2', 'Trip #3', ...]: the titles a continuation may take, in order,
+    each within MAX_TITLE_LENGTH (a backend takes the first that is free)."""
+    match = _NUMBERED.match(title)
+    base, number = (match.group(1), int(match.group(2))) if match else (title, 1)
+    return [base[: MAX_TITLE_LENGTH - len(f" #{n}")].rstrip() + f" #{n}" for n in range(number + 1, number + 100)]
+
+
+def patched_metadata(current: Mapping[str, Any], patch: Mapping[str, Any]) -> str:
+    """`current` with `patch` merged in (a None value removes the key), as canonical JSON."""
+    merged = dict(current)
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return json.dumps(merged, sort_keys=True, ensure_ascii=False)

@@ -226,6 +226,21 @@ class Lease:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class Route:
+    """A routing entry as stored: the contract's RouteEntry."""
+
+    key: str
+    session_id: str
+    profile: str
+    state: str
+    turn_started_at: float | None
+    updated_at: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 @dataclass
 class MaintenanceReport:
     """What optimize, vacuum or prune did (or, in a dry run, would do)."""

@@ -22,15 +22,14 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import socket
 from typing import Any, Callable, Sequence
 
 import psycopg
 
 from ...errors import CompactionBusy, InvalidInput, LeaseLost, MessageConflict
-from ...model import COMPRESSION, MAX_TITLE_LENGTH, Lease, MessageState, Session
-from ...inputs import NewMessage, new_session_id
+from ...model import COMPRESSION, Lease, MessageState, Session
+from ...inputs import NewMessage, new_session_id, continuation_titles
 from . import lineage, messages, sessions
 
 
@@ -194,18 +193,10 @@ def _rotate(conn: psycopg.Connection, parent_id: str, now: float) -> str:
     return child_id
 
 
-_NUMBERED = re.compile(r"^(.*) #(\d+)$")
-
-
 def _next_title(conn: psycopg.Connection, title: str | None) -> str | None:
     """'Trip' -> 'Trip #2' -> 'Trip #3': a free title for a continuation, or None."""
     if title is None:
         return None
-    match = _NUMBERED.match(title)
-    base, number = (match.group(1), int(match.group(2))) if match else (title, 1)
-    candidates = []
-    for n in range(number + 1, number + 100):
-        suffix = f" #{n}"
-        candidates.append(base[: MAX_TITLE_LENGTH - len(suffix)].rstrip() + suffix)
+    candidates = continuation_titles(title)
     taken = {row[0] for row in conn.execute("SELECT title FROM sessions WHERE title = ANY(%s)", (candidates,))}
     return next((c for c in candidates if c not in taken), None)

@@ -10,7 +10,7 @@ two gateways racing on one key cannot both win.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from collections.abc import Mapping
 from typing import Any, Callable
 
@@ -18,7 +18,7 @@ import psycopg
 from psycopg import sql
 
 from ...errors import InvalidInput
-from ...model import Session
+from ...model import Route, Session
 from . import sessions
 
 Run = Callable[..., Any]
@@ -26,21 +26,6 @@ Run = Callable[..., Any]
 STATES = ("idle", "running", "resume_pending", "ended")
 FIELDS = ("session_id", "profile", "state", "turn_started_at", "updated_at")
 _SELECT = "SELECT key, session_id, profile, state, turn_started_at, updated_at FROM gateway_routes"
-
-
-@dataclass(frozen=True)
-class Route:
-    """A routing entry as stored: the contract's RouteEntry."""
-
-    key: str
-    session_id: str
-    profile: str
-    state: str
-    turn_started_at: float | None
-    updated_at: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _one(conn: psycopg.Connection, query: Any, params: Any) -> Route | None:

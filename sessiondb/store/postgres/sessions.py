@@ -16,6 +16,7 @@ from typing import Any
 import psycopg
 
 from ...errors import InvalidInput, NotFound, SessionExists, TitleConflict
+from ...inputs import patched_metadata
 from ...model import Page, Session
 from ..commands import EndSession, PatchMetadata, ReopenSession, SessionChange, SetFlags, SetTitle
 
@@ -137,15 +138,9 @@ def change(conn: psycopg.Connection, session_id: str, change: SessionChange) -> 
             assert set(flags) <= _FLAGS
             assignments = ", ".join(f"{name} = %s" for name in flags)
             conn.execute(f"UPDATE sessions SET {assignments} WHERE id = %s", (*map(int, flags.values()), session_id))
-        case PatchMetadata(patch=patch):  # a None value removes the key; not user activity
-            metadata = dict(current.metadata)
-            for key, value in patch.items():
-                if value is None:
-                    metadata.pop(key, None)
-                else:
-                    metadata[key] = value
+        case PatchMetadata(patch=patch):  # not user activity
             conn.execute("UPDATE sessions SET metadata = %s WHERE id = %s",
-                         (json.dumps(metadata, sort_keys=True, ensure_ascii=False), session_id))
+                         (patched_metadata(current.metadata, patch), session_id))
     return get(conn, session_id)
 
 

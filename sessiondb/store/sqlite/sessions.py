@@ -14,6 +14,7 @@ import apsw
 
 from ...errors import InvalidInput, NotFound, SessionExists, TitleConflict
 from ...model import Page, Session
+from ...inputs import patched_metadata
 from ..commands import EndSession, PatchMetadata, ReopenSession, SessionChange, SetFlags, SetTitle
 
 COLUMNS = (
@@ -133,15 +134,9 @@ def change(conn: apsw.Connection, session_id: str, change: SessionChange) -> Ses
             # Column names come from a fixed set checked by the store, never from user text.
             assignments = ", ".join(f"{name} = ?" for name in flags)
             conn.execute(f"UPDATE sessions SET {assignments} WHERE id = ?", (*map(int, flags.values()), session_id))
-        case PatchMetadata(patch=patch):  # a None value removes the key; not user activity
-            current = get(conn, session_id).metadata
-            for key, value in patch.items():
-                if value is None:
-                    current.pop(key, None)
-                else:
-                    current[key] = value
+        case PatchMetadata(patch=patch):  # not user activity
             conn.execute("UPDATE sessions SET metadata = ? WHERE id = ?",
-                         (json.dumps(current, sort_keys=True, ensure_ascii=False), session_id))
+                         (patched_metadata(get(conn, session_id).metadata, patch), session_id))
     return get(conn, session_id)
 
 
