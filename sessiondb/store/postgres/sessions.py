@@ -1,4 +1,4 @@
-"""Session rows: create, read, list with a cursor, change, delete, find by what a person types.
+"""Session rows: create, read, change, delete, find by what a person types (listing: store/listing.py).
 
 Every function takes the connection of the unit of work it runs in (store.py decides
 which transaction). Writes to a session lock its row first (`FOR NO KEY UPDATE`), so two
@@ -8,16 +8,14 @@ other.
 
 from __future__ import annotations
 
-import base64
 import json
-import struct
 from typing import Any
 
 import psycopg
 
 from ...errors import InvalidInput, NotFound, SessionExists, TitleConflict
 from ...inputs import patched_metadata
-from ...model import Page, Session
+from ...model import Session
 from ..commands import EndSession, PatchMetadata, ReopenSession, SessionChange, SetFlags, SetTitle
 
 COLUMNS = (
@@ -71,54 +69,6 @@ def create(conn: psycopg.Connection, values: dict[str, Any]) -> Session:
 def _same_creation(stored: Session, values: dict[str, Any]) -> bool:
     return (stored.started_at, stored.source, stored.title, stored.parent_session_id) == (
         values["started_at"], values["source"], values.get("title"), values.get("parent_session_id"))
-
-
-def list_page(conn: psycopg.Connection, *, source: str | None, include_archived: bool, include_hidden: bool,
-              pinned: bool | None, since: float | None, until: float | None, limit: int,
-              cursor: str | None) -> Page:
-    """Sessions, most recently active first, `limit` at a time."""
-    where, params = ["TRUE"], []
-    if source is not None:
-        where.append("source = %s")
-        params.append(source)
-    if not include_archived:
-        where.append("archived = 0")
-    if not include_hidden:
-        where.append("hidden = 0")
-    if pinned is not None:
-        where.append("pinned = %s")
-        params.append(int(pinned))
-    if since is not None:
-        where.append("coalesce(last_activity_at, started_at) >= %s")
-        params.append(since)
-    if until is not None:
-        where.append("coalesce(last_activity_at, started_at) < %s")
-        params.append(until)
-    if cursor is not None:
-        where.append("(coalesce(last_activity_at, started_at), id) < (%s, %s)")
-        params += list(_decode_cursor(cursor))
-    rows = [from_row(r) for r in conn.execute(
-        f"SELECT {COLUMNS} FROM sessions WHERE {' AND '.join(where)} "
-        "ORDER BY coalesce(last_activity_at, started_at) DESC, id DESC LIMIT %s", (*params, limit + 1))]
-    more = len(rows) > limit
-    rows = rows[:limit]
-    return Page(rows, _encode_cursor(rows[-1]) if more else None)
-
-
-def _encode_cursor(last: Session) -> str:
-    """The position after `last`: its activity time as a packed double, then its id."""
-    active = last.last_activity_at if last.last_activity_at is not None else last.started_at
-    return base64.urlsafe_b64encode(struct.pack(">d", active) + last.id.encode()).decode()
-
-
-def _decode_cursor(cursor: str) -> tuple[float, str]:
-    try:
-        raw = base64.urlsafe_b64decode(cursor.encode())
-        if len(raw) > 8:
-            return struct.unpack(">d", raw[:8])[0], raw[8:].decode()
-    except (ValueError, struct.error, UnicodeDecodeError):
-        pass
-    raise InvalidInput("the listing cursor is not one this store handed out; start the listing again")
 
 
 def change(conn: psycopg.Connection, session_id: str, change: SessionChange) -> Session:

@@ -24,6 +24,7 @@ from ...model import (
     ImportOutcome, Lease, MaintenanceReport, Message, Page, SearchHit, Session, StoreStats, Usage, VerifyReport,
 )
 from .. import commands as cmd
+from .. import listing
 from . import compaction, lineage, maintenance, messages, migrations, search, sessions, transfer, usage, verify
 from .batching import AppendBatcher
 from .connect import DEFAULT_PATIENCE, DEFAULT_POOL_SIZE, EXTENSIONS_SCHEMA, Database, connect
@@ -96,7 +97,9 @@ class PostgresBackend:
         return self._read(partial(sessions.get, session_id=session_id))
 
     def list_sessions(self, query: cmd.ListSessions) -> Page:
-        return self._read(partial(sessions.list_page, **asdict(query)))
+        text, params = listing.sql(query, sessions.COLUMNS, "%s")
+        return self._read(lambda conn: listing.page([sessions.from_row(r) for r in conn.execute(text, params)],
+                                                    query.limit))
 
     def change_session(self, session_id: str, change: cmd.SessionChange) -> Session:
         return self._run(partial(sessions.change, session_id=session_id, change=change))

@@ -23,6 +23,7 @@ from ...model import (
     VerifyReport,
 )
 from .. import commands as cmd
+from .. import listing
 from . import catalog, compaction, leases, lineage, maintenance, messages, registry, routing as routing_rows
 from . import search, sessions, transfer, turns, usage, verify
 from .connect import DEFAULT_PATIENCE, check_durability, check_sqlite_version
@@ -97,7 +98,9 @@ class SQLiteBackend:
         return self._read(partial(sessions.get, session_id=session_id))
 
     def list_sessions(self, query: cmd.ListSessions) -> Page:
-        return self._read(partial(sessions.list_page, **asdict(query)))
+        text, params = listing.sql(query, sessions.COLUMNS, "?")
+        return self._read(lambda conn: listing.page([sessions.from_row(r) for r in conn.execute(text, params)],
+                                                    query.limit))
 
     def change_session(self, session_id: str, change: cmd.SessionChange) -> Session:
         if isinstance(change, cmd.SetFlags):
