@@ -265,7 +265,9 @@ def classify(exc: BaseException) -> Cause:
 
 
 def _classify_one(exc: BaseException) -> Cause:
-    if isinstance(exc, SessionDBError) and exc.cause is not Cause.UNKNOWN:
+    if isinstance(exc, SessionDBError):
+        # Our own errors say their cause; their text may quote a caller's words (a
+        # session id, a title), which must never read as a disk or database failure.
         return exc.cause
     text = str(exc).lower()
     extended = getattr(exc, "extendedresult", None)

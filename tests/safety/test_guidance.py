@@ -7,7 +7,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from sessiondb.errors import Cause, StoreBusy, classify
+from sessiondb.errors import Cause, NotFound, StoreBusy, classify
 from sessiondb.guidance import explain, for_error
 
 DEFAULT_HOME = Path.home() / ".sessiondb"
@@ -91,3 +91,7 @@ def test_errors_outside_the_table_keep_their_own_message():
 
     advice = for_error(NotFound("no session 'x' in this store"), db_path=Path("/h/state.db"), profile=None)
     assert advice.message == "no session 'x' in this store" and advice.http_status == 404
+
+
+def test_a_caller_error_quoting_alarming_words_keeps_its_own_cause():
+    assert classify(NotFound("no session 'readonly database disk is full'")) is Cause.UNKNOWN
