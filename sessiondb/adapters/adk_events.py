@@ -74,8 +74,7 @@ def event_of(message: Message) -> Event:
     if isinstance(message.content, list):
         for part in message.content:
             if isinstance(part, dict) and part.get("type") == EVENT_PART:
-                # Through JSON, as the SDK reads its own: bytes fields are base64 there.
-                return Event.model_validate_json(json.dumps(part["event"]))
+                return Event.model_validate(part["event"])
     user = message.role == Role.USER.value
     return Event(
         id=message.uid,

@@ -142,6 +142,39 @@ def test_get_session_filters_as_the_sdk_does(where):
     assert ours[1] == ["event-5", "event-6"] and ours[3] == ["event-5", "event-6"] and ours[4] == []
 
 
+def test_sessions_are_listed_per_app_and_user_and_deleted(where):
+    async def scenario():
+        async with service(where) as sessions:
+            await sessions.create_session(app_name=APP, user_id="ana", session_id="a1", state={"app:theme": "dark"})
+            await sessions.create_session(app_name=APP, user_id="ben", session_id="b1")
+            await sessions.create_session(app_name="other-app", user_id="ana", session_id="c1")
+            a1 = await sessions.get_session(app_name=APP, user_id="ana", session_id="a1")
+            await sessions.append_event(a1, Event(invocation_id="inv", author="user",
+                                                  content=types.Content(role="user", parts=[types.Part(text="hi")])))
+            for app, user in ((APP, "ana"), (APP, "ben")):  # ids are unique across the store
+                with pytest.raises(AlreadyExistsError):
+                    await sessions.create_session(app_name=app, user_id=user, session_id="a1")
+            with pytest.raises(sessiondb.InvalidInput, match="not a valid session id"):
+                await sessions.create_session(app_name=APP, user_id="ana", session_id="a/b")
+            listed = {u: [(s.id, s.state, s.events) for s in
+                          (await sessions.list_sessions(app_name=APP, user_id=u)).sessions] for u in ("ana", None)}
+            strangers = [await sessions.get_session(app_name=APP, user_id="ben", session_id="a1"),
+                         await sessions.get_session(app_name="other-app", user_id="ana", session_id="a1")]
+            await sessions.delete_session(app_name=APP, user_id="ben", session_id="a1")  # not ben's: kept
+            kept = await sessions.get_session(app_name=APP, user_id="ana", session_id="a1")
+            await sessions.delete_session(app_name=APP, user_id="ana", session_id="a1")
+            gone = await sessions.get_session(app_name=APP, user_id="ana", session_id="a1")
+            return listed, strangers, kept, gone
+
+    listed, strangers, kept, gone = asyncio.run(scenario())
+    assert listed["ana"] == [("a1", {"app:theme": "dark"}, [])]
+    assert listed[None] == [("b1", {"app:theme": "dark"}, []), ("a1", {"app:theme": "dark"}, [])]  # oldest update first
+    assert strangers == [None, None]
+    assert [e.content.parts[0].text for e in kept.events] == ["hi"] and gone is None
+    with store_of(where) as store, pytest.raises(sessiondb.NotFound):
+        store.get_session("a1")
+
+
 def test_an_event_reads_back_equal(where):
     call = Event(
         invocation_id="inv-1", author="forecaster", branch="forecaster", timestamp=1_234.5,
