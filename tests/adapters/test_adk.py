@@ -6,6 +6,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import threading
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -308,11 +309,13 @@ def test_a_compaction_during_a_run_loses_no_event(where, mode):
                 model.on_request = None
                 third = await ask(run, "ana", session.id, "Weather in Nara?")
                 reread = await sessions.get_session(app_name=APP, user_id="ana", session_id=session.id)
+                listed = [s.id for s in (await sessions.list_sessions(app_name=APP)).sessions]
                 everything = [m.uid for s in store.lineage(session.id)
                               for m in store.transcript(s.id, include_compacted=True)]
-                return first + second + third, reread, everything
+                return first + second + third, reread, listed, everything
 
-    yielded, reread, everything = asyncio.run(scenario())
+    yielded, reread, listed, everything = asyncio.run(scenario())
+    assert listed == ["long-trip"]  # a rotation's continuation is the same ADK session
     assert len(everything) == len(set(everything)) == 3 * 4 + 1  # every event once, and the summary
     assert {e.id for e in yielded} <= set(everything)
     assert [said(p) for p in model.requests[-1][0].parts][0].endswith(summary)  # the model now starts from it
@@ -354,3 +357,28 @@ def test_memory_finds_an_earlier_sessions_words(where):
     assert [m.content.parts[0].text for m in found["ana", "umbrella"]] == ["Pack the umbrella for Porto"]
     with store_of(where) as store:
         assert len(store.transcript(earlier.id)) == 4
+
+
+def test_the_store_is_called_off_the_event_loop(tmp_path, monkeypatch):
+    threads = set()
+    with sessiondb.open_store(tmp_path / "agents.db") as store:
+        for name in ("create_session", "get_session", "append", "list_sessions", "search"):
+            method = getattr(store, name)
+
+            def recorded(*args, _method=method, **kwargs):
+                threads.add(threading.current_thread())
+                return _method(*args, **kwargs)
+
+            monkeypatch.setattr(store, name, recorded)
+
+        async def scenario():
+            async with SessiondbSessionService(store=store) as sessions, SessiondbMemoryService(store=store) as memory:
+                session = await sessions.create_session(app_name=APP, user_id="ana")
+                await sessions.append_event(session, event(1))
+                await sessions.list_sessions(app_name=APP)
+                await memory.search_memory(app_name=APP, user_id="ana", query="line")
+                return threading.current_thread()
+
+        loop_thread = asyncio.run(scenario())
+        assert threads and loop_thread not in threads
+        assert store.get_session(next(iter(store.list_sessions().items)).id)  # a handed-in store stays open
