@@ -7,85 +7,46 @@
 An ADK session is a sessiondb session of source "adk" with the same id, the ADK user as
 its user_id and the app's name in its metadata; each event is one message
 (sessiondb.adapters.adk_events), each state scope one session's metadata
-(sessiondb.adapters.adk_state). Every method runs the blocking store on a worker thread,
-so the event loop never waits on the disk or the server.
+(sessiondb.adapters.adk_state); the memory service is sessiondb.adapters.adk_memory.
+Every method runs the blocking store on a worker thread, so the event loop never waits
+on the disk or the server.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
-from datetime import datetime, timezone
-from typing import Any, Callable, TypeVar
+from typing import Any
 
 from google.adk.errors import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.events.event import Event
-from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemoryResponse
-from google.adk.memory.memory_entry import MemoryEntry
 from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig, ListSessionsResponse
 from google.adk.sessions.session import Session
 from typing_extensions import override
 
-from ..errors import InvalidInput, MessageConflict, NotFound, SessionExists
+from ..errors import MessageConflict, NotFound, SessionExists
 from ..model import COMPRESSION
 from ..model import Session as StoredSession
 from ..store.aio import AsyncStore
 from ..store.contract import Store
 from . import adk_state as state
 from .adk_events import event_of, message_of
-from .binding import StoreBinding
+from .adk_memory import SessiondbMemoryService
+from .adk_store import SOURCE, OnStore, belongs
 
-#: The source of the sessions that hold ADK conversations.
-SOURCE = "adk"
+__all__ = ["SessiondbMemoryService", "SessiondbSessionService"]
+
 #: How many of a session's newest messages an append looks through for its own event (a
 #: retry of an event whose first delivery was stored is a re-delivery, never stale).
 _RECENT = 20
 _PAGE = 500
-T = TypeVar("T")
 
 _STALE = ("The session has been modified in storage since it was loaded. "
           "Please reload the session before appending more events.")
 
 
-class _OnStore:
-    """What both services share: the binding, one worker-thread hop per call, close()."""
-
-    def __init__(self, location: str | os.PathLike[str] | None, store: Store | AsyncStore | None,
-                 open_options: dict[str, Any]) -> None:
-        self._binding = StoreBinding(store=store, location=location, **open_options)
-        self._store = self._binding.sync
-
-    async def _off_loop(self, work: Callable[..., T], *args: Any) -> T:
-        return await asyncio.to_thread(work, *args)
-
-    async def close(self) -> None:
-        """Close the store if this service opened it; a handed-in store stays open."""
-        self._binding.close()
-
-    async def __aenter__(self):
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    def _conversation(self, app_name: str, user_id: str, session_id: str) -> StoredSession | None:
-        """The stored session behind an ADK session of this app and user, or None."""
-        try:
-            stored = self._store.get_session(session_id)
-        except NotFound:
-            return None
-        return stored if belongs(stored, app_name, user_id) else None
-
-
-def belongs(stored: StoredSession, app_name: str, user_id: str | None) -> bool:
-    """Whether a stored session is an ADK conversation of the app (and of the user, when given)."""
-    return (stored.source == SOURCE and stored.metadata.get(state.APP_KEY) == app_name
-            and (user_id is None or stored.user_id == user_id))
-
-
-class SessiondbSessionService(_OnStore, BaseSessionService):
+class SessiondbSessionService(OnStore, BaseSessionService):
     """ADK sessions, events and state in a sessiondb store, on any backend.
 
     Give `store=` (an open Store or AsyncStore, left open) or where to open one (a path or
@@ -131,7 +92,7 @@ class SessiondbSessionService(_OnStore, BaseSessionService):
             return None
         tip = self._store.tip(stored.id).id
         config = config or GetSessionConfig()
-        newest = self._store.transcript(tip, limit=1, order="desc")
+        newest = self._newest(stored.id)
         events: list[Event] = []
         if config.num_recent_events != 0:
             events = self._recent_events(tip, config.num_recent_events, config.after_timestamp)
@@ -254,72 +215,8 @@ class SessiondbSessionService(_OnStore, BaseSessionService):
         marker = session._storage_update_marker
         if marker is None:
             marker = session.events[-1].id if session.events else ""
-        recent = [m.uid for m in self._store.transcript(self._store.tip(session.id).id, limit=_RECENT, order="desc")]
+        recent = [m.uid for m in self._newest(session.id, _RECENT)]
         if event.id in recent:
             return  # a re-delivery of an event already stored: stores nothing again
         if (recent[0] if recent else "") != marker:
             raise StaleSessionError(_STALE)
-
-
-class SessiondbMemoryService(_OnStore, BaseMemoryService):
-    """ADK memory over sessiondb's full-text search of the app's and user's sessions.
-
-    The events of a session written through SessiondbSessionService are already stored,
-    so `add_session_to_memory` only checks that; a session kept elsewhere is copied in
-    (idempotently, by event id). `search_memory` runs sessiondb's search (its query
-    language; case and accents folded) over the user's conversations in the app and
-    returns up to `limit` events, best first.
-    """
-
-    def __init__(self, location: str | os.PathLike[str] | None = None, *, store: Store | AsyncStore | None = None,
-                 limit: int = 20, **open_options: Any) -> None:
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
-            raise InvalidInput(f"limit must be an integer between 1 and 1000, not {limit!r}")
-        super().__init__(location, store, open_options)
-        self._limit = limit
-
-    @override
-    async def add_session_to_memory(self, session: Session) -> None:
-        await self._off_loop(self._remember, session)
-
-    def _remember(self, session: Session) -> None:
-        events = [e for e in session.events if not e.partial]
-        if self._conversation(session.app_name, session.user_id, session.id) is None:
-            try:
-                self._store.create_session(SOURCE, session_id=session.id, user_id=session.user_id,
-                                           metadata={state.APP_KEY: session.app_name})
-            except SessionExists:
-                raise AlreadyExistsError(f"Session id {session.id} is taken by another app or user.") from None
-        elif not events or self._newest_uid(session.id) == events[-1].id:
-            return  # stored as it was appended: nothing to do
-        if events:
-            self._store.append(session.id, [message_of(e) for e in events])  # only the missing ones are written
-
-    def _newest_uid(self, session_id: str) -> str | None:
-        newest = self._store.transcript(self._store.tip(session_id).id, limit=1, order="desc")
-        return newest[0].uid if newest else None
-
-    @override
-    async def search_memory(self, *, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
-        return await self._off_loop(self._search, app_name, user_id, query)
-
-    def _search(self, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
-        owners: dict[str, bool] = {}
-        memories = []
-        # Searched across the store's ADK sessions, then narrowed to this user's: the
-        # widest page, so other users' matches do not crowd theirs out.
-        for hit in self._store.search(query, source=SOURCE, limit=1000):
-            if hit.session_id not in owners:
-                root = self._store.lineage(hit.session_id)[0]  # a rotated continuation belongs to its root
-                owners[hit.session_id] = belongs(root, app_name, user_id)
-            if not owners[hit.session_id]:
-                continue
-            found = self._store.transcript(hit.session_id, after=hit.message_id - 1, limit=1, include_compacted=True)
-            if not found or found[0].id != hit.message_id:
-                continue  # moved by a compaction since the search: found again next time
-            event = event_of(found[0])
-            memories.append(MemoryEntry(id=event.id, content=event.content, author=event.author,
-                                        timestamp=datetime.fromtimestamp(event.timestamp, timezone.utc).isoformat()))
-            if len(memories) == self._limit:
-                break
-        return SearchMemoryResponse(memories=memories)
