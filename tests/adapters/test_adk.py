@@ -342,6 +342,9 @@ def test_memory_finds_an_earlier_sessions_words(where):
             other = await kept_elsewhere.create_session(app_name=APP, user_id="ana", session_id="elsewhere")
             await kept_elsewhere.append_event(other, event(1, "Pack the umbrella for Porto"))
             await memory.add_session_to_memory(other)
+            impostor = await kept_elsewhere.create_session(app_name=APP, user_id="ben", session_id=earlier.id)
+            with pytest.raises(AlreadyExistsError):  # an id that is another user's conversation is refused
+                await memory.add_session_to_memory(impostor)
             found = {(u, q): (await memory.search_memory(app_name=APP, user_id=u, query=q)).memories
                      for u, q in (("ana", "kyoto"), ("ana", "lisbon"), ("ben", "kyoto"), ("ana", "umbrella"))}
             return earlier, found
@@ -357,6 +360,8 @@ def test_memory_finds_an_earlier_sessions_words(where):
     assert [m.content.parts[0].text for m in found["ana", "umbrella"]] == ["Pack the umbrella for Porto"]
     with store_of(where) as store:
         assert len(store.transcript(earlier.id)) == 4
+    with pytest.raises(sessiondb.InvalidInput, match="limit"):
+        SessiondbMemoryService(location, limit=0, **open_options)
 
 
 def test_the_store_is_called_off_the_event_loop(tmp_path, monkeypatch):
