@@ -87,12 +87,12 @@ class SessiondbSessionService(OnStore, BaseSessionService):
         return await self._off_loop(self._get, app_name, user_id, session_id, config)
 
     def _get(self, app_name: str, user_id: str, session_id: str, config: GetSessionConfig | None) -> Session | None:
-        stored = self._conversation(app_name, user_id, session_id.strip() if session_id else session_id)
+        stored = self._conversation(app_name, user_id, session_id)
         if stored is None:
             return None
-        tip = self._store.tip(stored.id).id
         config = config or GetSessionConfig()
         newest = self._newest(stored.id)
+        tip = newest[0].session_id if newest else stored.id  # where a rotation moved the conversation
         events: list[Event] = []
         if config.num_recent_events != 0:
             events = self._recent_events(tip, config.num_recent_events, config.after_timestamp)
@@ -115,17 +115,14 @@ class SessiondbSessionService(OnStore, BaseSessionService):
             before = page[-1].id
 
     def _session_of(self, stored: StoredSession, events: list[Event], *, marker: str | None,
-                    user_states: dict[str, dict[str, Any]] | None = None,
-                    app_state: dict[str, Any] | None = None) -> Session:
+                    app_state: dict[str, Any] | None = None, user_state: dict[str, Any] | None = None) -> Session:
+        """The ADK session of a stored one, its state merged with the app's and the user's
+        (read here unless the caller, listing many sessions, read them once)."""
         app_name, user_id = stored.metadata[state.APP_KEY], stored.user_id or ""
         if app_state is None:
             app_state = state.read(self._store, app_name)
-        if user_states is None or user_id not in user_states:
+        if user_state is None:
             user_state = state.read(self._store, app_name, user_id)
-            if user_states is not None:
-                user_states[user_id] = user_state
-        else:
-            user_state = user_states[user_id]
         session = Session(id=stored.id, app_name=app_name, user_id=user_id,
                           state=state.merged(state.of_metadata(stored.metadata), app_state, user_state),
                           events=events, last_update_time=max(stored.last_activity_at or 0.0, stored.started_at))
@@ -142,9 +139,13 @@ class SessiondbSessionService(OnStore, BaseSessionService):
         while True:
             page = self._store.list_sessions(source=SOURCE, include_archived=True, include_hidden=True,
                                              limit=_PAGE, cursor=cursor)
-            sessions += [self._session_of(s, [], marker=None, app_state=app_state, user_states=user_states)
-                         for s in page.items
-                         if belongs(s, app_name, user_id) and s.parent_relation != COMPRESSION]
+            for stored in page.items:
+                if not belongs(stored, app_name, user_id) or stored.parent_relation == COMPRESSION:
+                    continue  # another app's or user's, or a rotation's continuation of a listed one
+                if stored.user_id not in user_states:
+                    user_states[stored.user_id] = state.read(self._store, app_name, stored.user_id or "")
+                sessions.append(self._session_of(stored, [], marker=None, app_state=app_state,
+                                                 user_state=user_states[stored.user_id]))
             if page.cursor is None:
                 break
             cursor = page.cursor

@@ -52,7 +52,7 @@ class OnStore:
     def _conversation(self, app_name: str, user_id: str, session_id: str) -> StoredSession | None:
         """The stored session behind an ADK session of this app and user, or None."""
         try:
-            stored = self._store.get_session(session_id)
+            stored = self._store.get_session(session_id.strip())  # the SDK's services ignore padding
         except NotFound:
             return None
         return stored if belongs(stored, app_name, user_id) else None
