@@ -2,12 +2,13 @@
 
 Shared by tests/adapters/test_adk.py and the worker processes it starts
 (tests/adapters/adk_worker.py). Nothing reaches the network: the model is a BaseLlm
-subclass that answers from a script and records every request it receives.
+subclass that answers from a script and records every request it receives, and no
+telemetry is exported (a Runner sets up no exporter; the tests also set
+OTEL_SDK_DISABLED, which the workers inherit).
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any, AsyncGenerator
 
 from google.adk.agents import LlmAgent
@@ -17,8 +18,6 @@ from google.adk.runners import Runner
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 from pydantic import PrivateAttr
-
-os.environ["OTEL_SDK_DISABLED"] = "true"  # no telemetry export from any run, workers included
 
 APP = "travel"
 

@@ -28,6 +28,11 @@ from adk_agent import APP, ScriptedModel, ask, runner  # noqa: E402  (tests/adap
 WORKER = Path(__file__).with_name("adk_worker.py")
 
 
+@pytest.fixture(autouse=True)
+def no_telemetry(monkeypatch):
+    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")  # the worker processes inherit it
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def where(request, tmp_path):
     """(location, open_store options) of this test's own empty store on each backend."""
