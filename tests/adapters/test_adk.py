@@ -317,9 +317,12 @@ def test_a_compaction_during_a_run_loses_no_event(where, mode):
                 listed = [s.id for s in (await sessions.list_sessions(app_name=APP)).sessions]
                 everything = [m.uid for s in store.lineage(session.id)
                               for m in store.transcript(s.id, include_compacted=True)]
-                return first + second + third, reread, listed, everything
+                await sessions.delete_session(app_name=APP, user_id="ana", session_id=session.id)
+                left = store.list_sessions(source="adk", include_archived=True, include_hidden=True).items
+                return first + second + third, reread, listed, everything, left
 
-    yielded, reread, listed, everything = asyncio.run(scenario())
+    yielded, reread, listed, everything, left = asyncio.run(scenario())
+    assert left == []  # deleting the ADK session deleted the whole conversation, continuation included
     assert listed == ["long-trip"]  # a rotation's continuation is the same ADK session
     assert len(everything) == len(set(everything)) == 3 * 4 + 1  # every event once, and the summary
     assert {e.id for e in yielded} <= set(everything)
