@@ -1,0 +1,223 @@
+"""sessiondb as the session and memory services of Google ADK (docs/adapters/adk.md).
+
+    runner = Runner(app_name="travel", agent=agent,
+                    session_service=SessiondbSessionService("agents.db"),
+                    memory_service=SessiondbMemoryService("agents.db"))
+
+An ADK session is a sessiondb session of source "adk" with the same id, the ADK user as
+its user_id and the app's name in its metadata; each event is one message
+(sessiondb.adapters.adk_events), each state scope one session's metadata
+(sessiondb.adapters.adk_state); the memory service is sessiondb.adapters.adk_memory.
+Every method runs the blocking store on a worker thread, so the event loop never waits
+on the disk or the server.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from google.adk.errors import StaleSessionError
+from google.adk.errors.already_exists_error import AlreadyExistsError
+from google.adk.errors.session_not_found_error import SessionNotFoundError
+from google.adk.events.event import Event
+from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig, ListSessionsResponse
+from google.adk.sessions.session import Session
+from typing_extensions import override
+
+from ..errors import MessageConflict, NotFound, SessionExists
+from ..model import COMPRESSION
+from ..model import Session as StoredSession
+from ..store.aio import AsyncStore
+from ..store.contract import Store
+from . import adk_state as state
+from .adk_events import event_of, message_of
+from .adk_memory import SessiondbMemoryService
+from .adk_store import SOURCE, OnStore, belongs
+
+__all__ = ["SessiondbMemoryService", "SessiondbSessionService"]
+
+#: How many of a session's newest messages an append looks through for its own event (a
+#: retry of an event whose first delivery was stored is a re-delivery, never stale).
+_RECENT = 20
+_PAGE = 500
+
+_STALE = ("The session has been modified in storage since it was loaded. "
+          "Please reload the session before appending more events.")
+
+
+class SessiondbSessionService(OnStore, BaseSessionService):
+    """ADK sessions, events and state in a sessiondb store, on any backend.
+
+    Give `store=` (an open Store or AsyncStore, left open) or where to open one (a path or
+    URL, `home=`, `profile=`...), which the service owns and closes. `check_stale`
+    (default True) refuses, as the SDK's database service does, an append from a session
+    object that missed events another writer stored since it was read (StaleSessionError:
+    reload it with get_session). With False, several runs may write one session at once:
+    every event is kept once, in commit order.
+    """
+
+    def __init__(self, location: str | os.PathLike[str] | None = None, *, store: Store | AsyncStore | None = None,
+                 check_stale: bool = True, **open_options: Any) -> None:
+        super().__init__(location, store, open_options)
+        self._check_stale = check_stale
+
+    # --- sessions ----------------------------------------------------------------------
+
+    @override
+    async def create_session(self, *, app_name: str, user_id: str, state: dict[str, Any] | None = None,
+                             session_id: str | None = None) -> Session:
+        return await self._off_loop(self._create, app_name, user_id, state, session_id)
+
+    def _create(self, app_name: str, user_id: str, initial: dict[str, Any] | None, session_id: str | None) -> Session:
+        scopes = state.split(initial)
+        try:
+            stored = self._store.create_session(
+                SOURCE, session_id=session_id.strip() if session_id else None, user_id=user_id,
+                metadata={state.APP_KEY: app_name, **state.as_metadata(scopes["session"])})
+        except SessionExists:
+            raise AlreadyExistsError(f"Session with id {session_id} already exists.") from None
+        state.write(self._store, scopes["app"], app_name)
+        state.write(self._store, scopes["user"], app_name, user_id)
+        return self._session_of(stored, [], marker="")
+
+    @override
+    async def get_session(self, *, app_name: str, user_id: str, session_id: str,
+                          config: GetSessionConfig | None = None) -> Session | None:
+        return await self._off_loop(self._get, app_name, user_id, session_id, config)
+
+    def _get(self, app_name: str, user_id: str, session_id: str, config: GetSessionConfig | None) -> Session | None:
+        stored = self._conversation(app_name, user_id, session_id)
+        if stored is None:
+            return None
+        config = config or GetSessionConfig()
+        newest = self._newest(stored.id)
+        tip = newest[0].session_id if newest else stored.id  # where a rotation moved the conversation
+        events: list[Event] = []
+        if config.num_recent_events != 0:
+            events = self._recent_events(tip, config.num_recent_events, config.after_timestamp)
+        return self._session_of(stored, events, marker=newest[0].uid if newest else "")
+
+    def _recent_events(self, tip: str, wanted: int | None, after: float | None) -> list[Event]:
+        """The newest `wanted` events (all when None) stamped at `after` or later, oldest first."""
+        newest_first: list[Event] = []
+        before = None
+        while True:
+            page = self._store.transcript(tip, order="desc", limit=_PAGE, before=before)
+            for message in page:
+                event = event_of(message)
+                if after is None or event.timestamp >= after:
+                    newest_first.append(event)
+                    if wanted is not None and len(newest_first) == wanted:
+                        return newest_first[::-1]
+            if len(page) < _PAGE:
+                return newest_first[::-1]
+            before = page[-1].id
+
+    def _session_of(self, stored: StoredSession, events: list[Event], *, marker: str | None,
+                    app_state: dict[str, Any] | None = None, user_state: dict[str, Any] | None = None) -> Session:
+        """The ADK session of a stored one, its state merged with the app's and the user's
+        (read here unless the caller, listing many sessions, read them once)."""
+        app_name, user_id = stored.metadata[state.APP_KEY], stored.user_id or ""
+        if app_state is None:
+            app_state = state.read(self._store, app_name)
+        if user_state is None:
+            user_state = state.read(self._store, app_name, user_id)
+        session = Session(id=stored.id, app_name=app_name, user_id=user_id,
+                          state=state.merged(state.of_metadata(stored.metadata), app_state, user_state),
+                          events=events, last_update_time=max(stored.last_activity_at or 0.0, stored.started_at))
+        session._storage_update_marker = marker  # the newest stored message's uid: the stale check's revision
+        return session
+
+    @override
+    async def list_sessions(self, *, app_name: str, user_id: str | None = None) -> ListSessionsResponse:
+        return await self._off_loop(self._list, app_name, user_id)
+
+    def _list(self, app_name: str, user_id: str | None) -> ListSessionsResponse:
+        app_state, user_states = state.read(self._store, app_name), {}
+        sessions, cursor = [], None
+        while True:
+            page = self._store.list_sessions(source=SOURCE, include_archived=True, include_hidden=True,
+                                             limit=_PAGE, cursor=cursor)
+            for stored in page.items:
+                if not belongs(stored, app_name, user_id) or stored.parent_relation == COMPRESSION:
+                    continue  # another app's or user's, or a rotation's continuation of a listed one
+                if stored.user_id not in user_states:
+                    user_states[stored.user_id] = state.read(self._store, app_name, stored.user_id or "")
+                sessions.append(self._session_of(stored, [], marker=None, app_state=app_state,
+                                                 user_state=user_states[stored.user_id]))
+            if page.cursor is None:
+                break
+            cursor = page.cursor
+        sessions.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
+        return ListSessionsResponse(sessions=sessions)
+
+    @override
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        await self._off_loop(self._delete, app_name, user_id, session_id)
+
+    def _delete(self, app_name: str, user_id: str, session_id: str) -> None:
+        stored = self._conversation(app_name, user_id, session_id)
+        if stored is None:
+            return
+        for part in reversed(self._store.lineage(stored.id)):  # the rotated continuations first
+            try:
+                self._store.delete_session(part.id)
+            except NotFound:  # deleted by another writer meanwhile
+                pass
+
+    @override
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        return await self._off_loop(state.read, self._store, app_name, user_id)
+
+    # --- events ------------------------------------------------------------------------
+
+    @override
+    async def append_event(self, session: Session, event: Event) -> Event:
+        if event.partial:
+            return event
+        self._apply_temp_state(session, event)  # temp: keys live in memory for this invocation only
+        event = self._trim_temp_delta_state(event)
+        if any(e.id == event.id and e == event for e in session.events):
+            return event  # this very session already holds it: a retried call
+        message = message_of(event)  # serialised first: an event that cannot be stored writes nothing
+        scopes = state.split(event.actions.state_delta if event.actions else None)
+        await self._off_loop(self._append, session, event, message, scopes)
+        session._storage_update_marker = event.id
+        session.last_update_time = event.timestamp
+        return self._commit_event_to_session(session, event)
+
+    def _append(self, session: Session, event: Event, message: dict[str, Any],
+                scopes: dict[str, dict[str, Any]]) -> None:
+        stored = self._conversation(session.app_name, session.user_id, session.id)
+        if stored is None:
+            raise SessionNotFoundError(f"Session {session.id} not found.")
+        if self._check_stale:
+            self._refuse_if_stale(session, event)
+        try:
+            self._store.append(stored.id, message)
+        except MessageConflict:
+            raise AlreadyExistsError(f"Event {event.id} already exists with other content.") from None
+        # After the event: an event refused above applies nothing. A retried event applies
+        # its delta again, with the same values.
+        if scopes["session"]:
+            self._store.update_metadata(stored.id, state.as_metadata(scopes["session"]))
+        state.write(self._store, scopes["app"], session.app_name)
+        state.write(self._store, scopes["user"], session.app_name, session.user_id)
+
+    def _refuse_if_stale(self, session: Session, event: Event) -> None:
+        """StaleSessionError when the store holds events this session object never saw.
+
+        The session's revision is the uid of the newest message it saw stored (set by every
+        read and append of this service; for a session built elsewhere, its last event).
+        The check reads before the write: two writers checking in the same instant can both
+        pass, and then both events are kept.
+        """
+        marker = session._storage_update_marker
+        if marker is None:
+            marker = session.events[-1].id if session.events else ""
+        recent = [m.uid for m in self._newest(session.id, _RECENT)]
+        if event.id in recent:
+            return  # a re-delivery of an event already stored: stores nothing again
+        if (recent[0] if recent else "") != marker:
+            raise StaleSessionError(_STALE)

@@ -1,0 +1,106 @@
+"""Where ADK state lives in a sessiondb store, scope by scope.
+
+ADK state keys carry their scope: `app:` is shared by every session of the app, `user:`
+by the user's sessions of the app, `temp:` lives only for one invocation and is never
+stored; any other key belongs to the session. Each scope is kept in the metadata of one
+sessiondb session:
+
+- session state in the conversation's own session;
+- app state in a hidden state session per app, user state in one per (app, user), with
+  source "adk-state" and an id derived from the names (a digest: app names and user ids
+  may hold characters a session id may not).
+
+Each key is one top-level metadata entry, `state:<key>`, holding `[value]` (a list, so
+that a state value of None is stored, not read as "remove the key"). `update_metadata`
+merges a patch into the stored metadata in one write unit on every backend, so deltas
+from several processes to the same scope all land: two writers of different keys both
+keep theirs, two writers of one key leave the later write, as the SDK's own services do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Mapping
+
+from google.adk.sessions.state import State
+from pydantic_core import to_jsonable_python
+
+from ..errors import InvalidInput, NotFound, SessionExists
+from ..store.contract import Store
+
+#: The source of the sessions that hold app and user state.
+STATE_SOURCE = "adk-state"
+#: The metadata key that names a session's ADK app (conversations and state sessions alike).
+APP_KEY = "app_name"
+_ENTRY = "state:"
+
+
+def split(state: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """The stored scopes of a state or a delta ('app', 'user', 'session'), as JSON; temp: is dropped."""
+    scopes: dict[str, dict[str, Any]] = {"app": {}, "user": {}, "session": {}}
+    for key, value in (state or {}).items():
+        if key.startswith(State.TEMP_PREFIX):
+            continue
+        try:
+            value = to_jsonable_python(value)
+        except Exception as exc:  # pydantic raises its own serialisation errors
+            raise InvalidInput(f"state key {key!r}: its value cannot be stored as JSON ({exc})") from None
+        if key.startswith(State.APP_PREFIX):
+            scopes["app"][key.removeprefix(State.APP_PREFIX)] = value
+        elif key.startswith(State.USER_PREFIX):
+            scopes["user"][key.removeprefix(State.USER_PREFIX)] = value
+        else:
+            scopes["session"][key] = value
+    return scopes
+
+
+def as_metadata(scope: Mapping[str, Any]) -> dict[str, Any]:
+    """The metadata patch that stores one scope's keys."""
+    return {_ENTRY + key: [value] for key, value in scope.items()}
+
+
+def of_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """One scope's keys, read back from the metadata that stores them."""
+    return {key.removeprefix(_ENTRY): value[0] for key, value in metadata.items()
+            if key.startswith(_ENTRY) and isinstance(value, list) and len(value) == 1}
+
+
+def home_of(app_name: str, user_id: str | None = None) -> str:
+    """The id of the state session of an app (user_id None) or of one user of it."""
+    digest = hashlib.sha256(json.dumps([app_name, user_id]).encode()).hexdigest()[:32]
+    return f"adk-{'app' if user_id is None else 'user'}-state-{digest}"
+
+
+def read(store: Store, app_name: str, user_id: str | None = None) -> dict[str, Any]:
+    """The app's (or the user's) stored state; empty when none was ever written."""
+    try:
+        return of_metadata(store.get_session(home_of(app_name, user_id)).metadata)
+    except NotFound:
+        return {}
+
+
+def write(store: Store, scope: Mapping[str, Any], app_name: str, user_id: str | None = None) -> None:
+    """Merge `scope` into the app's (or the user's) state, creating its home the first time."""
+    if not scope:
+        return
+    home, patch = home_of(app_name, user_id), as_metadata(scope)
+    try:
+        store.update_metadata(home, patch)
+        return
+    except NotFound:
+        pass
+    try:
+        store.create_session(STATE_SOURCE, session_id=home, user_id=user_id,
+                             metadata={APP_KEY: app_name, **patch})
+        store.set_flags(home, hidden=True)  # a home, not a conversation: kept out of listings
+    except SessionExists:  # another process created it first: merge into theirs
+        store.update_metadata(home, patch)
+
+
+def merged(session_state: Mapping[str, Any], app_state: Mapping[str, Any],
+           user_state: Mapping[str, Any]) -> dict[str, Any]:
+    """The state an ADK session shows: its own keys, then app: and user: ones."""
+    return {**session_state,
+            **{State.APP_PREFIX + k: v for k, v in app_state.items()},
+            **{State.USER_PREFIX + k: v for k, v in user_state.items()}}
