@@ -144,8 +144,8 @@ class SessiondbChatMessageHistory(BaseChatMessageHistory):
     source "langchain", by the first message added.
     """
 
-    def __init__(self, session_id: str, store: Store | AsyncStore | None = None,
-                 location: str | os.PathLike[str] | None = None, **open_options: Any) -> None:
+    def __init__(self, session_id: str, location: str | os.PathLike[str] | None = None, *,
+                 store: Store | AsyncStore | None = None, **open_options: Any) -> None:
         self.session_id = session_id
         self._binding = StoreBinding(store, location, **open_options)
 
