@@ -130,7 +130,8 @@ def test_the_async_twins_run_off_the_event_loop(store):
     assert len(threads) == 3 and loop_thread not in threads
 
 
-def test_a_compaction_while_messages_are_added_loses_nothing(store):
+@pytest.mark.parametrize("mode", ["in_place", "rotate"])
+def test_a_compaction_while_messages_are_added_loses_nothing(store, mode):
     history = SessiondbChatMessageHistory("trip", store=store)
     history.add_messages([HumanMessage(f"early {i}", id=f"early-{i}") for i in range(6)])
     lease = store.begin_compaction("trip", holder="test")
@@ -141,11 +142,13 @@ def test_a_compaction_while_messages_are_added_loses_nothing(store):
         writer.start()
     for writer in writers:
         writer.join()
-    store.commit_compaction(lease, [{"uid": "summary-1", "role": "system", "content": "Six early messages."}])
+    tip = store.commit_compaction(lease, [{"uid": "summary-1", "role": "system", "content": "Six early messages."}],
+                                  mode=mode)
+    history.add_messages([HumanMessage("after", id="after")])  # a rotated session passes it to its tip
     live = history.messages
     assert live[0].content == "Six early messages."
-    assert sorted(m.id for m in live[1:]) == sorted(f"late-{w}-{i}" for w in range(4) for i in range(5))
-    every = [m.uid for m in store.transcript("trip", include_compacted=True)]
+    assert sorted(m.id for m in live[1:]) == sorted([f"late-{w}-{i}" for w in range(4) for i in range(5)] + ["after"])
+    every = [m.uid for s in store.lineage(tip.id) for m in store.transcript(s.id, include_compacted=True)]
     assert sorted(every) == sorted({*every}) and {f"early-{i}" for i in range(6)} <= {*every}
     history.add_messages(live)  # the compacted history handed back stores nothing
     assert len(history.messages) == len(live)

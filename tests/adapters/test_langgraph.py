@@ -116,6 +116,9 @@ def test_a_retry_storm_stores_nothing_twice(store):
     assert len(rows) == 4 and len({r.uid for r in rows}) == 4
     tup = saver.get_tuple(base)
     assert tup.pending_writes == [("task-2", "__error__", "boom"), ("task-1", "x", [3]), ("task-1", "y", "why")]
+    # the task's next attempt fails otherwise: its new error stands, the first is kept beside it
+    saver.put_writes(tup.config, [("__error__", "boom again")], "task-2")
+    assert saver.get_tuple(base).pending_writes[0] == ("task-2", "__error__", "boom again")
 
 
 def test_eight_threads_at_once_each_keep_their_own_state(store):
