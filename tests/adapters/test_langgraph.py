@@ -81,18 +81,39 @@ def test_a_value_shared_by_checkpoints_is_stored_once(store):
     saver = SessiondbSaver(store=store)
     config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
     big = "the same long system prompt " * 100
-    for step in range(5):
+    for step in range(5):  # the prompt is written at step 1 and never again
+        values, versions = {"step": step}, {"step": step + 1}
+        if step:
+            values["prompt"], versions["prompt"] = big, 1
         checkpoint = {"v": 1, "id": f"1ef{step:033d}", "ts": "2026-12-01T10:00:00+00:00",
-                      "channel_values": {"prompt": big, "step": step},
-                      "channel_versions": {"prompt": 1, "step": step + 1}, "versions_seen": {}}
-        new = {"prompt": 1, "step": step + 1} if step == 0 else {"step": step + 1}
+                      "channel_values": values, "channel_versions": versions, "versions_seen": {}}
+        new = {"prompt": 1, "step": step + 1} if step == 1 else {"step": step + 1}
         config = saver.put(config, checkpoint, {"source": "loop", "step": step}, new)
     rows = store.transcript(session_id_of("t"))
     assert len(rows) == 5
     blob = base64.b64encode(saver.serde.dumps_typed(big)[1]).decode()
     assert sum(json.dumps(r.content).count(blob) for r in rows) == 1
     for tup in saver.list({"configurable": {"thread_id": "t"}}):
-        assert tup.checkpoint["channel_values"]["prompt"] == big
+        assert tup.checkpoint["channel_values"].get("prompt") == (big if tup.metadata["step"] else None)
+    # a copy refers to its own copy of the record, read at its id: one page, one read
+    saver.copy_thread("t", "copy")
+    calls = counting_reads(store)
+    assert saver.get_tuple({"configurable": {"thread_id": "copy"}}).checkpoint["channel_values"]["prompt"] == big
+    assert len(calls) == 2
+
+
+def counting_reads(store) -> list[int]:
+    """The number of rows each transcript() call of `store` returns from now on."""
+    calls: list[int] = []
+    real = store.transcript
+
+    def counting(*args, **kwargs):
+        rows = real(*args, **kwargs)
+        calls.append(len(rows))
+        return rows
+
+    store.transcript = counting
+    return calls
 
 
 def test_a_retry_storm_stores_nothing_twice(store):
@@ -195,15 +216,7 @@ def test_the_latest_checkpoint_of_a_long_thread_is_read_from_its_end(store):
     config = {"configurable": {"thread_id": "long"}}
     for i in range(100):
         graph.invoke({"messages": [HumanMessage(f"q {i}")]}, config)
-    read = []
-    real = store.transcript
-
-    def counting(*args, **kwargs):
-        rows = real(*args, **kwargs)
-        read.append(len(rows))
-        return rows
-
-    store.transcript = counting
+    read = counting_reads(store)
     latest = saver.get_tuple(config)
     assert latest.checkpoint["channel_values"]["turns"] == 100
     assert sum(read) <= 64  # one page from the end, of a thread of ~600 records
