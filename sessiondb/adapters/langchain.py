@@ -25,12 +25,12 @@ from langchain_core.messages import (
     message_to_dict,
 )
 
-from ..errors import InvalidInput, NotFound, SessionExists
+from ..errors import InvalidInput, NotFound
 from ..inputs import new_uid
 from ..model import Message
 from ..store.aio import AsyncStore
 from ..store.contract import Store
-from .binding import StoreBinding
+from .binding import BoundToStore, StoreBinding
 
 SOURCE = "langchain"
 #: The content part that keeps what sessiondb has no column for. It has no `text`, so it
@@ -135,7 +135,7 @@ def _langchain_call(call: dict[str, Any]) -> dict[str, Any]:
     return {"name": function.get("name"), "args": args, "id": call.get("id"), "type": "tool_call"}
 
 
-class SessiondbChatMessageHistory(BaseChatMessageHistory):
+class SessiondbChatMessageHistory(BoundToStore, BaseChatMessageHistory):
     """The messages of one sessiondb session, as LangChain's chat history.
 
     Built from the session id plus either `store=` (an open Store or AsyncStore, left
@@ -148,10 +148,6 @@ class SessiondbChatMessageHistory(BaseChatMessageHistory):
                  store: Store | AsyncStore | None = None, **open_options: Any) -> None:
         self.session_id = session_id
         self._binding = StoreBinding(store, location, **open_options)
-
-    @property
-    def store(self) -> Store:
-        return self._binding.sync
 
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
@@ -167,7 +163,7 @@ class SessiondbChatMessageHistory(BaseChatMessageHistory):
         rows = [to_stored(m) for m in messages]
         if not rows:
             return
-        self._ensure_session()
+        self._ensure_session(self.session_id, SOURCE)
         self.store.append(self.session_id, rows)
 
     def clear(self) -> None:
@@ -186,22 +182,3 @@ class SessiondbChatMessageHistory(BaseChatMessageHistory):
 
     async def aclear(self) -> None:
         await asyncio.to_thread(self.clear)
-
-    def close(self) -> None:
-        """Close the store if this history opened it (a handed-in store stays open)."""
-        self._binding.close()
-
-    def __enter__(self) -> "SessiondbChatMessageHistory":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _ensure_session(self) -> None:
-        try:
-            self.store.get_session(self.session_id)
-        except NotFound:
-            try:
-                self.store.create_session(SOURCE, session_id=self.session_id)
-            except SessionExists:
-                pass  # another writer created it first: the same session

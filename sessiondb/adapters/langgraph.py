@@ -25,17 +25,17 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from ..errors import InvalidInput, MessageConflict, NotFound, SessionExists
+from ..errors import InvalidInput, MessageConflict, NotFound
 from ..model import Message
 from ..store.aio import AsyncStore
 from ..store.contract import Store
 from . import langgraph_records as rec
-from .binding import StoreBinding
+from .binding import BoundToStore, StoreBinding
 
 PAGE = 64  # records read per step of a walk through a thread's session
 
 
-class SessiondbSaver(BaseCheckpointSaver[int]):
+class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
     """Checkpoints of LangGraph threads in a sessiondb store, sync and async.
 
     Built from `store=` (an open Store or AsyncStore, left open) or where to open one
@@ -46,20 +46,6 @@ class SessiondbSaver(BaseCheckpointSaver[int]):
                  serde: SerializerProtocol | None = None, **open_options: Any) -> None:
         super().__init__(serde=serde)
         self._binding = StoreBinding(store, location, **open_options)
-
-    @property
-    def store(self) -> Store:
-        return self._binding.sync
-
-    def close(self) -> None:
-        """Close the store if this saver opened it (a handed-in store stays open)."""
-        self._binding.close()
-
-    def __enter__(self) -> "SessiondbSaver":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # --- writing -------------------------------------------------------------------------
 
@@ -250,17 +236,10 @@ class SessiondbSaver(BaseCheckpointSaver[int]):
             before = page[-1].id
 
     def _session(self, thread_id: Any) -> str:
-        """The thread's session, created the first time (by whichever writer comes first)."""
-        sid = rec.session_id_of(thread_id)
-        try:
-            self.store.get_session(sid)
-        except NotFound:
-            label = str(thread_id)
-            try:
-                self.store.create_session(rec.SOURCE, session_id=sid, metadata={"thread_id": label},
-                                          thread_id=label if len(label) <= 200 else None)
-            except SessionExists:
-                pass
+        """The thread's session, created the first time."""
+        sid, label = rec.session_id_of(thread_id), str(thread_id)
+        self._ensure_session(sid, rec.SOURCE, metadata={"thread_id": label},
+                             thread_id=label if len(label) <= 200 else None)
         return sid
 
     def _threads(self) -> Iterator[str]:
