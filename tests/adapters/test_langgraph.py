@@ -169,6 +169,8 @@ def test_eight_threads_at_once_each_keep_their_own_state(store):
             text for i in range(3) for text in (f"question {n}.{i}", f"answer {n}.{i}")]
         ids = [t.checkpoint["id"] for t in saver.list(config)]
         assert len(ids) == 9 == len(set(ids))
+    everything = [t.config["configurable"]["thread_id"] for t in saver.list(None)]  # every thread of the store
+    assert Counter(everything) == {f"thread-{n}": 9 for n in range(8)}
 
 
 WRITER = """
