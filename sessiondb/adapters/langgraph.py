@@ -295,6 +295,3 @@ def _collect(writes: dict[str, dict[tuple[str, int], dict[str, Any]]], part: dic
     (task, idx) is the one that stands."""
     writes.setdefault(part["checkpoint_id"], {}).setdefault((part["task_id"], part["idx"]), part)
 
-
-def _without_type(part: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in part.items() if key != "type"}

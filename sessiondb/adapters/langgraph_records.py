@@ -71,7 +71,7 @@ def load(serde: SerializerProtocol, typed: list[str]) -> Any:
 
 def record_message(uid: str, kind: str, part: Mapping[str, Any]) -> dict[str, Any]:
     return {"uid": uid, "role": "tool", "tool_name": TOOL, "display_kind": kind,
-            "content": [{"type": kind, **part}]}
+            "content": [{**part, "type": kind}]}
 
 
 def part_of(message: Message) -> dict[str, Any] | None:

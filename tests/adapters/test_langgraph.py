@@ -140,6 +140,10 @@ def test_a_retry_storm_stores_nothing_twice(store):
     # the task's next attempt fails otherwise: its new error stands, the first is kept beside it
     saver.put_writes(tup.config, [("__error__", "boom again")], "task-2")
     assert saver.get_tuple(base).pending_writes[0] == ("task-2", "__error__", "boom again")
+    # a task's write stored once stays as it was; what else the batch holds is stored
+    saver.put_writes(tup.config, [("x", [99]), ("y", "why"), ("z", "zed")], "task-1", "a")
+    assert saver.get_tuple(base).pending_writes[1:] == [("task-1", "x", [3]), ("task-1", "y", "why"),
+                                                        ("task-1", "z", "zed")]
 
 
 def test_eight_threads_at_once_each_keep_their_own_state(store):
