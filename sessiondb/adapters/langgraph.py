@@ -123,8 +123,7 @@ class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
                     continue
                 if "refs" in part:  # a shared value lives at the copy of its record
                     part = {**part, "refs": {ch: [uid, moved.get(uid, at)] for ch, (uid, at) in part["refs"].items()}}
-                kind = message.display_kind
-                stored = self.store.append(target, rec.record_message(message.uid, kind, _without_type(part)))
+                stored = self.store.append(target, rec.record_message(message.uid, message.display_kind, part))
                 moved[message.uid] = stored[0].id
 
     # --- reading -------------------------------------------------------------------------
