@@ -14,6 +14,7 @@ it, and the message reads back equal to what was added.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 from typing import Any, Sequence
@@ -66,7 +67,7 @@ def to_stored(message: BaseMessage) -> dict[str, Any]:
               and (shown[key] if key in shown else defaults.get(key, _MISSING)) != value}
     if kind != _TYPES.get(role):
         extras["type"] = kind
-    if extras:
+    if extras or (isinstance(row["content"], list) and row["content"] and _holds_extras(row["content"])):
         text_only = isinstance(row["content"], str)
         blocks = ([{"type": "text", "text": row["content"]}] if row["content"] else []) if text_only else row["content"]
         row["content"] = [*blocks, {"type": EXTRAS, "text_content": text_only, "fields": extras}]
@@ -79,7 +80,7 @@ def from_stored(stored: Message) -> BaseMessage:
                          "tool_calls": stored.tool_calls, "tool_call_id": stored.tool_call_id,
                          "tool_name": stored.tool_name})
     content, extras = stored.content, {}
-    if isinstance(content, list) and content and isinstance(content[-1], dict) and content[-1].get("type") == EXTRAS:
+    if isinstance(content, list) and content and _holds_extras(content):
         extras = dict(content[-1]["fields"])
         blocks = content[:-1]
         fields["content"] = (blocks[0]["text"] if blocks else "") if content[-1]["text_content"] else blocks
@@ -98,14 +99,21 @@ def _fields_of(row: dict[str, Any]) -> dict[str, Any]:
     if row["role"] == "assistant":
         fields["tool_calls"] = [_langchain_call(call) for call in row.get("tool_calls") or []]
     if row["role"] == "tool":
-        fields["tool_call_id"] = row.get("tool_call_id")
+        fields["tool_call_id"] = row.get("tool_call_id") or ""  # a tool message stored without one elsewhere
         fields["name"] = row.get("tool_name")
     return fields
+
+
+def _holds_extras(blocks: list[Any]) -> bool:
+    """Whether the last of a content's blocks is the part of extras (a list content whose own
+    last block looks like one gets the part too, so exactly one is taken off on reading)."""
+    return isinstance(blocks[-1], dict) and blocks[-1].get("type") == EXTRAS
 
 
 _MISSING = object()
 
 
+@functools.cache
 def _defaults(cls: type[BaseMessage]) -> dict[str, Any]:
     """The values a message class gives the fields it is not handed."""
     return {name: field.get_default(call_default_factory=True) for name, field in cls.model_fields.items()

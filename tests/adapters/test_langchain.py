@@ -36,6 +36,8 @@ EVERY_KIND = {
     "chat with another role": ChatMessage("Looks right.", role="critic"),
     "function": FunctionMessage("42", name="answer"),
     "ai chunk": AIMessageChunk("partial", id="chunk-1"),
+    "human whose last block looks like the extras": HumanMessage([{"type": "langchain", "text_content": True,
+                                                                   "fields": {"name": "not mine"}}]),
 }
 
 
@@ -87,6 +89,20 @@ def test_clear_rewinds_and_the_messages_can_be_restored(store):
     assert [m.content for m in history.messages] == ["A new start"]
     assert store.restore_rewound("trip") == 2
     assert len(history.messages) == 3
+
+
+def test_a_session_written_by_another_writer_reads_as_a_history(store):
+    store.create_session("gateway", session_id="native")
+    store.append("native", [
+        {"role": "user", "content": "Find my notes"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "notes", "arguments": '{"q": "kyoto"}'}}]},
+        {"role": "tool", "content": "two notes", "tool_name": "notes"},
+    ])
+    user, ai, tool = SessiondbChatMessageHistory("native", store=store).messages
+    assert (type(user), user.content) == (HumanMessage, "Find my notes")
+    assert ai.tool_calls == [{"name": "notes", "args": {"q": "kyoto"}, "id": "c1", "type": "tool_call"}]
+    assert (type(tool), tool.content, tool.name, tool.tool_call_id) == (ToolMessage, "two notes", "notes", "")
 
 
 def test_a_history_opens_and_closes_its_own_store(tmp_path):
