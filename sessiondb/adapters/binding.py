@@ -14,7 +14,7 @@ from functools import partial
 from typing import Any
 
 from .. import open_store
-from ..errors import InvalidInput
+from ..errors import InvalidInput, NotFound, SessionExists
 from ..store.aio import AsyncStore
 from ..store.contract import Store
 
@@ -45,3 +45,35 @@ class StoreBinding:
         """Close the store if this binding opened it; a handed-in store stays open."""
         if self.owned:
             self.sync.close()
+
+
+class BoundToStore:
+    """What every adapter built on a StoreBinding offers: its `store`, `close()`, and `with`."""
+
+    _binding: StoreBinding
+
+    @property
+    def store(self) -> Store:
+        """The store this adapter writes to (handed in, or opened by it)."""
+        return self._binding.sync
+
+    def close(self) -> None:
+        """Close the store if this adapter opened it; a handed-in store stays open."""
+        self._binding.close()
+
+    def __enter__(self) -> Any:
+        return self
+
+    def _ensure_session(self, session_id: str, source: str, **fields: Any) -> None:
+        """Create the session the adapter writes to unless it exists; of writers racing to
+        create it, one does and the others find it."""
+        try:
+            self.store.get_session(session_id)
+        except NotFound:
+            try:
+                self.store.create_session(source, session_id=session_id, **fields)
+            except SessionExists:
+                pass
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

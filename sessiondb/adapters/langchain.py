@@ -1,0 +1,192 @@
+"""LangChain's chat message history on a sessiondb session (docs/adapters/langchain.md).
+
+A LangChain message becomes one sessiondb message a person and sessiondb's other readers
+understand: human, ai, system and tool messages are the roles user, assistant, system and
+tool; the text or the list of content blocks is the content; an AI message's tool calls
+are stored in the chat-completions shape sessiondb keeps for every source, a tool
+message's call id and tool name in their columns, and the message's own `id` is its uid,
+so adding a message twice stores it once. What sessiondb has no column for (metadata,
+usage, artifacts, invalid tool calls, a chunk's type...) rides in one extra content part
+of type `langchain` that has no text, so search and the readable transcript never see
+it, and the message reads back equal to what was added.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import os
+from typing import Any, Sequence
+
+from langchain_core.chat_history import BaseChatMessageHistory
+from langchain_core.messages import (
+    AIMessage, AIMessageChunk, BaseMessage, ChatMessage, ChatMessageChunk, FunctionMessage, FunctionMessageChunk,
+    HumanMessage, HumanMessageChunk, SystemMessage, SystemMessageChunk, ToolMessage, ToolMessageChunk,
+    message_to_dict,
+)
+
+from ..errors import InvalidInput, NotFound
+from ..inputs import new_uid
+from ..model import Message
+from ..store.aio import AsyncStore
+from ..store.contract import Store
+from .binding import BoundToStore, StoreBinding
+
+SOURCE = "langchain"
+#: The content part that keeps what sessiondb has no column for. It has no `text`, so it
+#: is never searched nor shown as text.
+EXTRAS = "langchain"
+_CLASSES: dict[str, type[BaseMessage]] = {cls.model_fields["type"].default: cls for cls in (
+    HumanMessage, AIMessage, SystemMessage, ChatMessage, FunctionMessage, ToolMessage, HumanMessageChunk,
+    AIMessageChunk, SystemMessageChunk, ChatMessageChunk, FunctionMessageChunk, ToolMessageChunk)}
+_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+_TYPES = {role: kind for kind, role in _ROLES.items()}
+_OTHER_ROLES = {"HumanMessageChunk": "user", "AIMessageChunk": "assistant", "SystemMessageChunk": "system",
+                "ToolMessageChunk": "tool", "FunctionMessageChunk": "tool", "function": "tool"}
+
+
+def to_stored(message: BaseMessage) -> dict[str, Any]:
+    """The sessiondb message for a LangChain message; `from_stored` gives it back equal."""
+    if not isinstance(message, BaseMessage):
+        raise InvalidInput(f"a chat history stores LangChain messages, not {type(message).__name__}")
+    record = message_to_dict(message)
+    kind, data = record["type"], record["data"]
+    role = _ROLES.get(kind) or _OTHER_ROLES.get(kind) or _chat_role(data)
+    row: dict[str, Any] = {"uid": data.get("id") or new_uid(), "role": role, "content": data.get("content")}
+    if role == "assistant" and data.get("tool_calls"):
+        row["tool_calls"] = [_stored_call(call) for call in data["tool_calls"]]
+    if role == "tool":
+        row["tool_call_id"] = data.get("tool_call_id")
+        row["tool_name"] = data.get("name")
+    # Whatever the columns and the class's defaults do not give back exactly is kept
+    # beside them. A message without an id reads back with its uid as its id, so handing
+    # a read history back stores nothing twice.
+    shown, defaults = _fields_of(row), _defaults(type(message))
+    extras = {key: value for key, value in data.items() if key not in ("type", "id")
+              and (shown[key] if key in shown else defaults.get(key, _MISSING)) != value}
+    if kind != _TYPES.get(role):
+        extras["type"] = kind
+    if extras or (isinstance(row["content"], list) and row["content"] and _holds_extras(row["content"])):
+        text_only = isinstance(row["content"], str)
+        blocks = ([{"type": "text", "text": row["content"]}] if row["content"] else []) if text_only else row["content"]
+        row["content"] = [*blocks, {"type": EXTRAS, "text_content": text_only, "fields": extras}]
+    return row
+
+
+def from_stored(stored: Message) -> BaseMessage:
+    """The LangChain message a stored sessiondb message holds."""
+    fields = _fields_of({"uid": stored.uid, "role": stored.role, "content": stored.content,
+                         "tool_calls": stored.tool_calls, "tool_call_id": stored.tool_call_id,
+                         "tool_name": stored.tool_name})
+    content, extras = stored.content, {}
+    if isinstance(content, list) and content and _holds_extras(content):
+        extras = dict(content[-1]["fields"])
+        blocks = content[:-1]
+        fields["content"] = (blocks[0]["text"] if blocks else "") if content[-1]["text_content"] else blocks
+        fields.update(extras)
+    kind = fields.pop("type", None) or _TYPES.get(stored.role, "human")
+    cls = _CLASSES.get(kind)
+    if cls is None:
+        raise InvalidInput(f"message {stored.uid!r} is of an unknown LangChain type {kind!r}")
+    known = cls.model_fields
+    return cls(**{key: value for key, value in fields.items() if key in known or key in extras})
+
+
+def _fields_of(row: dict[str, Any]) -> dict[str, Any]:
+    """The LangChain fields a stored row gives by its columns alone."""
+    fields: dict[str, Any] = {"id": row["uid"], "content": row["content"] if row["content"] is not None else ""}
+    if row["role"] == "assistant":
+        fields["tool_calls"] = [_langchain_call(call) for call in row.get("tool_calls") or []]
+    if row["role"] == "tool":
+        fields["tool_call_id"] = row.get("tool_call_id") or ""  # a tool message stored without one elsewhere
+        fields["name"] = row.get("tool_name")
+    return fields
+
+
+def _holds_extras(blocks: list[Any]) -> bool:
+    """Whether the last of a content's blocks is the part of extras (a list content whose own
+    last block looks like one gets the part too, so exactly one is taken off on reading)."""
+    return isinstance(blocks[-1], dict) and blocks[-1].get("type") == EXTRAS
+
+
+_MISSING = object()
+
+
+@functools.cache
+def _defaults(cls: type[BaseMessage]) -> dict[str, Any]:
+    """The values a message class gives the fields it is not handed."""
+    return {name: field.get_default(call_default_factory=True) for name, field in cls.model_fields.items()
+            if not field.is_required()}
+
+
+def _chat_role(data: dict[str, Any]) -> str:
+    """A ChatMessage's role, when it is one sessiondb has; anything else speaks as the user."""
+    role = data.get("role")
+    return role if role in _TYPES else "user"
+
+
+def _stored_call(call: dict[str, Any]) -> dict[str, Any]:
+    try:
+        arguments = json.dumps(call.get("args"), ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"tool call {call.get('name')!r} has arguments that are not JSON: {exc}") from None
+    return {"id": call.get("id"), "type": "function", "function": {"name": call.get("name"), "arguments": arguments}}
+
+
+def _langchain_call(call: dict[str, Any]) -> dict[str, Any]:
+    function = call.get("function") or {}
+    try:
+        args = json.loads(function.get("arguments") or "{}")
+    except (TypeError, ValueError):
+        args = function.get("arguments")
+    return {"name": function.get("name"), "args": args, "id": call.get("id"), "type": "tool_call"}
+
+
+class SessiondbChatMessageHistory(BoundToStore, BaseChatMessageHistory):
+    """The messages of one sessiondb session, as LangChain's chat history.
+
+    Built from the session id plus either `store=` (an open Store or AsyncStore, left
+    open) or where to open one (`location`, `home=`, `profile=`...), which the history
+    owns: `close()` it, or use it as a context manager. The session is created, with
+    source "langchain", by the first message added.
+    """
+
+    def __init__(self, session_id: str, location: str | os.PathLike[str] | None = None, *,
+                 store: Store | AsyncStore | None = None, **open_options: Any) -> None:
+        self.session_id = session_id
+        self._binding = StoreBinding(store, location, **open_options)
+
+    @property
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        """The live conversation, across compactions (a compacted history reads its summary)."""
+        try:
+            live = self.store.transcript(self.store.tip(self.session_id).id)
+        except NotFound:
+            return []
+        return [from_stored(m) for m in live]
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Store the messages as one atomic batch; a message already stored (by id) is not stored again."""
+        rows = [to_stored(m) for m in messages]
+        if not rows:
+            return
+        self._ensure_session(self.session_id, SOURCE)
+        self.store.append(self.session_id, rows)
+
+    def clear(self) -> None:
+        """Rewind the conversation: its messages are kept, out of the history and of search,
+        and `store.restore_rewound(session_id)` brings them back."""
+        try:
+            self.store.rewind(self.store.tip(self.session_id).id, 0)
+        except NotFound:
+            pass
+
+    async def aget_messages(self) -> list[BaseMessage]:
+        return await asyncio.to_thread(lambda: self.messages)
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        await asyncio.to_thread(self.add_messages, list(messages))
+
+    async def aclear(self) -> None:
+        await asyncio.to_thread(self.clear)

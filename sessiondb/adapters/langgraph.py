@@ -1,0 +1,296 @@
+"""LangGraph's checkpoint saver on sessiondb (docs/adapters/langgraph.md).
+
+A thread is a sessiondb session (source "langgraph"); its checkpoints and pending writes
+are records appended to it (adapters/langgraph_records.py), idempotent by uid, through
+the public Store API only, so it works on every backend and across processes.
+
+Reads walk the session newest first, a page at a time: the latest checkpoint, and the
+parent a new checkpoint is written on, are at the end of the session, so the graph's own
+reads cost what was written since, not the thread's length. A value a checkpoint shares
+with an older one is fetched by that record's message id (one indexed read). Pending
+writes may land before or after their checkpoint's record (a graph stores them
+concurrently); the walk collects them until the checkpoint before it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any, AsyncIterator, Iterator, Sequence
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP, BaseCheckpointSaver, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple,
+    get_checkpoint_metadata, writes_sort_key,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from ..errors import InvalidInput, MessageConflict, NotFound
+from ..model import Message
+from ..store.aio import AsyncStore
+from ..store.contract import Store
+from . import langgraph_records as rec
+from .binding import BoundToStore, StoreBinding
+
+PAGE = 64  # records read per step of a walk through a thread's session
+
+
+class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
+    """Checkpoints of LangGraph threads in a sessiondb store, sync and async.
+
+    Built from `store=` (an open Store or AsyncStore, left open) or where to open one
+    (`location`, `home=`, `profile=`...), which the saver owns and `close()`s.
+    """
+
+    def __init__(self, location: str | os.PathLike[str] | None = None, *, store: Store | AsyncStore | None = None,
+                 serde: SerializerProtocol | None = None, **open_options: Any) -> None:
+        super().__init__(serde=serde)
+        self._binding = StoreBinding(store, location, **open_options)
+
+    # --- writing -------------------------------------------------------------------------
+
+    def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+            new_versions: ChannelVersions) -> RunnableConfig:
+        thread_id, ns, parent_id = _address(config)
+        sid = self._session(thread_id)
+        parent = self._find(sid, ns, parent_id) if parent_id else None
+        parent_versions = rec.load(self.serde, parent.part["checkpoint"])["channel_versions"] if parent else {}
+        values = checkpoint["channel_values"]
+        blobs: dict[str, list[str]] = {}
+        refs: dict[str, list[Any]] = {}
+        for channel, version in checkpoint["channel_versions"].items():
+            shared = None if channel in new_versions or parent is None else parent.reference(
+                parent_versions, channel, version)
+            if shared is not None:
+                refs[channel] = shared
+            elif channel in values:
+                blobs[channel] = rec.dump(self.serde, values[channel])
+        bare = {key: value for key, value in checkpoint.items() if key != "channel_values"}
+        part = {"ns": ns, "id": checkpoint["id"], "parent": parent_id, "checkpoint": rec.dump(self.serde, bare),
+                "metadata": rec.dump(self.serde, get_checkpoint_metadata(config, metadata)),
+                "blobs": blobs, "refs": refs}
+        self.store.append(sid, rec.record_message(rec.checkpoint_uid(ns, checkpoint["id"]), rec.CHECKPOINT, part))
+        return _config(thread_id, ns, checkpoint["id"])
+
+    def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+                   task_path: str = "") -> None:
+        thread_id, ns, checkpoint_id = _address(config)
+        if not checkpoint_id:
+            raise InvalidInput("put_writes needs the checkpoint_id of the checkpoint the writes belong to")
+        records = []
+        for idx, (channel, value) in enumerate(writes):
+            idx = WRITES_IDX_MAP.get(channel, idx)
+            typed = rec.dump(self.serde, value)
+            part = {"ns": ns, "checkpoint_id": checkpoint_id, "task_id": task_id, "task_path": task_path,
+                    "idx": idx, "channel": channel, "value": typed}
+            records.append(rec.record_message(rec.write_uid(ns, checkpoint_id, task_id, idx, tuple(typed)),
+                                              rec.WRITE, part))
+        if not records:
+            return
+        sid = self._session(thread_id)
+        try:
+            self.store.append(sid, records)
+        except MessageConflict:
+            # A task's write stored before with another value: the first stays, as in every
+            # saver of this SDK, and the others of the batch are stored.
+            for record in records:
+                try:
+                    self.store.append(sid, record)
+                except MessageConflict:
+                    pass
+
+    def delete_thread(self, thread_id: str) -> None:
+        try:
+            self.store.delete_session(rec.session_id_of(thread_id))
+        except NotFound:
+            pass
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy every checkpoint and write of a thread to another, oldest first (again: nothing twice)."""
+        source = rec.session_id_of(source_thread_id)
+        try:
+            self.store.get_session(source)
+        except NotFound:
+            return
+        target = self._session(target_thread_id)
+        moved: dict[str, int] = {}  # record uid -> its message id in the target
+        after = None
+        while page := self.store.transcript(source, after=after, limit=PAGE):
+            after = page[-1].id
+            for message in page:
+                part = rec.part_of(message)
+                if part is None:
+                    continue
+                if "refs" in part:  # a shared value lives at the copy of its record
+                    part = {**part, "refs": {ch: [uid, moved.get(uid, at)] for ch, (uid, at) in part["refs"].items()}}
+                stored = self.store.append(target, rec.record_message(message.uid, message.display_kind, part))
+                moved[message.uid] = stored[0].id
+
+    # --- reading -------------------------------------------------------------------------
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        thread_id, ns, checkpoint_id = _address(config)
+        sid = rec.session_id_of(thread_id)
+        writes: dict[str, dict[tuple[str, int], dict[str, Any]]] = {}
+        found: rec.Stored | None = None
+        for message, part in self._walk(sid):
+            if part["ns"] != ns:
+                continue
+            if part["type"] == rec.WRITE:
+                if checkpoint_id is None or part["checkpoint_id"] == checkpoint_id:
+                    _collect(writes, part)
+            elif found is not None:
+                break  # the checkpoint before it: every write of it has been seen
+            elif checkpoint_id is None or part["id"] == checkpoint_id:
+                found = rec.Stored(message.uid, message.id, part)
+        if found is None:
+            return None
+        return self._tuple(sid, thread_id, found, writes.get(found.part["id"], {}), {})
+
+    def list(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
+             before: RunnableConfig | None = None, limit: int | None = None) -> Iterator[CheckpointTuple]:
+        if limit is not None and limit <= 0:
+            return
+        conf = (config or {}).get("configurable", {})
+        ns_wanted, id_wanted = conf.get("checkpoint_ns"), conf.get("checkpoint_id")
+        before_id = (before or {}).get("configurable", {}).get("checkpoint_id")
+        threads = [conf["thread_id"]] if conf.get("thread_id") is not None else self._threads()
+        for thread_id in threads:
+            for tup in self._thread_tuples(thread_id, ns_wanted):
+                cid = tup.checkpoint["id"]
+                if (id_wanted and cid != id_wanted) or (before_id and cid >= before_id):
+                    continue
+                if filter and not all(tup.metadata.get(k) == v for k, v in filter.items()):
+                    continue
+                yield tup
+                if limit is not None:
+                    limit -= 1
+                    if limit <= 0:
+                        return
+
+    def _thread_tuples(self, thread_id: str, ns_wanted: str | None) -> Iterator[CheckpointTuple]:
+        """The thread's checkpoints, newest first, each once all its writes have been seen."""
+        sid = rec.session_id_of(thread_id)
+        writes: dict[str, dict[tuple[str, int], dict[str, Any]]] = {}
+        waiting: dict[str, rec.Stored] = {}  # per namespace: the checkpoint whose older writes may follow
+        shared: dict[str, Any] = {}
+        for message, part in self._walk(sid):
+            if ns_wanted is not None and part["ns"] != ns_wanted:
+                continue
+            if part["type"] == rec.WRITE:
+                _collect(writes, part)
+                continue
+            if (done := waiting.pop(part["ns"], None)) is not None:
+                yield self._tuple(sid, thread_id, done, writes.pop(done.part["id"], {}), shared)
+            waiting[part["ns"]] = rec.Stored(message.uid, message.id, part)
+        for done in waiting.values():
+            yield self._tuple(sid, thread_id, done, writes.pop(done.part["id"], {}), shared)
+
+    def _tuple(self, sid: str, thread_id: str, found: rec.Stored, writes: dict[tuple[str, int], dict[str, Any]],
+               shared: dict[str, Any]) -> CheckpointTuple:
+        part, ns = found.part, found.part["ns"]
+        values = {ch: rec.load(self.serde, typed) for ch, typed in part["blobs"].items()}
+        for channel, (uid, message_id) in part["refs"].items():
+            holder = shared.get(uid) or self._fetch(sid, uid, message_id)
+            shared[uid] = holder
+            values[channel] = rec.load(self.serde, holder["blobs"][channel])
+        ordered = sorted(writes.values(), key=lambda w: writes_sort_key(w["task_path"], w["task_id"], w["idx"]))
+        return CheckpointTuple(
+            config=_config(thread_id, ns, part["id"]),
+            checkpoint={**rec.load(self.serde, part["checkpoint"]), "channel_values": values},
+            metadata=rec.load(self.serde, part["metadata"]),
+            parent_config=_config(thread_id, ns, part["parent"]) if part["parent"] else None,
+            pending_writes=[(w["task_id"], w["channel"], rec.load(self.serde, w["value"])) for w in ordered],
+        )
+
+    def _find(self, sid: str, ns: str, checkpoint_id: str) -> rec.Stored | None:
+        for message, part in self._walk(sid):
+            if part["type"] == rec.CHECKPOINT and part["ns"] == ns and part["id"] == checkpoint_id:
+                return rec.Stored(message.uid, message.id, part)
+        return None
+
+    def _fetch(self, sid: str, uid: str, message_id: int) -> dict[str, Any]:
+        """The record `uid`, read at its message id; walked to when the id changed (a copy)."""
+        found = self.store.transcript(sid, after=message_id - 1, limit=1)
+        if found and found[0].uid == uid and (part := rec.part_of(found[0])) is not None:
+            return part
+        for message, part in self._walk(sid):
+            if message.uid == uid:
+                return part
+        raise NotFound(f"the checkpoint record {uid} of session {sid} is not stored; the thread is incomplete")
+
+    def _walk(self, sid: str) -> Iterator[tuple[Message, dict[str, Any]]]:
+        """The records of a thread's session, newest first."""
+        before = None
+        while True:
+            try:
+                page = self.store.transcript(sid, order="desc", limit=PAGE, before=before)
+            except NotFound:
+                return
+            for message in page:
+                if (part := rec.part_of(message)) is not None:
+                    yield message, part
+            if len(page) < PAGE:
+                return
+            before = page[-1].id
+
+    def _session(self, thread_id: Any) -> str:
+        """The thread's session, created the first time."""
+        sid, label = rec.session_id_of(thread_id), str(thread_id)
+        self._ensure_session(sid, rec.SOURCE, metadata={"thread_id": label},
+                             thread_id=label if len(label) <= 200 else None)
+        return sid
+
+    def _threads(self) -> Iterator[str]:
+        cursor = None
+        while True:
+            page = self.store.list_sessions(source=rec.SOURCE, include_archived=True, include_hidden=True,
+                                            limit=200, cursor=cursor)
+            for session in page.items:
+                if "thread_id" in session.metadata:
+                    yield session.metadata["thread_id"]
+            if not (cursor := page.cursor):
+                return
+
+    # --- the async twins: the same calls on a worker thread, so the loop never blocks ------
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await asyncio.to_thread(self.get_tuple, config)
+
+    async def alist(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
+                    before: RunnableConfig | None = None, limit: int | None = None) -> AsyncIterator[CheckpointTuple]:
+        found = await asyncio.to_thread(lambda: [*self.list(config, filter=filter, before=before, limit=limit)])
+        for tup in found:
+            yield tup
+
+    async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+                   new_versions: ChannelVersions) -> RunnableConfig:
+        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+                          task_path: str = "") -> None:
+        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await asyncio.to_thread(self.delete_thread, thread_id)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+
+
+def _address(config: RunnableConfig) -> tuple[str, str, str | None]:
+    conf = config.get("configurable") or {}
+    if conf.get("thread_id") is None:
+        raise InvalidInput("a checkpoint's config needs configurable.thread_id")
+    return str(conf["thread_id"]), conf.get("checkpoint_ns", "") or "", conf.get("checkpoint_id")
+
+
+def _config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
+    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}}
+
+
+def _collect(writes: dict[str, dict[tuple[str, int], dict[str, Any]]], part: dict[str, Any]) -> None:
+    """Keep a write under its checkpoint; the walk is newest first, so the first seen of a
+    (task, idx) is the one that stands."""
+    writes.setdefault(part["checkpoint_id"], {}).setdefault((part["task_id"], part["idx"]), part)
+

@@ -1,0 +1,107 @@
+"""How a LangGraph thread is kept in a sessiondb session: its records, their uids and forms.
+
+A checkpoint and each pending write are one message of the thread's session, role
+`tool`, tool name `langgraph`, display kind `langgraph.checkpoint` or `langgraph.write`.
+Their content is a single part with no `text`: never searched, never shown as text, and
+never counted as user activity. Its uid comes from what identifies it in LangGraph, so
+storing it again stores nothing: (checkpoint_ns, checkpoint_id) for a checkpoint,
+(checkpoint_ns, checkpoint_id, task_id, idx) for a write (an error or an interrupt, which
+a task may write again with another value, adds a digest of that value; the newest wins).
+
+Values are kept exactly as the saver's serializer typed them (its type name and its
+bytes, base64 in the JSON). A checkpoint stores inline only the channels that changed
+(`new_versions`) or that its parent does not hold at the same version; for the others it
+keeps a reference to the record that holds the value (that record's uid and message id),
+so a channel written once is stored once however many checkpoints follow.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from ..errors import InvalidInput
+from ..inputs import check_session_id
+from ..model import Message
+
+SOURCE = "langgraph"
+TOOL = "langgraph"
+CHECKPOINT = "langgraph.checkpoint"
+WRITE = "langgraph.write"
+
+
+def session_id_of(thread_id: Any) -> str:
+    """The session a thread is kept in: `langgraph:<thread id>`, or a digest of a thread id
+    that cannot name a session (too long, a path separator...)."""
+    plain = f"{SOURCE}:{thread_id}"
+    try:
+        return check_session_id(plain)
+    except InvalidInput:
+        return f"{SOURCE}#{_digest(str(thread_id))}"
+
+
+def checkpoint_uid(ns: str, checkpoint_id: str) -> str:
+    return f"lg-checkpoint:{_digest(ns, checkpoint_id)}"
+
+
+def write_uid(ns: str, checkpoint_id: str, task_id: str, idx: int, value: tuple[str, str]) -> str:
+    # A regular write is written once per (task, idx); a special one (negative idx) may be
+    # written again with another value by the task's next attempt, which is kept beside it.
+    extra = value if idx < 0 else ()
+    return f"lg-write:{_digest(ns, checkpoint_id, task_id, str(idx), *extra)}"
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\x00".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:40]
+
+
+def dump(serde: SerializerProtocol, value: Any) -> list[str]:
+    """A value as the serializer types it, JSON-safe: [type name, base64 of its bytes]."""
+    kind, data = serde.dumps_typed(value)
+    return [kind, base64.b64encode(data).decode("ascii")]
+
+
+def load(serde: SerializerProtocol, typed: list[str]) -> Any:
+    return serde.loads_typed((typed[0], base64.b64decode(typed[1])))
+
+
+def record_message(uid: str, kind: str, part: Mapping[str, Any]) -> dict[str, Any]:
+    return {"uid": uid, "role": "tool", "tool_name": TOOL, "display_kind": kind,
+            "content": [{**part, "type": kind}]}
+
+
+def part_of(message: Message) -> dict[str, Any] | None:
+    """The record a message of a thread's session holds, or None for any other message."""
+    if message.tool_name != TOOL or message.display_kind not in (CHECKPOINT, WRITE):
+        return None
+    content = message.content
+    if not isinstance(content, list) or len(content) != 1 or not isinstance(content[0], dict):
+        return None
+    return content[0]
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A checkpoint record as found in the session: its message's uid and id, and its part."""
+
+    uid: str
+    message_id: int
+    part: dict[str, Any]
+
+    def reference(self, versions: Mapping[str, Any], channel: str, version: Any) -> list[Any] | None:
+        """Where this checkpoint's value of `channel` at `version` is stored: [uid, message id].
+
+        `versions` are this checkpoint's channel versions. None when it holds no value for
+        the channel at that version (a child then stores the value itself)."""
+        if versions.get(channel, _ABSENT) != version:
+            return None
+        if channel in self.part["blobs"]:
+            return [self.uid, self.message_id]
+        return self.part["refs"].get(channel)
+
+
+_ABSENT = object()

@@ -1,0 +1,241 @@
+"""LangGraph's checkpoint saver on sessiondb: the SDK's conformance suite and real graphs,
+on both backends."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from collections import Counter
+from typing import Annotated, TypedDict
+
+import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.conformance import checkpointer_test, validate
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+
+import sessiondb
+from sessiondb.adapters.langgraph import SessiondbSaver
+from sessiondb.adapters.langgraph_records import session_id_of
+
+
+def test_the_conformance_suite_passes(store):
+    @checkpointer_test(name="SessiondbSaver")
+    async def saver():
+        yield SessiondbSaver(store=store)
+
+    report = asyncio.run(validate(saver))
+    failures = {name: r.failures for name, r in report.results.items() if r.detected and not r.passed}
+    assert not failures, failures
+    assert report.passed_all_base()
+    assert {name for name, r in report.results.items() if r.passed} == {
+        "put", "put_writes", "get_tuple", "list", "delete_thread", "copy_thread"}
+
+
+class Chat(TypedDict):
+    messages: Annotated[list, add_messages]
+    turns: int
+
+
+def chat_graph(saver, replies):
+    model = GenericFakeChatModel(messages=iter(replies))
+
+    def answer(state: Chat) -> dict:
+        return {"messages": [model.invoke(state["messages"])], "turns": state.get("turns", 0) + 1}
+
+    builder = StateGraph(Chat)
+    builder.add_node("answer", answer)
+    builder.add_edge(START, "answer")
+    builder.add_edge("answer", END)
+    return builder.compile(checkpointer=saver)
+
+
+def test_a_graph_carries_its_state_from_one_invocation_to_the_next(store_place):
+    location, options = store_place
+    config = {"configurable": {"thread_id": "kyoto"}}
+    with SessiondbSaver(location=location, **options) as saver:
+        graph = chat_graph(saver, [AIMessage("Sunny."), AIMessage("Take a hat.")])
+        graph.invoke({"messages": [HumanMessage("Weather in Kyoto?")]}, config)
+    with SessiondbSaver(location=location, **options) as saver:  # another handle: only the store remembers
+        graph = chat_graph(saver, [AIMessage("Take a hat.")])
+        state = asyncio.run(graph.ainvoke({"messages": [HumanMessage("What should I bring?")]}, config))
+        assert state["turns"] == 2
+        assert [m.content for m in state["messages"]] == [
+            "Weather in Kyoto?", "Sunny.", "What should I bring?", "Take a hat."]
+        history = list(graph.get_state_history(config))
+        assert len(history) == 6 and history[0].values == state  # input, start, answer: per run
+        # an earlier checkpoint is still there, exactly: time travel reads it back
+        first_answer = [h for h in history if h.values.get("turns") == 1][-1]  # the oldest
+        assert [m.content for m in first_answer.values["messages"]] == ["Weather in Kyoto?", "Sunny."]
+        session = saver.store.get_session(session_id_of("kyoto"))
+        assert (session.source, session.thread_id) == ("langgraph", "kyoto")
+
+
+def test_a_value_shared_by_checkpoints_is_stored_once(store):
+    saver = SessiondbSaver(store=store)
+    config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    big = "the same long system prompt " * 100
+    for step in range(5):  # the prompt is written at step 1 and never again
+        values, versions = {"step": step}, {"step": step + 1}
+        if step:
+            values["prompt"], versions["prompt"] = big, 1
+        checkpoint = {"v": 1, "id": f"1ef{step:033d}", "ts": "2026-12-01T10:00:00+00:00",
+                      "channel_values": values, "channel_versions": versions, "versions_seen": {}}
+        new = {"prompt": 1, "step": step + 1} if step == 1 else {"step": step + 1}
+        config = saver.put(config, checkpoint, {"source": "loop", "step": step}, new)
+    rows = store.transcript(session_id_of("t"))
+    assert len(rows) == 5
+    blob = base64.b64encode(saver.serde.dumps_typed(big)[1]).decode()
+    assert sum(json.dumps(r.content).count(blob) for r in rows) == 1
+    for tup in saver.list({"configurable": {"thread_id": "t"}}):
+        assert tup.checkpoint["channel_values"].get("prompt") == (big if tup.metadata["step"] else None)
+    # a copy refers to its own copy of the record, read at its id: one page, one read
+    saver.copy_thread("t", "copy")
+    calls = counting_reads(store)
+    assert saver.get_tuple({"configurable": {"thread_id": "copy"}}).checkpoint["channel_values"]["prompt"] == big
+    assert len(calls) == 2
+
+
+def counting_reads(store) -> list[int]:
+    """The number of rows each transcript() call of `store` returns from now on."""
+    calls: list[int] = []
+    real = store.transcript
+
+    def counting(*args, **kwargs):
+        rows = real(*args, **kwargs)
+        calls.append(len(rows))
+        return rows
+
+    store.transcript = counting
+    return calls
+
+
+def test_a_retry_storm_stores_nothing_twice(store):
+    saver = SessiondbSaver(store=store)
+    base = {"configurable": {"thread_id": "storm", "checkpoint_ns": ""}}
+    checkpoint = {"v": 1, "id": "1ef00000000000000000000000000001", "ts": "2026-12-01T10:00:00+00:00",
+                  "channel_values": {"x": [1, 2]}, "channel_versions": {"x": 1}, "versions_seen": {}}
+
+    def retry():
+        for _ in range(10):
+            stored = saver.put(base, checkpoint, {"source": "input", "step": -1}, {"x": 1})
+            saver.put_writes(stored, [("x", [3]), ("y", "why")], "task-1", "a")
+            saver.put_writes(stored, [("__error__", "boom")], "task-2")
+
+    workers = [threading.Thread(target=retry) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    rows = store.transcript(session_id_of("storm"))
+    assert len(rows) == 4 and len({r.uid for r in rows}) == 4
+    tup = saver.get_tuple(base)
+    assert tup.pending_writes == [("task-2", "__error__", "boom"), ("task-1", "x", [3]), ("task-1", "y", "why")]
+    # the task's next attempt fails otherwise: its new error stands, the first is kept beside it
+    saver.put_writes(tup.config, [("__error__", "boom again")], "task-2")
+    assert saver.get_tuple(base).pending_writes[0] == ("task-2", "__error__", "boom again")
+    # a task's write stored once stays as it was; what else the batch holds is stored
+    saver.put_writes(tup.config, [("x", [99]), ("y", "why"), ("z", "zed")], "task-1", "a")
+    assert saver.get_tuple(base).pending_writes[1:] == [("task-1", "x", [3]), ("task-1", "y", "why"),
+                                                        ("task-1", "z", "zed")]
+
+
+def test_eight_threads_at_once_each_keep_their_own_state(store):
+    saver = SessiondbSaver(store=store)
+    errors = []
+
+    def run(n: int) -> None:
+        try:
+            graph = chat_graph(saver, [AIMessage(f"answer {n}.{i}") for i in range(3)])
+            for i in range(3):
+                graph.invoke({"messages": [HumanMessage(f"question {n}.{i}")]},
+                             {"configurable": {"thread_id": f"thread-{n}"}})
+        except Exception as exc:  # noqa: BLE001 - reported below, with the thread it failed in
+            errors.append((n, exc))
+
+    runs = [threading.Thread(target=run, args=(n,)) for n in range(8)]
+    for each in runs:
+        each.start()
+    for each in runs:
+        each.join()
+    assert not errors
+    for n in range(8):
+        config = {"configurable": {"thread_id": f"thread-{n}"}}
+        state = saver.get_tuple(config).checkpoint["channel_values"]
+        assert state["turns"] == 3
+        assert [m.content for m in state["messages"]] == [
+            text for i in range(3) for text in (f"question {n}.{i}", f"answer {n}.{i}")]
+        ids = [t.checkpoint["id"] for t in saver.list(config)]
+        assert len(ids) == 9 == len(set(ids))
+    everything = [t.config["configurable"]["thread_id"] for t in saver.list(None)]  # every thread of the store
+    assert Counter(everything) == {f"thread-{n}": 9 for n in range(8)}
+
+
+WRITER = """
+import sys
+import sessiondb
+from langchain_core.messages import AIMessage, HumanMessage
+sys.path.insert(0, {tests!r})
+from test_langgraph import chat_graph
+from sessiondb.adapters.langgraph import SessiondbSaver
+
+with SessiondbSaver({location!r}, **{options!r}) as saver:
+    graph = chat_graph(saver, [AIMessage("answer " + sys.argv[1] + "." + str(i)) for i in range(4)])
+    for i in range(4):
+        graph.invoke({{"messages": [HumanMessage("question " + sys.argv[1] + "." + str(i))]}},
+                     {{"configurable": {{"thread_id": "shared"}}}})
+"""
+
+
+def test_two_processes_on_one_thread_lose_and_double_nothing(store_place, tmp_path):
+    location, options = store_place
+    program = WRITER.format(tests=str(Path(__file__).parent), location=location,
+                            options=options)
+    procs = [subprocess.Popen([sys.executable, "-c", program, name], stderr=subprocess.PIPE, text=True)
+             for name in ("a", "b")]
+    for proc in procs:
+        assert proc.wait(timeout=240) == 0, proc.stderr.read()
+    with SessiondbSaver(location=location, **options) as saver:
+        config = {"configurable": {"thread_id": "shared"}}
+        tuples = list(saver.list(config))
+        # every invocation stored its input and its answer checkpoint, once
+        assert len(tuples) == 24 == len({t.checkpoint["id"] for t in tuples})
+        rows = saver.store.transcript(session_id_of("shared"))
+        assert Counter(r.uid for r in rows).most_common(1)[0][1] == 1
+        # every answer either process gave is in some checkpoint, read back exactly
+        answers = {m.content for t in tuples for m in t.checkpoint["channel_values"].get("messages", [])
+                   if isinstance(m, AIMessage)}
+        assert answers == {f"answer {p}.{i}" for p in "ab" for i in range(4)}
+        for t in tuples:
+            assert saver.get_tuple(t.config).checkpoint == t.checkpoint
+
+
+def test_the_latest_checkpoint_of_a_long_thread_is_read_from_its_end(store):
+    saver = SessiondbSaver(store=store)
+    graph = chat_graph(saver, [AIMessage(f"answer {i}") for i in range(51)])
+    config = {"configurable": {"thread_id": "long"}}
+    for i in range(50):
+        graph.invoke({"messages": [HumanMessage(f"q {i}")]}, config)
+    assert len(store.transcript(session_id_of("long"))) > 4 * 64  # a thread of ~300 records
+    read = counting_reads(store)
+    latest = saver.get_tuple(config)
+    assert latest.checkpoint["channel_values"]["turns"] == 50
+    assert sum(read) <= 64  # one page from its end
+    read.clear()
+    graph.invoke({"messages": [HumanMessage("one more")]}, config)
+    assert sum(read) <= 4 * 64  # the run's reads and its puts' parent lookups stay at the end
+
+
+def test_a_config_without_a_thread_is_refused(store):
+    saver = SessiondbSaver(store=store)
+    with pytest.raises(sessiondb.InvalidInput, match="thread_id"):
+        saver.get_tuple({"configurable": {}})
+    with pytest.raises(sessiondb.InvalidInput, match="checkpoint_id"):
+        saver.put_writes({"configurable": {"thread_id": "t"}}, [("x", 1)], "task")
+    assert store.list_sessions().items == []
