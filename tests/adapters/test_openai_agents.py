@@ -196,7 +196,8 @@ def test_one_batch_retried_at_once_from_two_processes_is_stored_once(where, open
     assert texts(run(session.get_items())) == texts([{"role": "user", "content": "start"}] + batch)
 
 
-def test_a_compaction_during_a_run_keeps_the_runs_writes_after_the_summary(open_session):
+@pytest.mark.parametrize("mode", ["in_place", "rotate"])
+def test_a_compaction_during_a_run_keeps_the_runs_writes_after_the_summary(open_session, mode):
     summary = [{"role": "assistant", "content": "Summary: the user asked about Kyoto."}]
     leased, release = asyncio.Event(), asyncio.Event()
     covered = []
@@ -208,7 +209,7 @@ def test_a_compaction_during_a_run_keeps_the_runs_writes_after_the_summary(open_
         return summary
 
     async def scenario():
-        session = open_session(summarise=summarise)
+        session = open_session(summarise=summarise, compaction_mode=mode)
         await Runner.run(agent(ScriptedModel(script("before"))), "Kyoto?", session=session)
         before = await session.get_items()
         compaction = asyncio.create_task(session.run_compaction({"force": True}))
@@ -223,9 +224,38 @@ def test_a_compaction_during_a_run_keeps_the_runs_writes_after_the_summary(open_
     after = run(session.get_items())
     assert after[0] == summary[0] and len(after) == 1 + 4
     assert after[1]["content"] == "And Osaka?" and after[-1]["content"][0]["text"] == "answer during"
-    archived = session.store.transcript(session.store_session_id, include_compacted=True)
+    lineage = session.store.lineage(session.store_session_id)
+    assert len(lineage) == (2 if mode == "rotate" else 1)
+    archived = [m for s in lineage for m in session.store.transcript(s.id, include_compacted=True)]
     assert len(archived) == 4 + 1 + 4  # nothing lost: the covered history is archived, still searchable
     assert [h.state for h in run(session.search("Kyoto"))].count("compacted") == 1
+
+
+class WriteAfterLease:
+    """The store, with another writer's message landing right after a compaction lease is taken."""
+
+    def __init__(self, store, item):
+        self.store, self.item = store, item
+
+    def __getattr__(self, name):
+        return getattr(self.store, name)
+
+    def begin_compaction(self, session_id, **options):
+        lease = self.store.begin_compaction(session_id, **options)
+        run(SessiondbSession(session_id, store=self.store).add_items([self.item]))
+        return lease
+
+
+def test_a_write_just_after_the_lease_is_not_summarised(where):
+    late = {"role": "user", "content": "written after the lease"}
+    covered = []
+    with sessiondb.open_store(where[0], **where[1]) as store:
+        session = SessiondbSession("s", store=WriteAfterLease(store, late),
+                                   summarise=lambda items: covered.extend(items) or [{"role": "user", "content": "gist"}])
+        run(session.add_items([{"role": "user", "content": "early"}]))
+        run(session.run_compaction({"force": True}))
+        assert texts(covered) == texts([{"role": "user", "content": "early"}])
+        assert texts(run(session.get_items())) == texts([{"role": "user", "content": "gist"}, late])
 
 
 def test_an_automatic_compaction_waits_for_its_threshold(open_session):
@@ -242,7 +272,8 @@ def test_an_automatic_compaction_waits_for_its_threshold(open_session):
 
 def test_pop_and_clear_undo_and_keep_history(open_session):
     session = open_session()
-    items = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
+    items = [{"role": "user", "content": "a"}, {"id": "msg_b", "type": "message", "role": "assistant",
+                                                 "content": [{"type": "output_text", "text": "b"}]}]
     run(session.add_items(items))
     assert run(session.pop_item()) == items[1]
     assert texts(run(session.get_items())) == texts(items[:1])
@@ -280,6 +311,11 @@ def test_a_handed_in_store_stays_open_and_an_opened_one_is_closed(tmp_path):
                 await session.add_items([{"role": "user", "content": "hi"}])
         run(use())
         assert store.transcript("s")[0].text == "hi"
+        closed = SessiondbSession("s", store=store)
+        closed.close()
+        with pytest.raises(sessiondb.StoreClosed):  # a closed session writes nothing, its store open or not
+            run(closed.add_items([{"role": "user", "content": "late"}]))
+        assert len(store.transcript("s")) == 1
     owned = SessiondbSession("s", tmp_path / "s.db")
     owned.close()
     with pytest.raises(sessiondb.StoreClosed):
