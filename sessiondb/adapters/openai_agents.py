@@ -19,7 +19,7 @@ import hashlib
 import inspect
 import os
 from functools import partial
-from typing import Any, Awaitable, Callable, Sequence
+from typing import Any, Awaitable, Callable
 
 from agents.items import TResponseInputItem
 from agents.memory import OpenAIResponsesCompactionArgs, SessionABC, SessionSettings
@@ -29,18 +29,14 @@ from agents.memory.openai_responses_compaction_session import (
 from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
 from agents.result import RunResult
 
-from ..errors import CompactionBusy, InvalidInput, NotFound, SessionExists, StoreClosed
+from ..errors import CompactionBusy, InvalidInput, NotFound, StoreClosed
 from ..inputs import check_session_id
-from ..model import Message, Role, SearchHit, Session, Usage
+from ..model import SearchHit, Usage
 from ..store.aio import AsyncStore
 from ..store.contract import Store
-from .agents_items import from_message, item_uid, normalise, to_message
+from .agents_conversation import SOURCE, StoredConversation
+from .agents_items import from_message, normalise
 from .binding import StoreBinding
-
-SOURCE = "openai-agents"
-#: Session metadata: the SDK's own id (when it was mapped) and the undo epoch.
-ORIGINAL_ID = "openai_agents_session_id"
-EPOCH = "openai_agents_epoch"
 
 Items = list[TResponseInputItem]
 #: Replaces the covered history with its summary items (a model call, usually).
@@ -88,6 +84,7 @@ class SessiondbSession(SessionABC):
         self._compaction = {"mode": compaction_mode, "ttl": compaction_ttl}
         self._binding = StoreBinding(store, location, **open_options)
         self._store = self._binding.sync
+        self._conversation = StoredConversation(self._store, self.store_session_id, session_id)
         self._closed = False
 
     @property
@@ -99,10 +96,11 @@ class SessiondbSession(SessionABC):
 
     async def get_items(self, limit: int | None = None) -> Items:
         """The live conversation (across compactions and rotations), the newest `limit` items."""
+        self._check_open()
         limit = resolve_session_limit(limit, self.session_settings)
         if limit == 0:
             return []
-        _tip, rows = await self._off_loop(self._live, None if limit is None or limit < 0 else limit)
+        _tip, rows = await self._off_loop(self._conversation.live, None if limit is None or limit < 0 else limit)
         return [from_message(m) for m in rows]
 
     async def add_items(self, items: Items) -> None:
@@ -110,17 +108,17 @@ class SessiondbSession(SessionABC):
         self._check_open()
         batch = [normalise(item, f"item {i}") for i, item in enumerate(items)]
         if batch:
-            await self._off_loop(self._add, batch)
+            await self._off_loop(self._conversation.add, batch)
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Undo the newest item and return it (rewound: kept and restorable, never searched)."""
         self._check_open()
-        return await self._off_loop(self._pop)
+        return await self._off_loop(self._conversation.pop)
 
     async def clear_session(self) -> None:
         """Undo every live item: rewound, kept, restorable with `store.restore_rewound`."""
         self._check_open()
-        await self._off_loop(self._clear)
+        await self._off_loop(self._conversation.clear)
 
     # --- compaction ---------------------------------------------------------------------
 
@@ -154,8 +152,8 @@ class SessiondbSession(SessionABC):
                 return
             summary = self._summarise([from_message(m) for m in covered])
             summary = await summary if inspect.isawaitable(summary) else summary
-            epoch = await self._off_loop(self._epoch)
-            messages = self._messages(list(summary or ()), f"summary-{lease.token}", epoch)
+            epoch = await self._off_loop(self._conversation.epoch)
+            messages = self._conversation.messages(list(summary or ()), f"summary-{lease.token}", epoch)
             if not messages:
                 raise InvalidInput("the summariser returned no items: a compaction needs a summary")
             await self._binding.call("commit_compaction", lease, messages, mode=self._compaction["mode"])
@@ -168,7 +166,7 @@ class SessiondbSession(SessionABC):
     async def search(self, query: str, *, limit: int = 20, include_tools: bool = False) -> list[SearchHit]:
         """This conversation's messages matching `query` (sessiondb's query language), best
         first, compacted history included, rewound never."""
-        return await self._off_loop(self._search, query, limit, include_tools)
+        return await self._off_loop(self._conversation.search, query, limit, include_tools)
 
     async def store_run_usage(self, result: RunResult, *, model: str | None = None, provider: str = "openai") -> None:
         """Add a finished run's model calls to the session's usage, one call per model response.
@@ -177,7 +175,7 @@ class SessiondbSession(SessionABC):
         """
         self._check_open()
         name = model or _model_name(result.last_agent.model)
-        await self._off_loop(self._record_usage, [r.usage for r in result.raw_responses], name, provider)
+        await self._off_loop(self._conversation.record_usage, [r.usage for r in result.raw_responses], name, provider)
 
     async def usage(self) -> Usage:
         """The session's accumulated usage: totals and one row per (model, provider, task)."""
@@ -191,7 +189,7 @@ class SessiondbSession(SessionABC):
         (1 is the first), to ask that turn again differently; this session is unchanged.
         The branch shares this session's store (still this session's to close)."""
         self._check_open()
-        branch = await self._off_loop(self._branch, turn_number, title)
+        branch = await self._off_loop(self._conversation.branch, turn_number, title)
         return SessiondbSession(branch.id, store=self._store, session_settings=self.session_settings,
                                 summarise=self._summarise, should_compact=self._should_compact,
                                 compaction_mode=self._compaction["mode"], compaction_ttl=self._compaction["ttl"])
@@ -207,7 +205,7 @@ class SessiondbSession(SessionABC):
     async def __aexit__(self, *exc: object) -> None:
         self.close()
 
-    # --- the blocking work, each run on a worker thread -----------------------------------
+    # --- the blocking work runs on a worker thread -----------------------------------------
 
     async def _off_loop(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.to_thread(partial(fn, *args))
@@ -215,102 +213,6 @@ class SessiondbSession(SessionABC):
     def _check_open(self) -> None:
         if self._closed:
             raise StoreClosed(f"the session {self.session_id!r} is closed")
-
-    def _root(self, create: bool) -> Session | None:
-        try:
-            return self._store.get_session(self.store_session_id)
-        except NotFound:
-            if not create:
-                return None
-        metadata = {} if self.store_session_id == self.session_id else {ORIGINAL_ID: self.session_id}
-        try:
-            return self._store.create_session(SOURCE, session_id=self.store_session_id, metadata=metadata)
-        except SessionExists:  # another writer created it first
-            return self._store.get_session(self.store_session_id)
-
-    def _epoch(self, root: Session | None = None) -> int:
-        root = root or self._root(create=False)
-        return int(root.metadata.get(EPOCH, 0)) if root else 0
-
-    def _live(self, limit: int | None) -> tuple[Session | None, list[Message]]:
-        """The tip and its newest `limit` live messages, read again if a rotation moved them."""
-        self._check_open()
-        while True:
-            try:
-                tip = self._store.tip(self.store_session_id)
-            except NotFound:
-                return None, []
-            rows = (self._store.transcript(tip.id) if limit is None
-                    else self._store.transcript(tip.id, limit=limit, order="desc")[::-1])
-            if self._store.tip(self.store_session_id).id == tip.id:
-                return tip, rows
-
-    def _add(self, batch: list[tuple[dict[str, Any], str]]) -> None:
-        root = self._root(create=True)
-        tip, tail = self._live(len(batch))
-        stored = [from_message(m) for m in tail]
-        given = [item for item, _text in batch]
-        # A batch that starts with the newest stored items is a retry (or the whole history
-        # handed back): those are stored already, and what follows them lands after them.
-        done = next((k for k in range(min(len(stored), len(given)), 0, -1) if stored[-k:] == given[:k]), 0)
-        messages = self._messages(batch[done:], tail[-1].uid if tail else "", self._epoch(root))
-        if messages:
-            self._store.append((tip or root).id, messages)
-
-    def _messages(self, batch: Sequence[Any], follows: str, epoch: int) -> list[dict[str, Any]]:
-        """The messages storing `batch` (items, or (item, JSON text) pairs) after uid `follows`."""
-        names: dict[str, str] = {}
-        messages = []
-        for i, entry in enumerate(batch):
-            item, text = entry if isinstance(entry, tuple) else normalise(entry, f"summary item {i}")
-            follows = item_uid(item, follows, epoch)
-            messages.append(to_message(item, text, follows, names))
-        return messages
-
-    def _undo_epoch(self) -> None:
-        """Let items undone from here be added again: later uids differ from the undone ones."""
-        root = self._root(create=False)
-        if root is not None:
-            self._store.update_metadata(root.id, {EPOCH: self._epoch(root) + 1})
-
-    def _pop(self) -> TResponseInputItem | None:
-        tip, tail = self._live(2)
-        if not tail:
-            return None
-        self._undo_epoch()
-        self._store.rewind(tip.id, tail[-2].id if len(tail) > 1 else 0)
-        return from_message(tail[-1])
-
-    def _clear(self) -> None:
-        tip, tail = self._live(1)
-        if tail:
-            self._undo_epoch()
-            self._store.rewind(tip.id, 0)
-
-    def _search(self, query: str, limit: int, include_tools: bool) -> list[SearchHit]:
-        try:
-            lineage = self._store.lineage(self.store_session_id)
-        except NotFound:
-            return []
-        hits = [hit for s in lineage
-                for hit in self._store.search(query, session_id=s.id, limit=limit, include_tools=include_tools)]
-        return sorted(hits, key=lambda hit: -hit.score)[:limit]
-
-    def _record_usage(self, usages: list[Any], model: str, provider: str) -> None:
-        root = self._root(create=True)
-        for u in usages:
-            self._store.record_usage(
-                root.id, model=model, provider=provider, input_tokens=u.input_tokens, output_tokens=u.output_tokens,
-                cache_read_tokens=u.input_tokens_details.cached_tokens or 0,
-                reasoning_tokens=u.output_tokens_details.reasoning_tokens or 0)
-
-    def _branch(self, turn_number: int, title: str | None) -> Session:
-        tip, rows = self._live(None)
-        users = [i for i, m in enumerate(rows) if m.role == Role.USER.value]
-        if isinstance(turn_number, bool) or not isinstance(turn_number, int) or not 1 <= turn_number <= len(users):
-            raise InvalidInput(f"turn_number must be between 1 and {len(users)} (the conversation's user turns)")
-        at = users[turn_number - 1]
-        return self._store.branch(tip.id, rows[at - 1].id if at else 0, title=title)
 
 
 def _model_name(model: Any) -> str:
