@@ -166,6 +166,7 @@ class SessiondbSession(SessionABC):
     async def search(self, query: str, *, limit: int = 20, include_tools: bool = False) -> list[SearchHit]:
         """This conversation's messages matching `query` (sessiondb's query language), best
         first, compacted history included, rewound never."""
+        self._check_open()
         return await self._off_loop(self._conversation.search, query, limit, include_tools)
 
     async def store_run_usage(self, result: RunResult, *, model: str | None = None, provider: str = "openai") -> None:
@@ -179,6 +180,7 @@ class SessiondbSession(SessionABC):
 
     async def usage(self) -> Usage:
         """The session's accumulated usage: totals and one row per (model, provider, task)."""
+        self._check_open()
         try:
             return await self._binding.call("usage", self.store_session_id)
         except NotFound:

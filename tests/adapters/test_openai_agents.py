@@ -10,6 +10,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -20,8 +21,7 @@ import sessiondb
 from sessiondb.adapters.openai_agents import SessiondbSession, store_session_id
 
 sys.path.insert(0, str(Path(__file__).parent))
-import agents_worker  # noqa: E402  (tests/adapters/agents_worker.py, found through the line above)
-from agents_worker import ScriptedModel, agent, answer, script  # noqa: E402
+from agents_worker import ScriptedModel, agent, answer, script  # noqa: E402  (found through the line above)
 
 WORKER = Path(__file__).parent / "agents_worker.py"
 
@@ -302,6 +302,38 @@ def test_usage_and_branches(open_session):
     assert branch.store.get_session(branch.store_session_id).parent_session_id == session.store_session_id
     with pytest.raises(sessiondb.InvalidInput, match="turn_number"):
         run(session.create_branch_from_turn(3))
+
+
+class HeldStore:
+    """The store, whose reads wait until the event loop has run something else."""
+
+    def __init__(self, store):
+        self.store, self.loop_ran = store, threading.Event()
+
+    def __getattr__(self, name):
+        return getattr(self.store, name)
+
+    def transcript(self, *args, **options):
+        if not self.loop_ran.wait(timeout=10):
+            raise AssertionError("the event loop never ran while the store was being read")
+        return self.store.transcript(*args, **options)
+
+
+def test_the_store_is_called_off_the_event_loop(tmp_path):
+    with sessiondb.open_store(tmp_path / "s.db") as store:
+        held = HeldStore(store)
+        session = SessiondbSession("s", store=held)
+        held.loop_ran.set()
+        run(session.add_items([{"role": "user", "content": "hi"}]))
+        held.loop_ran.clear()
+
+        async def meanwhile():
+            held.loop_ran.set()
+
+        async def both():
+            return await asyncio.gather(session.get_items(), meanwhile())
+
+        assert run(both()) == [[{"role": "user", "content": "hi"}], None]
 
 
 def test_a_handed_in_store_stays_open_and_an_opened_one_is_closed(tmp_path):
