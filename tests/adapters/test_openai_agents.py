@@ -144,6 +144,16 @@ def test_bad_items_are_refused_and_nothing_is_written(open_session):
     assert run(session.get_items()) == []
 
 
+def test_a_batch_lands_whole_or_not_at_all(open_session):
+    session = open_session()
+    said = {"id": "msg_x", "type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "A"}]}
+    run(session.add_items([said]))
+    changed = {**said, "content": [{"type": "output_text", "text": "B"}]}
+    with pytest.raises(sessiondb.MessageConflict):
+        run(session.add_items([{"role": "user", "content": "first of the batch"}, changed]))
+    assert texts(run(session.get_items())) == texts([said])
+
+
 def test_retries_and_the_whole_history_again_store_nothing_twice(open_session):
     session, other = open_session(), open_session()
     run(Runner.run(agent(ScriptedModel(script("a"))), "first question", session=session))
@@ -256,6 +266,21 @@ def test_a_write_just_after_the_lease_is_not_summarised(where):
         run(session.run_compaction({"force": True}))
         assert texts(covered) == texts([{"role": "user", "content": "early"}])
         assert texts(run(session.get_items())) == texts([{"role": "user", "content": "gist"}, late])
+
+
+def test_a_summariser_that_fails_writes_nothing_and_frees_the_lease(open_session):
+    def failing(items):
+        raise RuntimeError("the summary model is down")
+
+    session = open_session(summarise=failing)
+    items = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
+    run(session.add_items(items))
+    with pytest.raises(RuntimeError, match="down"):
+        run(session.run_compaction({"force": True}))
+    assert texts(run(session.get_items())) == texts(items)
+    again = open_session(summarise=lambda items: [{"role": "user", "content": "gist"}])
+    run(again.run_compaction({"force": True}))  # the lease was released: no CompactionBusy
+    assert texts(run(again.get_items())) == texts([{"role": "user", "content": "gist"}])
 
 
 def test_an_automatic_compaction_waits_for_its_threshold(open_session):
