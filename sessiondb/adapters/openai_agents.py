@@ -27,6 +27,7 @@ from agents.memory.openai_responses_compaction_session import (
     DEFAULT_COMPACTION_THRESHOLD, select_compaction_candidate_items,
 )
 from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
+from agents.models import get_default_model
 from agents.result import RunResult
 
 from ..errors import CompactionBusy, InvalidInput, NotFound, StoreClosed
@@ -81,7 +82,7 @@ class SessiondbSession(SessionABC):
         self.session_settings = coerce_session_settings(session_settings or SessionSettings())
         self._summarise = summarise
         self._should_compact = should_compact
-        self._compaction = {"mode": compaction_mode, "ttl": compaction_ttl}
+        self._compaction_mode, self._compaction_ttl = compaction_mode, compaction_ttl
         self._binding = StoreBinding(store, location, **open_options)
         self._store = self._binding.sync
         self._conversation = StoredConversation(self._store, self.store_session_id, session_id)
@@ -140,7 +141,7 @@ class SessiondbSession(SessionABC):
             return
         try:
             lease = await self._binding.call("begin_compaction", self.store_session_id, holder=SOURCE,
-                                             ttl=self._compaction["ttl"])
+                                             ttl=self._compaction_ttl)
         except (CompactionBusy, NotFound):
             if force:
                 raise
@@ -156,7 +157,7 @@ class SessiondbSession(SessionABC):
             messages = self._conversation.messages(list(summary or ()), f"summary-{lease.token}", epoch)
             if not messages:
                 raise InvalidInput("the summariser returned no items: a compaction needs a summary")
-            await self._binding.call("commit_compaction", lease, messages, mode=self._compaction["mode"])
+            await self._binding.call("commit_compaction", lease, messages, mode=self._compaction_mode)
         except BaseException:
             await asyncio.shield(self._binding.call("abort_compaction", lease))
             raise
@@ -194,7 +195,7 @@ class SessiondbSession(SessionABC):
         branch = await self._off_loop(self._conversation.branch, turn_number, title)
         return SessiondbSession(branch.id, store=self._store, session_settings=self.session_settings,
                                 summarise=self._summarise, should_compact=self._should_compact,
-                                compaction_mode=self._compaction["mode"], compaction_ttl=self._compaction["ttl"])
+                                compaction_mode=self._compaction_mode, compaction_ttl=self._compaction_ttl)
 
     def close(self) -> None:
         """Close the store if this session opened it; a handed-in store stays open."""
@@ -218,7 +219,10 @@ class SessiondbSession(SessionABC):
 
 
 def _model_name(model: Any) -> str:
+    """The name of an agent's model: as given, a model object's own name, or the SDK's default."""
+    if model is None:
+        return get_default_model()
     if isinstance(model, str):
         return model
     name = getattr(model, "model", None)
-    return name if isinstance(name, str) else type(model).__name__ if model is not None else "default"
+    return name if isinstance(name, str) else type(model).__name__

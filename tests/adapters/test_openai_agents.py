@@ -319,6 +319,8 @@ def test_usage_and_branches(open_session):
     usage = run(session.usage())
     assert (usage.calls, usage.input_tokens, usage.output_tokens) == (2, 22, 14)
     assert usage.rows[0].model == "scripted"
+    run(session.store_run_usage(result))  # named after the agent's model; counted again
+    assert {(r.model, r.calls) for r in run(session.usage()).rows} == {("scripted", 2), ("ScriptedModel", 2)}
 
     branch = run(session.create_branch_from_turn(2, title="Ask two again"))
     assert texts(run(branch.get_items())) == texts(run(session.get_items())[:4])
