@@ -186,8 +186,10 @@ def test_two_processes_with_four_runs_each_lose_and_double_nothing(where, open_s
     workers = [subprocess.Popen([sys.executable, str(WORKER), "runs", location, json.dumps(options), "shared",
                                  f"p{p}", "4"]) for p in range(2)]
     assert [w.wait(timeout=240) for w in workers] == [0, 0]
-    items = run(open_session("shared").get_items())
+    session = open_session("shared")
+    items = run(session.get_items())
     assert len(items) == 8 * 4
+    assert session.store.verify().ok
     for tag in (f"p{p}-{i}" for p in range(2) for i in range(4)):
         mine = [i for i in items if tag in json.dumps(i)]
         assert [i.get("type", "message") for i in mine] == [
