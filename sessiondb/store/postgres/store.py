@@ -21,11 +21,11 @@ from ... import home as homes
 from ...errors import InvalidInput, StoreClosed
 from ...formats import SessionGroup
 from ...model import (
-    ImportOutcome, Lease, MaintenanceReport, Message, Page, SearchHit, Session, StoreStats, Usage, VerifyReport,
+    ImportOutcome, Lease, MaintenanceReport, Message, Page, SearchHit, Session, StoreStats, Turn, Usage, VerifyReport,
 )
 from .. import commands as cmd
 from .. import listing
-from . import compaction, lineage, maintenance, messages, migrations, search, sessions, transfer, usage, verify
+from . import compaction, lineage, maintenance, messages, migrations, search, sessions, transfer, turns, usage, verify
 from .batching import AppendBatcher
 from .connect import DEFAULT_PATIENCE, DEFAULT_POOL_SIZE, EXTENSIONS_SCHEMA, Database, connect
 from .routing import RoutingTable
@@ -102,6 +102,8 @@ class PostgresBackend:
                                                     query.limit))
 
     def change_session(self, session_id: str, change: cmd.SessionChange) -> Session:
+        if isinstance(change, cmd.SetFlags):
+            return self._run(partial(lineage.set_flags, session_id=session_id, change=change))
         return self._run(partial(sessions.change, session_id=session_id, change=change))
 
     def delete_session(self, session_id: str) -> None:
@@ -181,6 +183,20 @@ class PostgresBackend:
 
     def verify(self) -> VerifyReport:
         return self._read(verify.verify)
+
+    # --- turns ---------------------------------------------------------------------------
+
+    def begin_turn(self, command: cmd.BeginTurn) -> Turn:
+        return self._run(partial(turns.begin, command=command))
+
+    def end_turn(self, command: cmd.EndTurn) -> Turn:
+        return self._run(partial(turns.end, command=command))
+
+    def get_turn(self, turn_id: str) -> Turn:
+        return self._read(partial(turns.get, turn_id=turn_id))
+
+    def turns(self, session_id: str, limit: int) -> list[Turn]:
+        return self._read(partial(turns.of_session, session_id=session_id, limit=limit))
 
     # --- transfer ------------------------------------------------------------------------
 

@@ -31,11 +31,19 @@ _CHECKS = (
                    AS calls
             FROM messages WHERE state = 'active' GROUP BY session_id) AS c ON c.session_id = s.id
         WHERE s.message_count <> coalesce(c.n, 0) OR s.tool_call_count <> coalesce(c.calls, 0) LIMIT 20"""),
-    ("seq never goes down in commit order", """
+    # A compaction's summary takes the seq of the newest row it replaces, and the rows it
+    # keeps verbatim follow with the lower seq they had: a fall right after a row whose seq
+    # another row of the session (or of the parent it was rotated from) shares is that head.
+    ("seq never goes down in commit order", f"""
         SELECT 'session ' || session_id || ': message ' || id || ' has seq ' || seq || ' after ' || prev
-        FROM (SELECT session_id, id, seq, lag(seq) OVER (PARTITION BY session_id ORDER BY id) AS prev
-              FROM messages) AS ordered
-        WHERE seq < prev LIMIT 20"""),
+        FROM (SELECT session_id, id, seq, lag(seq) OVER w AS prev, lag(id) OVER w AS prev_id
+              FROM messages WHERE state = 'active' WINDOW w AS (PARTITION BY session_id ORDER BY id)) AS ordered
+        WHERE seq < prev AND NOT EXISTS (
+            SELECT 1 FROM messages AS o WHERE o.seq = ordered.prev AND o.id <> ordered.prev_id
+              AND (o.session_id = ordered.session_id OR o.session_id = (
+                   SELECT parent_session_id FROM sessions
+                   WHERE id = ordered.session_id AND parent_relation = '{COMPRESSION}')))
+        LIMIT 20"""),
     ("the search words of every row are its text's", """
         SELECT 'message ' || id || ' carries stale search words' FROM messages
         WHERE words IS DISTINCT FROM to_tsvector('words', search_text(role, content, parts)) LIMIT 20"""),
