@@ -10,6 +10,7 @@ layer (store/checked.py).
 from __future__ import annotations
 
 import threading
+import uuid
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
@@ -34,6 +35,7 @@ T = TypeVar("T")
 #: durability -> the server's synchronous_commit: "normal" may lose the last commits of a
 #: server crash (never of a client's), "full" loses none.
 DURABILITY = {"full": "on", "normal": "off"}
+CALL_MEMORY = 3600.0  # seconds a record_usage call's id is kept, at least (twice the patience if longer)
 
 
 class PostgresBackend:
@@ -164,7 +166,9 @@ class PostgresBackend:
 
     def record_usage(self, command: cmd.RecordUsage) -> None:
         key = (command.model, command.provider, command.task)
-        self._run(partial(usage.record, session_id=command.session_id, key=key, amounts=command.amounts))
+        # Minted once, outside the retries: every attempt of this call carries the same id.
+        self._run(partial(usage.record, session_id=command.session_id, key=key, amounts=command.amounts,
+                          call_id=uuid.uuid4().hex, keep=max(2 * self._db.patience, CALL_MEMORY)))
 
     def usage(self, session_id: str) -> Usage:
         return self._read(partial(usage.total, session_id=session_id))

@@ -17,9 +17,9 @@ import psycopg
 from psycopg import sql
 
 from ....errors import NotASessionStore
-from . import m0001_core, m0002_turns, m0003_lease_holders
+from . import m0001_core, m0002_turns, m0003_lease_holders, m0004_usage_calls
 
-MIGRATIONS = [(m.NAME, m.SQL) for m in (m0001_core, m0002_turns, m0003_lease_holders)]
+MIGRATIONS = [(m.NAME, m.SQL) for m in (m0001_core, m0002_turns, m0003_lease_holders, m0004_usage_calls)]
 #: One key for every schema of a database: the extensions they share are created once too.
 LOCK_KEY = 0x5E55_10DB
 
