@@ -25,8 +25,8 @@ from ...model import (
     ImportOutcome, Lease, MaintenanceReport, Message, Page, SearchHit, Session, StoreStats, Turn, Usage, VerifyReport,
 )
 from .. import commands as cmd
-from .. import listing
-from . import compaction, lineage, maintenance, messages, migrations, search, sessions, transfer, turns, usage, verify
+from .. import listing, turn_rows
+from . import compaction, lineage, maintenance, messages, migrations, search, sessions, transfer, usage, verify
 from .batching import AppendBatcher
 from .connect import DEFAULT_PATIENCE, DEFAULT_POOL_SIZE, EXTENSIONS_SCHEMA, Database, connect
 from .routing import RoutingTable
@@ -191,16 +191,17 @@ class PostgresBackend:
     # --- turns ---------------------------------------------------------------------------
 
     def begin_turn(self, command: cmd.BeginTurn) -> Turn:
-        return self._run(partial(turns.begin, command=command))
+        return self._run(partial(turn_rows.begin, command=command, mark="%s", require=sessions.require))
 
     def end_turn(self, command: cmd.EndTurn) -> Turn:
-        return self._run(partial(turns.end, command=command))
+        return self._run(partial(turn_rows.end, command=command, mark="%s", lock=" FOR NO KEY UPDATE"))
 
     def get_turn(self, turn_id: str) -> Turn:
-        return self._read(partial(turns.get, turn_id=turn_id))
+        return self._read(partial(turn_rows.get, turn_id=turn_id, mark="%s"))
 
     def turns(self, session_id: str, limit: int) -> list[Turn]:
-        return self._read(partial(turns.of_session, session_id=session_id, limit=limit))
+        return self._read(partial(turn_rows.of_session, session_id=session_id, limit=limit, mark="%s",
+                                         require=sessions.require))
 
     # --- transfer ------------------------------------------------------------------------
 
