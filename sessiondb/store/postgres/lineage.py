@@ -82,7 +82,10 @@ def tip(conn: psycopg.Connection, session_id: str) -> Session:
 def lineage(conn: psycopg.Connection, session_id: str) -> list[Session]:
     """The compression chain through `session_id`: root first, tip last."""
     path, _ = resolve(conn, session_id)
-    return [sessions.get(conn, sid) for sid in [*reversed(ancestors(conn, session_id)), *path]]
+    chain = [*reversed(ancestors(conn, session_id)), *path]
+    rows = {row[0]: row for row in conn.execute(f"SELECT {sessions.COLUMNS} FROM sessions WHERE id = ANY(%s)",
+                                                (chain,))}
+    return [sessions.from_row(rows[sid]) for sid in chain]
 
 
 def writable(conn: psycopg.Connection, session_id: str) -> str:
