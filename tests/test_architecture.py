@@ -27,7 +27,8 @@ ALLOWED = {
     "face": {"leaf", "interface", "neutral", "package", "user", "face"},
 }
 LEAVES = {"errors", "model", "inputs", "home", "guidance", "query", "keys", "formats", "exports", "files"}
-INTERFACE = {"store.contract", "store.optional", "store.commands", "store.backend", "store.spool", "store.listing"}
+INTERFACE = {"store.contract", "store.optional", "store.commands", "store.backend", "store.spool", "store.listing",
+             "store.tips", "store.lease_holders", "store.turn_rows"}
 BACKENDS = ("store.sqlite", "store.postgres")
 USERS = ("profiles", "usage", "gateway", "turns", "adapters", "importers")
 FACES = ("cli", "api", "mcp")

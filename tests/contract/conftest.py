@@ -7,16 +7,11 @@ import pytest
 import sessiondb
 
 BACKENDS = ["sqlite", "postgresql"]
-#: The contract files the PostgreSQL backend runs today. The others (lineage and
-#: compaction, search, transfer, the clock, turns, identity reads, late writes, lineage
-#: flags) run on SQLite only until that backend implements what they test.
-ON_POSTGRES = {"test_sessions", "test_messages", "test_usage", "test_async", "test_append_model", "test_routing"}
 
 
 def pytest_generate_tests(metafunc):
     if "backend" in metafunc.fixturenames:
-        module = metafunc.module.__name__.rpartition(".")[2]
-        metafunc.parametrize("backend", [b for b in BACKENDS if b == "sqlite" or module in ON_POSTGRES])
+        metafunc.parametrize("backend", BACKENDS)
 
 
 @pytest.fixture
@@ -48,7 +43,7 @@ def open_backend(backend, tmp_path, request):
         else:  # one schema of its own per store of this test (store_location's for its own), on the suite's server
             location, defaults = request.getfixturevalue("store_location")
             profile = options.pop("profile", None)
-            schema = defaults["schema"] if (name, profile) == ("contract", None) else f"{defaults['schema']}_{name}_{profile or 'main'}".lower()
+            schema = defaults["schema"] if (name, profile) == ("contract", None) else f"{defaults['schema']}_{name}_{profile or 'main'}".lower().replace("-", "_")
             store = sessiondb.open_store(location, profile=profile, schema=schema, **options)
         opened.append(store)
         return store

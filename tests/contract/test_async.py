@@ -4,11 +4,15 @@ that still goes through the one write path, and cancellation that never loses a 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import threading
 import time
 
+import apsw
+import psycopg
 import pytest
+from psycopg import sql
 
 import sessiondb
 from sessiondb import AsyncStore, NotFound, StoreClosed
@@ -132,32 +136,44 @@ def test_async_appends_from_several_stores_on_one_file_share_the_write_path(open
         assert sorted(m.uid for m in check.transcript(sid)) == sorted(f"u{i}" for i in range(90))
 
 
+@contextlib.contextmanager
+def writes_held(backend, astore, sid, tmp_path):
+    """Another connection holds what an append to `sid` must take (SQLite: the file's write
+    lock; PostgreSQL: the session's row), so an append waits inside the store. Yields a
+    probe: whether an append is waiting there."""
+    if backend == "sqlite":
+        holder = apsw.Connection(str(tmp_path / "contract.db"))
+        holder.execute("BEGIN IMMEDIATE")
+        try:
+            yield astore.sync.backend._file.writer._connection_lock.locked
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        return
+    backend_ = astore.sync.backend
+    with psycopg.connect(backend_._db.conninfo, autocommit=True) as holder, holder.transaction():
+        holder.execute(sql.SQL("SELECT 1 FROM {}.sessions WHERE id = %s FOR UPDATE").format(
+            sql.Identifier(backend_.schema)), (sid,))
+        yield lambda: holder.execute(
+            "SELECT count(*) FROM pg_locks WHERE NOT granted AND pid <> pg_backend_pid()").fetchone()[0] > 0
+
+
 def test_a_cancelled_append_still_lands_once_it_was_handed_to_the_writer(backend, open_async, open_backend, tmp_path):
     """Cancelling the coroutine stops the wait, not the write."""
-    if backend != "sqlite":
-        pytest.skip("holds the SQLite write lock to pin the append inside the writer")
-    import apsw
 
     async def main():
         astore = open_async()
         s = await astore.create_session("cli")
-        # Another connection takes the write lock, so the append waits inside the writer.
-        holder = apsw.Connection(str(tmp_path / "contract.db"))
-        holder.execute("BEGIN IMMEDIATE")
-        try:
+        with writes_held(backend, astore, s.id, tmp_path) as waiting:
             task = asyncio.ensure_future(astore.append(s.id, user("must survive", uid="cancelled")))
-            writer = astore.sync.backend._file.writer
             deadline = time.monotonic() + 5
-            while not writer._connection_lock.locked():  # probe: the append is in the writer
-                assert time.monotonic() < deadline, "the append never reached the writer"
+            while not waiting():  # probe: the append is in the store, waiting on the holder
+                assert time.monotonic() < deadline, "the append never reached the store"
                 await asyncio.sleep(0.01)
             await asyncio.sleep(0.05)
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
-        finally:
-            holder.execute("ROLLBACK")
-            holder.close()
         await astore.close()  # waits for calls in flight
         return s.id
 

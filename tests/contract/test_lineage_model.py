@@ -13,16 +13,26 @@ from __future__ import annotations
 import itertools
 import threading
 
+import pytest
 from hypothesis import HealthCheck, event, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
 
 from sessiondb import CompactionBusy, LeaseLost
 
 TTL = 100.0
-SETTINGS = settings(
-    max_examples=100, stateful_step_count=40, deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-)
+#: Examples per run, by backend. A step on a server costs some 70 round trips to it (the
+#: invariant reads every session, its export, the resume and verify() after every step),
+#: three times a step on a file, so the default run takes fewer examples there; the long
+#: tier (`-m long`) runs 300 on each backend.
+EXAMPLES = {"sqlite": 100, "postgresql": 35}
+LONG_EXAMPLES = 300
+
+
+def run_model(open_backend, clock, examples: int) -> None:
+    names = (f"model-{n}" for n in itertools.count())  # a fresh store for every example
+    run_state_machine_as_test(lambda: LineageMachine(open_backend, next(names), clock), settings=settings(
+        max_examples=examples, stateful_step_count=40, deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]))
 
 
 def payload(uid: str) -> dict:
@@ -248,6 +258,10 @@ class LineageMachine(RuleBasedStateMachine):
         assert report.ok and report.notes == [], report.problems
 
 
-def test_the_lineage_model_holds_on_the_store(open_backend, clock):
-    names = (f"model-{n}" for n in itertools.count())  # a fresh store for every example
-    run_state_machine_as_test(lambda: LineageMachine(open_backend, next(names), clock), settings=SETTINGS)
+def test_the_lineage_model_holds_on_the_store(open_backend, clock, backend):
+    run_model(open_backend, clock, EXAMPLES[backend])
+
+
+@pytest.mark.long
+def test_the_lineage_model_holds_on_the_store_at_length(open_backend, clock):
+    run_model(open_backend, clock, LONG_EXAMPLES)

@@ -206,3 +206,19 @@ def test_a_real_compaction_keeps_the_archive_searchable_and_the_indexes_true(sto
     assert not late.compacted and late.session_id == live.id
     assert [h.session_id for h in store.search("zanzibar")] == [live.id]
     check_indexes(store)
+
+
+def test_substring_hits_are_ranked_by_how_often_and_how_densely_they_match(store):
+    sid = store.create_session("cli").id
+    store.append(sid, [
+        {"uid": "once", "role": "user", "content": "a long message that mentions karaoke once, among many other "
+                                                   "words of no interest to anyone looking for it"},
+        {"uid": "often", "role": "user", "content": "karaoke, karaoke and more karaoke"},
+        {"uid": "short", "role": "user", "content": "karaoke tonight"},
+    ])
+    hits = store.search("araok", substring=True)
+    assert uids(hits) == ["often", "short", "once"]  # not newest first: ranked
+    assert hits[0].score > hits[1].score > hits[2].score > 0
+    assert all("<mark>araok</mark>" in h.snippet.lower() for h in hits)
+    # A group with a term shorter than a trigram is a scan: newest first, unranked.
+    assert [h.score for h in store.search("ok", substring=True)] == [0.0, 0.0, 0.0]

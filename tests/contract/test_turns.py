@@ -130,3 +130,17 @@ def test_deleting_a_session_deletes_its_turns(store, sid):
     store.delete_session(sid)
     with pytest.raises(NotFound):
         store.get_turn(turn.id)
+
+
+def test_turns_travel_with_their_session_through_an_export(store, sid, open_backend):
+    first = store.begin_turn(sid, user_uid="u1", cwd="/tree")
+    second = store.begin_turn(sid, user_uid="u2")
+    store.end_turn(first.id, "redirect_limit", receipts=[RECEIPT], continued_by=second.id)
+    exported = list(store.export([sid]))
+    assert exported[-1]["turns"] == 2
+    target = open_backend("target")
+    report = target.import_records(exported)
+    assert (report.turns_imported, report.turns_skipped) == (2, 0)
+    assert target.turns(sid) == store.turns(sid)
+    assert target.import_records(exported).turns_skipped == 2
+    assert target.turns(sid) == store.turns(sid)

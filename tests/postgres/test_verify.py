@@ -14,10 +14,15 @@ def test_a_sound_store_verifies_and_each_broken_invariant_is_named(pg_url, pg_sc
                                         mode="rotate")
         report = store.verify()
         assert report.ok and report.checked["sessions"] == 2 and report.checked["messages"] == 7
-        with store.backend.pool.connection() as conn:  # break three invariants behind the store's back
+        with store.backend.pool.connection() as conn:  # break invariants behind the store's back
             conn.execute("UPDATE sessions SET message_count = 99 WHERE id = %s", (s.id,))
             conn.execute("INSERT INTO messages(session_id, uid, seq, role, content, timestamp) "
                          "VALUES (%s, 'm1', 1, 'user', 'twin', 0)", (child.id,))
+            # A fall of seq no compaction explains (a kept message follows the row whose
+            # seq its summary shares; nothing shares seq 8).
+            conn.execute("INSERT INTO messages(session_id, uid, seq, role, content, timestamp) "
+                         "VALUES (%(s)s, 'late', 8, 'user', 'x', 0), (%(s)s, 'early', 7, 'user', 'y', 0)",
+                         {"s": child.id})
         problems = store.verify().problems
         assert any("counters" in p and s.id in p for p in problems)
         assert any("uid is stored once" in p and "m1" in p for p in problems)

@@ -4,9 +4,10 @@ A lease is a row of `compaction_leases`, never a lock held while a summary is wr
 appends do not read it. Its fencing token comes from a sequence (larger for every lease
 handed out); its watermark is the session's highest message id, read in the transaction
 that takes the lease with the session's row locked, so no append can land between the
-read and the lease. A lease still within its TTL is never taken over: the fleet's
-holders run on other hosts, where this server cannot prove a process dead, so a
-holder's death frees the session when the TTL runs out.
+read and the lease. A lease still within its TTL is taken over only when its holder is
+provably dead, judged by the client asking on its own host (store/lease_holders.py): a holder
+that ran on this host, in this PID namespace, and is gone. A holder on another host
+frees the session when its TTL runs out.
 
 Committing (one transaction, the session locked): the lease is verified (still this
 token, not expired, else LeaseLost and nothing written); active rows up to the watermark
@@ -21,8 +22,6 @@ and the parent ends with reason 'compression'.
 from __future__ import annotations
 
 import json
-import os
-import socket
 from typing import Any, Callable, Sequence
 
 import psycopg
@@ -30,10 +29,12 @@ import psycopg
 from ...errors import CompactionBusy, InvalidInput, LeaseLost, MessageConflict
 from ...model import COMPRESSION, Lease, MessageState, Session
 from ...inputs import NewMessage, new_session_id, continuation_titles
+from .. import lease_holders
 from . import lineage, messages, sessions
 
 
 _LEASE = "session_id, token, watermark, holder, pid, host, ttl, acquired_at, expires_at"
+_HOLDER = "host, boot_id, pid_ns, pid, pid_start"  # who holds it (store/lease_holders.py)
 _MOVED = ("uid, seq, role, content, parts, tool_calls, tool_call_id, tool_name, reasoning, "
           "finish_reason, token_count, timestamp, display_kind, state")
 
@@ -60,21 +61,30 @@ def begin(conn: psycopg.Connection, session_id: str, holder: str | None, ttl: fl
         lineage.lock(conn, target)
     now = clock()
     held = current(conn, target)
-    if held is not None and held.expires_at > now:
+    if held is not None and held.expires_at > now and not _holder_dead(conn, target):
         who = f"{held.holder or 'a compaction'} (pid {held.pid} on {held.host})"
         raise CompactionBusy(
             f"session {target} is already being compacted by {who}; its lease runs "
             f"{held.expires_at - now:.0f} s more. Appends are not affected; retry the compaction "
             "after it finishes or its lease expires")
+    me = lease_holders.this_process()
     row = conn.execute(
-        f"INSERT INTO compaction_leases({_LEASE}) SELECT %(s)s, nextval('compaction_token'), "
-        "coalesce((SELECT max(id) FROM messages WHERE session_id = %(s)s), 0), %(holder)s, %(pid)s, %(host)s, "
-        "%(ttl)s, %(now)s, %(expires)s ON CONFLICT (session_id) DO UPDATE SET token = excluded.token, "
-        "watermark = excluded.watermark, holder = excluded.holder, pid = excluded.pid, host = excluded.host, "
-        f"ttl = excluded.ttl, acquired_at = excluded.acquired_at, expires_at = excluded.expires_at RETURNING {_LEASE}",
-        {"s": target, "holder": holder, "pid": os.getpid(), "host": socket.gethostname(), "ttl": ttl,
-         "now": now, "expires": now + ttl}).fetchone()
+        f"INSERT INTO compaction_leases({_LEASE}, boot_id, pid_ns, pid_start) SELECT %(s)s, "
+        "nextval('compaction_token'), coalesce((SELECT max(id) FROM messages WHERE session_id = %(s)s), 0), "
+        "%(holder)s, %(pid)s, %(host)s, %(ttl)s, %(now)s, %(expires)s, %(boot_id)s, %(pid_ns)s, %(pid_start)s "
+        "ON CONFLICT (session_id) DO UPDATE SET token = excluded.token, watermark = excluded.watermark, "
+        "holder = excluded.holder, pid = excluded.pid, host = excluded.host, ttl = excluded.ttl, "
+        "acquired_at = excluded.acquired_at, expires_at = excluded.expires_at, boot_id = excluded.boot_id, "
+        f"pid_ns = excluded.pid_ns, pid_start = excluded.pid_start RETURNING {_LEASE}",
+        {"s": target, "holder": holder, "pid": me.pid, "host": me.host, "ttl": ttl, "now": now,
+         "expires": now + ttl, "boot_id": me.boot_id, "pid_ns": me.pid_ns, "pid_start": me.pid_start}).fetchone()
     return _lease(row)
+
+
+def _holder_dead(conn: psycopg.Connection, session_id: str) -> bool:
+    """Whether the holder of the session's lease is provably dead, judged on this host."""
+    row = conn.execute(f"SELECT {_HOLDER} FROM compaction_leases WHERE session_id = %s", (session_id,)).fetchone()
+    return lease_holders.holder_is_provably_dead(dict(zip(_HOLDER.split(", "), row)))
 
 
 def verify(conn: psycopg.Connection, lease: Lease, now: float) -> Lease:

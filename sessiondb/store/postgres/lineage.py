@@ -15,9 +15,11 @@ from typing import Any, Sequence
 
 import psycopg
 
-from ...errors import CompressionClosed, MessageConflict, NotFound, SessionTooLarge, StorageError
+from ...errors import MessageConflict, NotFound, SessionTooLarge, StorageError
 from ...model import ACTIVITY_ROLES, BRANCH, COMPRESSION, INTERNAL_NOTIFICATION, Message, Session
 from ...inputs import NewMessage
+from .. import tips
+from ..commands import SetFlags
 from . import messages, sessions
 
 MAX_HOPS = 1000  # sessions a walk visits at most (a guard against runaway chains)
@@ -60,30 +62,16 @@ def ancestors(conn: psycopg.Connection, session_id: str) -> list[str]:
     return [sid for (sid,) in rows]
 
 
-def resolve(conn: psycopg.Connection, session_id: str) -> tuple[list[str], bool]:
-    """The path from `session_id` down to its tip, and whether the tip is open for writes.
-
-    Among several leaves a live one (not ended) wins, then one ended for another reason,
-    then one closed by compression; then the newest. Open means not closed by compression.
-    """
+def resolve(conn: psycopg.Connection, session_id: str) -> tuple[list[str], tips.Leaf]:
+    """The path from `session_id` down to its tip (store/tips.py chooses it), and the tip."""
     rows = conn.execute(_DOWN, {"s": session_id, "rel": COMPRESSION, "hops": MAX_HOPS}).fetchall()
     if not rows:
         raise NotFound(f"no session {session_id!r} in this store")
     if len(rows) > MAX_HOPS:
         raise _too_long(session_id)
     came_from = {sid: parent for sid, parent, *_ in rows}
-    leaves = []
-    for sid, _parent, end_reason, ended_at, started_at, is_leaf in rows:
-        if is_leaf:
-            closed = end_reason == COMPRESSION
-            rank = 0 if ended_at is None else (2 if closed else 1)
-            leaves.append(((-rank, started_at, sid), sid, not closed))
-    _, tip, is_open = max(leaves)
-    path = [tip]
-    while came_from[path[-1]] is not None:
-        path.append(came_from[path[-1]])
-    path.reverse()
-    return path, is_open
+    leaves = [tips.Leaf(sid, *end) for sid, _parent, *end, is_leaf in rows if is_leaf]
+    return tips.choose(came_from, leaves)
 
 
 def tip(conn: psycopg.Connection, session_id: str) -> Session:
@@ -94,18 +82,31 @@ def tip(conn: psycopg.Connection, session_id: str) -> Session:
 def lineage(conn: psycopg.Connection, session_id: str) -> list[Session]:
     """The compression chain through `session_id`: root first, tip last."""
     path, _ = resolve(conn, session_id)
-    return [sessions.get(conn, sid) for sid in [*reversed(ancestors(conn, session_id)), *path]]
+    chain = [*reversed(ancestors(conn, session_id)), *path]
+    rows = {row[0]: row for row in conn.execute(f"SELECT {sessions.COLUMNS} FROM sessions WHERE id = ANY(%s)",
+                                                (chain,))}
+    return [sessions.from_row(rows[sid]) for sid in chain]
 
 
 def writable(conn: psycopg.Connection, session_id: str) -> str:
     """The session a write addressed to a rotated session lands on: its live tip."""
-    path, is_open = resolve(conn, session_id)
-    if not is_open:
-        raise CompressionClosed(
-            f"session {session_id} was closed when a compaction rotated it into a new session, and "
-            "no live session continues it. Nothing was written: refresh the session (reload it, "
-            "or start a new one) and write there")
+    path, leaf = resolve(conn, session_id)
+    if not leaf.live:
+        raise tips.closed(session_id, leaf)
     return path[-1]
+
+
+def set_flags(conn: psycopg.Connection, session_id: str, change: SetFlags) -> Session:
+    """Pin, archive and hide apply to the whole conversation (S-41): every session of the
+    compression tree `session_id` belongs to (its root's subtree), in this one transaction,
+    so a listing never shows the ancestors of a hidden tip. Not user activity."""
+    up = ancestors(conn, session_id)
+    rows = conn.execute(_DOWN, {"s": up[-1] if up else session_id, "rel": COMPRESSION, "hops": MAX_HOPS}).fetchall()
+    if len(rows) > MAX_HOPS:
+        raise _too_long(session_id)
+    for sid in sorted(row[0] for row in rows):  # one lock order for every writer of the tree
+        sessions.change(conn, sid, change)
+    return sessions.get(conn, session_id)
 
 
 def lock(conn: psycopg.Connection, session_id: str) -> tuple[str | None, str | None, int]:

@@ -16,7 +16,7 @@ from psycopg import sql
 from .. import commands as cmd
 
 NEVER_ACTIVE_FLOOR_DAYS = 30  # a session opened by a key and never used is pruned after this (S-40)
-TABLES = ("sessions", "messages", "usage", "compaction_leases", "gateway_routes")
+TABLES = ("sessions", "messages", "usage", "usage_calls", "turns", "compaction_leases", "gateway_routes")
 
 _NEVER_ACTIVE = (
     "SELECT id FROM sessions AS s WHERE ended_at IS NULL AND session_key IS NOT NULL AND message_count = 0 "

@@ -15,7 +15,11 @@ terms it has; every term reaches the server as a bound parameter, never as SQL:
 Ranking: word hits by ts_rank over the stored tsvector (ties newest first), among the
 newest RANK_WINDOW matches: a common word can match most of a store, and ranking reads
 every match it ranks (ranking 1,000 costs a few milliseconds here, 5,000 tens of them).
-Substring hits come newest first, with a score of 0.
+Substring hits are ranked by bm25 over their terms of three characters or more (how
+often each occurs in the folded text, how rare it is among the matches, against the
+text's length), among the newest RANK_WINDOW matches, as the embedded store ranks its
+trigram hits; when every group has a shorter term they come newest first with a score
+of 0, as there.
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ import psycopg
 from ...model import SearchHit
 from ...query import ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, Query, Term, like_pattern, like_snippet
 
-RANK_WINDOW = 1000  # word hits are the best-ranked of at most this many newest matches
+RANK_WINDOW = 1000  # hits are the best-ranked of at most this many newest matches
+TRIGRAM = 3  # characters a substring term needs to be ranked (the embedded store's trigram index)
 _WORD = re.compile(r"[^\W_]+")
 _TEXT = "search_text(m.role, m.content, m.parts)"
 _FOLDED = f"search_fold({_TEXT})"
@@ -90,11 +95,7 @@ def search(conn: psycopg.Connection, query: Query, *, profile: str | None, sourc
         where.append("m.role <> 'tool'")
     if tsquery is None:
         where += _substrings(query, params)
-        rows = conn.execute(
-            f"SELECT {_HIT}, {_TEXT} FROM messages AS m JOIN sessions AS s ON s.id = m.session_id "
-            f"WHERE {' AND '.join(where)} ORDER BY m.id DESC LIMIT %s", (*params, limit), prepare=False).fetchall()
-        needles = [t.text for group in query.groups for t in group]
-        return [_hit(row[:8], like_snippet(row[8], needles), 0.0) for row in rows]
+        return _substring_hits(conn, query, where, params, limit)
     # The tsquery is written out where it is used, never hidden in a CTE, and the statement
     # is planned for its own values (prepare=False): the planner then sees how common the
     # words are, and walks the newest messages backwards for a common word instead of
@@ -110,6 +111,49 @@ def search(conn: psycopg.Connection, query: Query, *, profile: str | None, sourc
         (*params, RANK_WINDOW, *tsquery_params, limit, *tsquery_params, _HEADLINE),
         prepare=False).fetchall()
     return [_hit(row[:8], row[8] or "", float(row[9])) for row in rows]
+
+
+# bm25 over the substrings, as the embedded store ranks its trigram hits: a term counts
+# for how often it occurs in the folded text (the substring's occurrences), weighed by
+# how rare it is among the ranked matches and against the text's length in characters.
+_BM25 = """
+WITH window_ AS (
+    SELECT {hit}, {text} AS text, {folded} AS folded FROM messages AS m JOIN sessions AS s ON s.id = m.session_id
+    WHERE {where} ORDER BY m.id DESC LIMIT %s),
+needle AS (SELECT DISTINCT search_fold(n) AS n FROM unnest(%s::text[]) AS n),
+found AS (
+    SELECT w.id, needle.n, (length(w.folded) - length(replace(w.folded, needle.n, ''))) / length(needle.n) AS tf,
+           length(w.folded)::float8 / greatest((SELECT avg(length(folded)) FROM window_), 1) AS relative_length
+    FROM window_ AS w CROSS JOIN needle),
+rarity AS (
+    SELECT n, ln(((SELECT count(*) FROM window_) - count(*) FILTER (WHERE tf > 0) + 0.5)
+                 / (count(*) FILTER (WHERE tf > 0) + 0.5) + 1) AS idf
+    FROM found GROUP BY n),
+scored AS (
+    SELECT found.id, sum(rarity.idf * found.tf * ({k1} + 1)
+                         / (found.tf + {k1} * (1 - {b} + {b} * found.relative_length))) AS score
+    FROM found JOIN rarity USING (n) GROUP BY found.id)
+SELECT w.id, w.session_id, w.uid, w.role, w.timestamp, w.state, w.title, w.source, w.text, scored.score
+FROM window_ AS w JOIN scored USING (id) ORDER BY scored.score DESC, w.id DESC LIMIT %s
+"""
+_K1, _B = 1.2, 0.75  # bm25's usual constants, the embedded store's too
+
+
+def _substring_hits(conn: psycopg.Connection, query: Query, where: list[str], params: list[Any],
+                    limit: int) -> list[SearchHit]:
+    """Substring hits: ranked by bm25 over the terms of three characters or more among the
+    newest RANK_WINDOW matches; newest first with a score of 0 when every group has a
+    shorter term (the embedded store then scans without an index to rank by)."""
+    needles = [t.text for group in query.groups for t in group]
+    ranked = [t.text for group in query.groups if all(len(t.text) >= TRIGRAM for t in group) for t in group]
+    if not ranked:
+        rows = conn.execute(
+            f"SELECT {_HIT}, {_TEXT} FROM messages AS m JOIN sessions AS s ON s.id = m.session_id "
+            f"WHERE {' AND '.join(where)} ORDER BY m.id DESC LIMIT %s", (*params, limit), prepare=False).fetchall()
+        return [_hit(row[:8], like_snippet(row[8], needles), 0.0) for row in rows]
+    statement = _BM25.format(hit=_HIT, text=_TEXT, folded=_FOLDED, where=" AND ".join(where), k1=_K1, b=_B)
+    rows = conn.execute(statement, (*params, RANK_WINDOW, ranked, limit), prepare=False).fetchall()
+    return [_hit(row[:8], like_snippet(row[8], needles), float(row[9])) for row in rows]
 
 
 def _hit(row: tuple[Any, ...], snippet: str, score: float) -> SearchHit:

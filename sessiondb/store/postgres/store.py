@@ -10,6 +10,7 @@ layer (store/checked.py).
 from __future__ import annotations
 
 import threading
+import uuid
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
@@ -21,10 +22,10 @@ from ... import home as homes
 from ...errors import InvalidInput, StoreClosed
 from ...formats import SessionGroup
 from ...model import (
-    ImportOutcome, Lease, MaintenanceReport, Message, Page, SearchHit, Session, StoreStats, Usage, VerifyReport,
+    ImportOutcome, Lease, MaintenanceReport, Message, Page, SearchHit, Session, StoreStats, Turn, Usage, VerifyReport,
 )
 from .. import commands as cmd
-from .. import listing
+from .. import listing, turn_rows
 from . import compaction, lineage, maintenance, messages, migrations, search, sessions, transfer, usage, verify
 from .batching import AppendBatcher
 from .connect import DEFAULT_PATIENCE, DEFAULT_POOL_SIZE, EXTENSIONS_SCHEMA, Database, connect
@@ -34,6 +35,7 @@ T = TypeVar("T")
 #: durability -> the server's synchronous_commit: "normal" may lose the last commits of a
 #: server crash (never of a client's), "full" loses none.
 DURABILITY = {"full": "on", "normal": "off"}
+CALL_MEMORY = 3600.0  # seconds a record_usage call's id is kept, at least (twice the patience if longer)
 
 
 class PostgresBackend:
@@ -102,6 +104,8 @@ class PostgresBackend:
                                                     query.limit))
 
     def change_session(self, session_id: str, change: cmd.SessionChange) -> Session:
+        if isinstance(change, cmd.SetFlags):
+            return self._run(partial(lineage.set_flags, session_id=session_id, change=change))
         return self._run(partial(sessions.change, session_id=session_id, change=change))
 
     def delete_session(self, session_id: str) -> None:
@@ -162,7 +166,9 @@ class PostgresBackend:
 
     def record_usage(self, command: cmd.RecordUsage) -> None:
         key = (command.model, command.provider, command.task)
-        self._run(partial(usage.record, session_id=command.session_id, key=key, amounts=command.amounts))
+        # Minted once, outside the retries: every attempt of this call carries the same id.
+        self._run(partial(usage.record, session_id=command.session_id, key=key, amounts=command.amounts,
+                          call_id=uuid.uuid4().hex, keep=max(2 * self._db.patience, CALL_MEMORY)))
 
     def usage(self, session_id: str) -> Usage:
         return self._read(partial(usage.total, session_id=session_id))
@@ -181,6 +187,21 @@ class PostgresBackend:
 
     def verify(self) -> VerifyReport:
         return self._read(verify.verify)
+
+    # --- turns ---------------------------------------------------------------------------
+
+    def begin_turn(self, command: cmd.BeginTurn) -> Turn:
+        return self._run(partial(turn_rows.begin, command=command, mark="%s", require=sessions.require))
+
+    def end_turn(self, command: cmd.EndTurn) -> Turn:
+        return self._run(partial(turn_rows.end, command=command, mark="%s", lock=" FOR NO KEY UPDATE"))
+
+    def get_turn(self, turn_id: str) -> Turn:
+        return self._read(partial(turn_rows.get, turn_id=turn_id, mark="%s"))
+
+    def turns(self, session_id: str, limit: int) -> list[Turn]:
+        return self._read(partial(turn_rows.of_session, session_id=session_id, limit=limit, mark="%s",
+                                         require=sessions.require))
 
     # --- transfer ------------------------------------------------------------------------
 

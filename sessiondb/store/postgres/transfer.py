@@ -1,13 +1,13 @@
 """Export and import rows of the sessiondb export format (sessiondb.formats).
 
-Export reads each session in one REPEATABLE READ transaction (its row, messages and
-usage agree) and streams it through a server-side cursor, so memory stays constant
+Export reads each session in one REPEATABLE READ transaction (its row, messages, usage
+and turns agree) and streams it through a server-side cursor, so memory stays constant
 whatever the session's size. Sessions come in creation order, so a parent usually
 precedes its children.
 
 Import stores one validated session in one transaction, idempotently: a session already
-stored keeps its row, and only the messages (by uid) and usage rows (by model, provider,
-task) it lacks are added. Ids are the importing store's; order, uids, seqs, states and
+stored keeps its row, and only the messages (by uid), usage rows (by model, provider,
+task) and turns (by id) it lacks are added. Ids are the importing store's; order, uids, seqs, states and
 timestamps are kept. Running an interrupted import again completes it.
 """
 
@@ -19,14 +19,14 @@ import psycopg
 from psycopg import sql
 
 from ... import formats
-from ...errors import InvalidInput, SessionTooLarge, TitleConflict
+from ...errors import SessionTooLarge, TitleConflict
 from ...formats import SessionGroup
 from ...model import ImportOutcome
 from . import messages
 from .text import from_server, to_server
 
 SESSION_PAGE = 500  # session ids read per query while exporting everything
-STREAM_ROWS = 2000  # rows a server-side cursor hands over at a time
+STREAM_ROWS = 200  # rows a server-side cursor hands over at a time: a few hundred KB of text held
 INSERT_CHUNK = 500  # rows an import inserts per statement
 _TEXT = ("content", "reasoning")  # message columns that may hold NUL (see text.py)
 _SELECT = {table: ", ".join(columns) for table, columns in formats.COLUMNS.items()}
@@ -66,7 +66,11 @@ def session_records(conn: psycopg.Connection, session_id: str, max_messages: int
                          "ORDER BY model, provider, task", (session_id,)).fetchall()
     for usage_row in usage:
         yield {"type": "usage", "usage": formats.encode("usage", usage_row)}
-    yield formats.end_record(session_id, count, len(usage), 0)  # turns are not kept on a server yet
+    turns = conn.execute(f"SELECT {_SELECT['turns']} FROM turns WHERE session_id = %s ORDER BY seq",
+                         (session_id,)).fetchall()
+    for turn in turns:
+        yield {"type": "turn", "turn": formats.encode("turns", turn)}
+    yield formats.end_record(session_id, count, len(usage), len(turns))
 
 
 class _DryRun(Exception):
@@ -78,9 +82,6 @@ class _DryRun(Exception):
 
 def write_group(conn: psycopg.Connection, group: SessionGroup, dry_run: bool) -> ImportOutcome:
     """Store one validated session; with dry_run, roll it back after counting."""
-    if group.turns:  # never dropped silently: a server does not keep turn records yet
-        raise InvalidInput(f"line {group.line}: session {group.id} has turn records, which a PostgreSQL store "
-                           "does not keep yet; import it into a SQLite store")
     if not dry_run:
         return _write_group(conn, group)
     try:
@@ -109,13 +110,16 @@ def _write_group(conn: psycopg.Connection, group: SessionGroup) -> ImportOutcome
     stored = [{**m, **{k: to_server(m[k]) for k in _TEXT if k in m}} for m in group.messages]
     imported = _insert(conn, "messages", stored, "ON CONFLICT (session_id, uid) DO NOTHING")
     usage_imported = _insert(conn, "usage", group.usage, "ON CONFLICT (session_id, model, provider, task) DO NOTHING")
+    # A turn id is unique in the store: one already stored (here or elsewhere) is skipped.
+    turns_imported = _insert(conn, "turns", group.turns, "ON CONFLICT (id) DO NOTHING")
     if not created and imported:
         # The stored row keeps its own fields; its counters take in what was added.
         messages.recount(conn, sid)
         conn.execute("UPDATE sessions SET last_activity_at = greatest(last_activity_at, %s) WHERE id = %s",
                      (group.session.get("last_activity_at") or group.session.get("started_at"), sid))
     return ImportOutcome(created, imported, len(group.messages) - imported, usage_imported,
-                         len(group.usage) - usage_imported, detached_from)
+                         len(group.usage) - usage_imported, detached_from, turns_imported,
+                         len(group.turns) - turns_imported)
 
 
 def _insert(conn: psycopg.Connection, table: str, rows: list[dict[str, Any]], conflict: str) -> int:

@@ -1,5 +1,10 @@
 """Token and cost accounting, accumulated per (session, model, provider, task), and the
-store's overall counts."""
+store's overall counts.
+
+A unit of work is retried whole when its connection breaks (connect.py), and a
+connection can break after the server committed but before the client heard it: so each
+record_usage call carries an id of its own, minted once per call, and a call whose id is
+stored already adds nothing."""
 
 from __future__ import annotations
 
@@ -12,13 +17,23 @@ COUNTERS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_t
 _ADD = ", ".join(f"{name} = usage.{name} + excluded.{name}" for name in COUNTERS)
 
 
-def record(conn: psycopg.Connection, session_id: str, key: tuple[str, str, str], amounts: dict[str, float]) -> None:
+def record(conn: psycopg.Connection, session_id: str, key: tuple[str, str, str], amounts: dict[str, float],
+           call_id: str, keep: float) -> None:
+    """Add one call's amounts, once: `call_id` is written in the same transaction, so the
+    same call run again (its first COMMIT landed, the acknowledgement did not) adds
+    nothing. The session's call ids older than `keep` seconds are pruned."""
     sessions.require(conn, session_id)
     conn.execute(
+        "WITH pruned AS (DELETE FROM usage_calls WHERE session_id = %(s)s "
+        "AND recorded_at < extract(epoch FROM clock_timestamp()) - %(keep)s), "
+        "fresh AS (INSERT INTO usage_calls(call_id, session_id, recorded_at) "
+        "VALUES (%(call)s, %(s)s, extract(epoch FROM clock_timestamp())) ON CONFLICT (call_id) DO NOTHING RETURNING 1) "
         f"INSERT INTO usage(session_id, model, provider, task, {', '.join(COUNTERS)}, calls) "
-        f"VALUES (%s, %s, %s, %s, {', '.join(['%s'] * len(COUNTERS))}, 1) "
+        f"SELECT %(s)s, %(model)s, %(provider)s, %(task)s, {', '.join(f'%({n})s' for n in COUNTERS)}, 1 "
+        "WHERE EXISTS (SELECT 1 FROM fresh) "
         f"ON CONFLICT (session_id, model, provider, task) DO UPDATE SET {_ADD}, calls = usage.calls + 1",
-        (session_id, *key, *(amounts[name] for name in COUNTERS)))
+        {"s": session_id, "keep": keep, "call": call_id, "model": key[0], "provider": key[1], "task": key[2],
+         **{name: amounts[name] for name in COUNTERS}})
 
 
 def total(conn: psycopg.Connection, session_id: str) -> Usage:

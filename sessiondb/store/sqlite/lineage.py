@@ -21,9 +21,10 @@ from typing import Any, Sequence
 
 import apsw
 
-from ...errors import CompressionClosed, MessageConflict, NotFound, SessionTooLarge, StorageError
+from ...errors import MessageConflict, NotFound, SessionTooLarge, StorageError
 from ...model import ACTIVITY_ROLES, BRANCH, COMPRESSION, INTERNAL_NOTIFICATION, Message, Session
 from ...inputs import NewMessage
+from .. import tips
 from ..commands import SetFlags
 from . import messages, sessions
 
@@ -77,17 +78,12 @@ def ancestors(conn: apsw.Connection, session_id: str) -> list[str]:
     return out
 
 
-def resolve(conn: apsw.Connection, session_id: str) -> tuple[list[str], bool]:
-    """The path from `session_id` down to its tip, and whether the tip is live (not ended).
-
-    The tip is a session of the compression subtree with no compression child. Among
-    several (a reopened, re-rotated parent), a live one (not ended) wins, then one ended
-    for another reason, then one closed by compression (a dead end); then the newest.
-    """
+def resolve(conn: apsw.Connection, session_id: str) -> tuple[list[str], tips.Leaf]:
+    """The path from `session_id` down to its tip (store/tips.py chooses it), and the tip."""
     _head(conn, session_id)
     came_from: dict[str, str | None] = {session_id: None}
     frontier = [session_id]
-    leaves: list[tuple[tuple[int, float, str], str, bool]] = []
+    leaves: list[tips.Leaf] = []
     while frontier:
         next_frontier = []
         for sid in frontier:
@@ -102,18 +98,10 @@ def resolve(conn: apsw.Connection, session_id: str) -> tuple[list[str], bool]:
                     raise _too_long(session_id)
             next_frontier.extend(fresh)
             if not fresh:
-                end_reason, ended_at, started_at = conn.execute(
-                    "SELECT end_reason, ended_at, started_at FROM sessions WHERE id = ?", (sid,)
-                ).fetchone()
-                rank = 0 if ended_at is None else (2 if end_reason == COMPRESSION else 1)
-                leaves.append(((-rank, started_at, sid), sid, ended_at is None))
+                leaves.append(tips.Leaf(sid, *conn.execute(
+                    "SELECT end_reason, ended_at, started_at FROM sessions WHERE id = ?", (sid,)).fetchone()))
         frontier = next_frontier
-    _, tip, is_live = max(leaves)
-    path = [tip]
-    while came_from[path[-1]] is not None:
-        path.append(came_from[path[-1]])
-    path.reverse()
-    return path, is_live
+    return tips.choose(came_from, leaves)
 
 
 def tip(conn: apsw.Connection, session_id: str) -> Session:
@@ -137,16 +125,9 @@ def writable(conn: apsw.Connection, session_id: str) -> str:
     end_reason = _head(conn, session_id)[0]
     if end_reason != COMPRESSION:
         return session_id
-    path, is_live = resolve(conn, session_id)
-    if not is_live:
-        tip_reason = _head(conn, path[-1])[0]
-        ended = ("no live session continues it" if tip_reason == COMPRESSION else
-                 f"the session continuing it, {path[-1]}, has since ended (reason {tip_reason!r})")
-        raise CompressionClosed(
-            f"session {session_id} was closed when a compaction rotated it into a new session, and "
-            f"{ended}. Nothing was written: refresh the session (reload it, or start a new one) and "
-            "write there"
-        )
+    path, leaf = resolve(conn, session_id)
+    if not leaf.live:
+        raise tips.closed(session_id, leaf)
     return path[-1]
 
 

@@ -23,9 +23,9 @@ from ...model import (
     VerifyReport,
 )
 from .. import commands as cmd
-from .. import listing
+from .. import listing, turn_rows
 from . import catalog, compaction, leases, lineage, maintenance, messages, registry, routing as routing_rows
-from . import search, sessions, transfer, turns, usage, verify
+from . import search, sessions, transfer, usage, verify
 from .connect import DEFAULT_PATIENCE, check_durability, check_sqlite_version
 from .errors import convert
 from .safety import copies
@@ -182,16 +182,17 @@ class SQLiteBackend:
     # --- turns ---------------------------------------------------------------------------
 
     def begin_turn(self, command: cmd.BeginTurn) -> Turn:
-        return self._write(partial(turns.begin, command=command))
+        return self._write(partial(turn_rows.begin, command=command, mark="?", require=sessions.require))
 
     def end_turn(self, command: cmd.EndTurn) -> Turn:
-        return self._write(partial(turns.end, command=command))
+        return self._write(partial(turn_rows.end, command=command, mark="?"))
 
     def get_turn(self, turn_id: str) -> Turn:
-        return self._read(partial(turns.get, turn_id=turn_id))
+        return self._read(partial(turn_rows.get, turn_id=turn_id, mark="?"))
 
     def turns(self, session_id: str, limit: int) -> list[Turn]:
-        return self._read(partial(turns.of_session, session_id=session_id, limit=limit))
+        return self._read(partial(turn_rows.of_session, session_id=session_id, limit=limit, mark="?",
+                                         require=sessions.require))
 
     # --- transfer ------------------------------------------------------------------------
 

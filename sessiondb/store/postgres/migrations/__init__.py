@@ -4,7 +4,8 @@ Each migration is a module owning its SQL as a literal; once released it is neve
 or reordered (a change is a new module appended to MIGRATIONS). The runner holds a
 transaction-scoped advisory lock of the database while it checks and applies them, so
 ten processes opening the same new store at once migrate it once: the first applies,
-the others wait on the lock and then find every migration recorded. Each migration is
+the others wait on the lock and then find every migration recorded. An open of a store
+already up to date reads its record and takes no lock. Each migration is
 applied in the same transaction as the row recording it. A schema that records a
 migration this release does not know was written by a newer sessiondb and is refused.
 """
@@ -17,9 +18,9 @@ import psycopg
 from psycopg import sql
 
 from ....errors import NotASessionStore
-from . import m0001_core
+from . import m0001_core, m0002_turns, m0003_lease_holders, m0004_usage_calls
 
-MIGRATIONS = [(m.NAME, m.SQL) for m in (m0001_core,)]
+MIGRATIONS = [(m.NAME, m.SQL) for m in (m0001_core, m0002_turns, m0003_lease_holders, m0004_usage_calls)]
 #: One key for every schema of a database: the extensions they share are created once too.
 LOCK_KEY = 0x5E55_10DB
 
@@ -28,6 +29,8 @@ def migrate(conn: psycopg.Connection, schema: str, extensions: str) -> bool:
     """Bring `schema` up to date (creating it and the shared extensions); whether anything
     was applied. `conn` is in autocommit mode; this opens its own transaction."""
     names = {"schema": sql.Identifier(schema), "ext": sql.Identifier(extensions)}
+    if _recorded(conn, schema) == {name for name, _ in MIGRATIONS}:
+        return False  # the common open: up to date, no lock taken (migrations are only ever added)
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
         applied = _applied(conn, schema)
@@ -55,6 +58,16 @@ def migrate(conn: psycopg.Connection, schema: str, extensions: str) -> bool:
                 conn.execute(sql.SQL("INSERT INTO {schema}.schema_migrations(name, applied_at) VALUES (%s, %s)")
                              .format(**names), (name, time.time()))
     return True
+
+
+def _recorded(conn: psycopg.Connection, schema: str) -> set[str]:
+    """The migrations `schema` records, read in one statement; empty when it has no record."""
+    query = sql.SQL("SELECT name FROM {}").format(sql.Identifier(schema, "schema_migrations"))
+    try:
+        with conn.transaction():
+            return {row[0] for row in conn.execute(query)}
+    except psycopg.errors.UndefinedTable:
+        return set()
 
 
 def _applied(conn: psycopg.Connection, schema: str) -> set[str]:
