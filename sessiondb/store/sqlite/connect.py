@@ -112,7 +112,8 @@ def busy_handler(patience: float, sleep: Callable[[float], None] = time.sleep) -
 
 def connect(path: Path, *, patience: float, vfs: str | None = None) -> apsw.Connection:
     """Open a connection with the settings every sessiondb connection shares."""
-    flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE | apsw.SQLITE_OPEN_NOFOLLOW
+    # URI: so a connection can ATTACH the search index (or the store) through a VFS by name.
+    flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE | apsw.SQLITE_OPEN_NOFOLLOW | apsw.SQLITE_OPEN_URI
     options = {"vfs": vfs} if vfs else {}
     conn = apsw.Connection(str(path), flags=flags, statementcachesize=256, **options)
     try:

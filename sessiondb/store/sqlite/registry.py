@@ -23,13 +23,12 @@ from typing import Callable, Iterator, TypeVar
 import apsw
 
 from ... import home as homes
-from ...errors import Cause, classify
-from .safety.holders import holders
 from .safety.containment import Containment, no_checkpoint_on_close, refuse_if_damaged
 from .safety.probe import startup_probe, unclean_shutdown
 from .connect import configure_reader, configure_writer, connect, set_durability
 from .errors import convert
-from . import search
+from .index import schema as index_schema
+from .index.indexer import INDEX_MARKS, STORE_MARKS, Indexer
 from .migrations import check_ownership, migrate
 from .writer import Writer
 
@@ -58,8 +57,11 @@ class SharedFile:
             name=f"sessiondb-writer:{path}",
             before_group=self.containment.before_group,
             on_error=self.containment.on_error,
-            recover=_recover,
         )
+        # The search index, off the acknowledgement path (invariant 9): its own file and
+        # thread; readers attach it (at the indexer's generation) when they search.
+        self.indexer = Indexer(path, patience=patience, vfs=vfs)
+        self._attached: dict[int, int] = {}
 
     def _open_writer(self, durability: str) -> apsw.Connection:
         homes.ensure_private_dir(self.path.parent)
@@ -81,7 +83,6 @@ class SharedFile:
                 conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
             homes.make_private(self.path)
             self.containment.attach(conn, self.journal_mode)
-            _rebuild_stale_index(conn, self.path)
         except BaseException as exc:
             if conn is not None:
                 # An open that failed (foreign, newer, damaged file) leaves the file as it was.
@@ -149,7 +150,55 @@ class SharedFile:
         except apsw.Error as exc:
             raise convert(exc) from None
 
+    def search(self, work: Callable[[apsw.Connection, int], T]) -> T:
+        """Run `work(conn, touched_to)` in one read transaction with the search index
+        attached as `idx` and covering everything the store held when the call began.
+        Damage found in the index is healed (rebuilt) once when nobody else holds it."""
+        try:
+            return self._search(work)
+        except apsw.Error as exc:
+            if not self.indexer.heal(exc):
+                raise convert(exc) from None
+        try:
+            return self._search(work)
+        except apsw.Error as exc:
+            raise convert(exc) from None
+
+    def _search(self, work: Callable[[apsw.Connection, int], T]) -> T:
+        with self.reader() as conn:
+            self._attach_index(conn)
+            conn.execute("BEGIN")
+            try:
+                # The index's marks first: the store's snapshot, read next, is then as new
+                # or newer, so anything the index lacks shows as the index being behind.
+                indexed = conn.execute(INDEX_MARKS).fetchone()
+                target = conn.execute(STORE_MARKS).fetchone()
+                if indexed[0] >= target[0] and indexed[1] >= target[1]:
+                    return work(conn, indexed[1])
+            finally:
+                conn.execute("COMMIT")
+            self.indexer.catch_up(target)
+            self._attach_index(conn)  # a rebuild may have made a new file meanwhile
+            conn.execute("BEGIN")
+            try:
+                return work(conn, conn.execute(INDEX_MARKS).fetchone()[1])
+            finally:
+                conn.execute("COMMIT")
+
+    def _attach_index(self, conn: apsw.Connection) -> None:
+        generation = self.indexer.generation
+        if self._attached.get(id(conn)) == generation:
+            return
+        if id(conn) in self._attached:
+            conn.execute("DETACH idx")
+        self.indexer.marks()  # opens (creates) the index file first
+        conn.execute("ATTACH ? AS idx", (index_schema.uri(index_schema.path_of(self.path), self._vfs),))
+        self._attached[id(conn)] = generation
+
     def close(self) -> None:
+        if self.containment.finding is not None:
+            self.indexer.close_without_checkpoint()
+        self.indexer.stop()
         self.writer.stop()
         with self._readers_lock:
             for conn in self._all_readers:
@@ -158,20 +207,6 @@ class SharedFile:
                 conn.close()
             self._all_readers.clear()
 
-
-def _recover(conn: apsw.Connection, exc: BaseException) -> bool:
-    """Index damage (S-16) is not database damage: stop maintaining the index, write again."""
-    if classify(exc) is Cause.FTS_INDEX:
-        search.mark_stale(conn)
-        return True
-    return False
-
-
-def _rebuild_stale_index(conn: apsw.Connection, path: Path) -> None:
-    """Rebuild an index marked stale, unless another process holds the store (S-16)."""
-    if search.is_stale(conn) and not holders(path):
-        with conn:
-            search.rebuild(conn)
 
 
 _lock = threading.Lock()
