@@ -34,6 +34,9 @@ import bench_core  # noqa: E402
 import bench_search  # noqa: E402
 
 PEERS_PY = HERE / ".venv-peers" / "bin" / "python"
+# Each peer at its current release: OpenAI Agents in its own venv (hermes-agent's pins
+# would hold it back in a shared one).
+INTERPRETERS = {"peers": PEERS_PY, "openai": HERE / ".venv-openai" / "bin" / "python"}
 DOCS = ROOT / "docs"
 
 # (key, adapter module, mode, label, interpreter)
@@ -45,7 +48,7 @@ SYSTEMS = [
     ("raw-idx-full", "raw_indexed", "full", "raw APSW + sessiondb's indexes and FTS, sync FULL", "project"),
     ("raw-idx-normal", "raw_indexed", "normal", "raw APSW + sessiondb's indexes and FTS, sync NORMAL", "project"),
     ("hermes", "hermes", "default", "Hermes Agent SessionDB (default = fsync per commit)", "peers"),
-    ("openai", "openai_agents", "default", "OpenAI Agents SQLiteSession (default = fsync per commit)", "peers"),
+    ("openai", "openai_agents", "default", "OpenAI Agents SQLiteSession (default = fsync per commit)", "openai"),
     ("langchain", "langchain", "default", "LangChain SQLChatMessageHistory (default = fsync per commit)", "peers"),
 ]
 STORES = ["sessiondb-full", "sessiondb-normal", "hermes", "openai", "langchain"]  # full stores (not raw)
@@ -55,7 +58,7 @@ SEARCH_QUERIES = ["kyoto", "flaky test", '"fushimi inari"', "sourdough OR dough"
 
 def run(system: tuple, workload: str, work: Path, **opts) -> dict:
     key, adapter, mode, _, interp = system
-    py = sys.executable if interp == "project" else str(PEERS_PY)
+    py = sys.executable if interp == "project" else str(INTERPRETERS[interp])
     cmd = [py, "-m", "peers.run", "--adapter", adapter, "--mode", mode, "--workload", workload]
     for k, v in opts.items():
         cmd += [f"--{k.replace('_', '-')}", str(v)]

@@ -192,10 +192,18 @@ def _index_marks(conn: apsw.Connection) -> Marks:
     return conn.execute(_INDEX_MARKS.format(db="")).fetchone()
 
 
+def _begin(conn: apsw.Connection) -> None:
+    """A write transaction of the index file alone. BEGIN IMMEDIATE would take the write
+    lock of every attached database, the store's included (the writer's lock); a first
+    statement that writes only the index takes only the index's."""
+    conn.execute("BEGIN")
+    conn.execute("UPDATE main.state SET value = value WHERE key = 'generation'")
+
+
 def _adopt(conn: apsw.Connection) -> None:
     """Make sure the index describes this store: one built for another file (a different
     generation stamp) or for a later state of it (marks past the store's) starts over."""
-    conn.execute("BEGIN IMMEDIATE")
+    _begin(conn)
     try:
         (generation,) = conn.execute("SELECT value FROM state WHERE key = 'generation'").fetchone()
         (ours,) = conn.execute("SELECT generation FROM store.store_identity").fetchone()
@@ -219,7 +227,7 @@ def index_batch(conn: apsw.Connection, limit: int) -> bool:
     """One transaction of the index file: apply up to `limit` logged ids, index up to
     `limit` new messages, and move the marks with them. True when that was everything."""
     text = schema.text_sql("m")
-    conn.execute("BEGIN IMMEDIATE")
+    _begin(conn)
     try:
         indexed_to, touched_to = _index_marks(conn)
         touched = conn.execute(
