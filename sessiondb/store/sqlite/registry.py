@@ -62,6 +62,19 @@ class SharedFile:
         # thread; readers attach it (at the indexer's generation) when they search.
         self.indexer = Indexer(path, patience=patience, vfs=vfs)
         self._attached: dict[int, int] = {}
+        self._adopt_index()
+
+    def _adopt_index(self) -> None:
+        """Open the index now, before this process writes: an index left ahead of the store
+        (a power cut at durability normal lost the store's last commits) is started over
+        before new rows could take the lost ids. Its trouble never stops the store opening."""
+        try:
+            self.indexer.marks()
+        except apsw.Error as exc:
+            try:
+                self.indexer.heal(exc)
+            except apsw.Error:
+                pass  # searches report it; writes never depend on the index
 
     def _open_writer(self, durability: str) -> apsw.Connection:
         homes.ensure_private_dir(self.path.parent)

@@ -14,7 +14,7 @@ from pathlib import Path
 import apsw
 
 from . import schema
-from .indexer import BATCH, index_batch
+from .indexer import BATCH, Indexer, index_batch
 
 
 def contents(conn: apsw.Connection, db: str = "main") -> dict[str, set[tuple]]:
@@ -31,10 +31,13 @@ def contents(conn: apsw.Connection, db: str = "main") -> dict[str, set[tuple]]:
 def differences(store: Path, vfs: str | None = None) -> list[str]:
     """What the store's index (caught up first) holds that a rebuild would not, and back."""
     problems: list[str] = []
+    indexer = Indexer(store, patience=5.0, vfs=vfs)  # adopts the file (or starts it over) first
+    try:
+        indexer.catch_up()
+    finally:
+        indexer.stop()
     live = schema.open_index(store, patience=5.0, vfs=vfs)
     try:
-        while not index_batch(live, BATCH):
-            pass
         live.execute(f"INSERT INTO {schema.WORDS}({schema.WORDS}, rank) VALUES ('integrity-check', 1)")
         live.execute(f"INSERT INTO {schema.CJK}({schema.CJK}, rank) VALUES ('integrity-check', 1)")
         with tempfile.TemporaryDirectory(prefix="sessiondb-index-check-") as scratch:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import apsw
 
@@ -154,7 +154,12 @@ class Indexer:
     def _close(self) -> None:
         if self._conn is not None:
             conn, self._conn = self._conn, None
-            conn.close()
+            try:
+                conn.close()
+            except apsw.Error as exc:
+                # Closing checkpoints the index's WAL; if that fails the WAL stays and is
+                # recovered at the next open. The index never fails a store's close.
+                log.warning("search index of %s closed with an error: %s", self.store, exc)
 
     def _run(self, target: Marks | None) -> None:
         try:
@@ -243,17 +248,15 @@ def index_batch(conn: apsw.Connection, limit: int) -> bool:
             again = [mid for mid in ids if mid <= indexed_to]
             for start in range(0, len(again), 500):
                 chunk = again[start:start + 500]
-                _add(conn, conn.execute(
+                _add(conn, conn.cursor().execute(
                     f"SELECT m.id, {text} FROM store.messages AS m WHERE m.id IN ({', '.join('?' * len(chunk))})",
                     chunk,
-                ).fetchall())
+                ))
             touched_to = touched[-1][0]
-        rows = conn.execute(
+        added, last = _add(conn, conn.cursor().execute(
             f"SELECT m.id, {text} FROM store.messages AS m WHERE m.id > ? ORDER BY m.id LIMIT ?", (indexed_to, limit)
-        ).fetchall()
-        _add(conn, rows)
-        if rows:
-            indexed_to = rows[-1][0]
+        ))
+        indexed_to = max(indexed_to, last)
         conn.executemany("UPDATE state SET value = ? WHERE key = ?",
                          [(indexed_to, "indexed_to"), (touched_to, "touched_to")])
     except BaseException:
@@ -261,9 +264,16 @@ def index_batch(conn: apsw.Connection, limit: int) -> bool:
             conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
-    return len(touched) < limit and len(rows) < limit
+    return len(touched) < limit and added < limit
 
 
-def _add(conn: apsw.Connection, rows: list[tuple[int, str]]) -> None:
-    conn.executemany(f"INSERT INTO {schema.WORDS}(rowid, text) VALUES (?, ?)", rows)
-    conn.executemany(f"INSERT INTO {schema.CJK}(rowid, text) VALUES (?, ?)", [r for r in rows if has_cjk(r[1])])
+def _add(conn: apsw.Connection, rows: Iterable[tuple[int, str]]) -> tuple[int, int]:
+    """Index rows as they are read (a batch of long texts is never all in memory);
+    returns how many and the last id."""
+    count = last = 0
+    for mid, text in rows:
+        conn.execute(f"INSERT INTO {schema.WORDS}(rowid, text) VALUES (?, ?)", (mid, text))
+        if has_cjk(text):
+            conn.execute(f"INSERT INTO {schema.CJK}(rowid, text) VALUES (?, ?)", (mid, text))
+        count, last = count + 1, mid
+    return count, last
