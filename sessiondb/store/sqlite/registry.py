@@ -217,9 +217,20 @@ class SharedFile:
             for conn in self._all_readers:
                 if self.containment.finding is not None:
                     no_checkpoint_on_close(conn)
+                if id(conn) in self._attached:
+                    _detach_index(conn)
                 conn.close()
             self._all_readers.clear()
 
+
+def _detach_index(conn: apsw.Connection) -> None:
+    """Detaching the last connection on the index file checkpoints it; if that fails
+    (SQLite gives up on it quietly, APSW raises it), the index's WAL stays for the next
+    open. The index never fails a store's close."""
+    try:
+        conn.execute("DETACH idx")
+    except apsw.Error:
+        pass
 
 
 _lock = threading.Lock()

@@ -212,10 +212,18 @@ def _adopt(conn: apsw.Connection) -> None:
     try:
         (generation,) = conn.execute("SELECT value FROM state WHERE key = 'generation'").fetchone()
         (ours,) = conn.execute("SELECT generation FROM store.store_identity").fetchone()
-        store_marks = conn.execute(_STORE_MARKS.format(db="store.")).fetchone()
-        if generation != ours or _behind(store_marks, _index_marks(conn)):
+        (store_max, store_touched), (indexed_to, touched_to) = (
+            conn.execute(_STORE_MARKS.format(db="store.")).fetchone(), _index_marks(conn))
+        if generation != ours or store_touched < touched_to:
+            # Another file, or the store lost logged deletions the index applied (a power cut
+            # at durability normal): what the index removed may exist again.
             _reset(conn)
             conn.execute("UPDATE state SET value = ? WHERE key = 'generation'", (ours,))
+        elif store_max < indexed_to:
+            # The store's last rows are gone (deleted, or lost to a power cut at durability
+            # normal): their ids may be taken again, so the mark comes down (seen_to keeps
+            # the stale entries replaced, not duplicated).
+            conn.execute("UPDATE state SET value = ? WHERE key = 'indexed_to'", (store_max,))
     except BaseException:
         conn.execute("ROLLBACK")
         raise
@@ -225,7 +233,7 @@ def _adopt(conn: apsw.Connection) -> None:
 def _reset(conn: apsw.Connection) -> None:
     for name in schema.TOKENIZERS:
         conn.execute(f"INSERT INTO {name}({name}) VALUES ('delete-all')")
-    conn.execute("UPDATE state SET value = 0 WHERE key IN ('indexed_to', 'touched_to')")
+    conn.execute("UPDATE state SET value = 0 WHERE key IN ('indexed_to', 'touched_to', 'seen_to')")
 
 
 def index_batch(conn: apsw.Connection, limit: int) -> bool:
@@ -235,6 +243,7 @@ def index_batch(conn: apsw.Connection, limit: int) -> bool:
     _begin(conn)
     try:
         indexed_to, touched_to = _index_marks(conn)
+        (seen_to,) = conn.execute("SELECT value FROM state WHERE key = 'seen_to'").fetchone()
         touched = conn.execute(
             "SELECT seq, id FROM store.search_touched WHERE seq > ? ORDER BY seq LIMIT ?", (touched_to, limit)
         ).fetchall()
@@ -255,10 +264,18 @@ def index_batch(conn: apsw.Connection, limit: int) -> bool:
             touched_to = touched[-1][0]
         added, last = _add(conn, conn.cursor().execute(
             f"SELECT m.id, {text} FROM store.messages AS m WHERE m.id > ? ORDER BY m.id LIMIT ?", (indexed_to, limit)
-        ))
+        ), replace_to=seen_to)
         indexed_to = max(indexed_to, last)
+        seen_to = max(seen_to, indexed_to)
+        if added < limit:
+            # SQLite gives a new row the highest id + 1, so an id above the store's highest
+            # (its rows deleted) can be taken again by a later row: the mark must stay at or
+            # below the highest id, or that row would never be indexed. Rows at or below
+            # seen_to replace what the index may still hold under their id.
+            (highest,) = conn.execute("SELECT coalesce(max(id), 0) FROM store.messages").fetchone()
+            indexed_to = min(indexed_to, highest)
         conn.executemany("UPDATE state SET value = ? WHERE key = ?",
-                         [(indexed_to, "indexed_to"), (touched_to, "touched_to")])
+                         [(indexed_to, "indexed_to"), (touched_to, "touched_to"), (seen_to, "seen_to")])
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
@@ -267,11 +284,15 @@ def index_batch(conn: apsw.Connection, limit: int) -> bool:
     return len(touched) < limit and added < limit
 
 
-def _add(conn: apsw.Connection, rows: Iterable[tuple[int, str]]) -> tuple[int, int]:
-    """Index rows as they are read (a batch of long texts is never all in memory);
-    returns how many and the last id."""
+def _add(conn: apsw.Connection, rows: Iterable[tuple[int, str]], replace_to: int = 0) -> tuple[int, int]:
+    """Index rows as they are read (a batch of long texts is never all in memory), first
+    removing what the index holds under ids up to `replace_to`; returns how many and the
+    last id."""
     count = last = 0
     for mid, text in rows:
+        if mid <= replace_to:
+            for name in schema.TOKENIZERS:
+                conn.execute(f"DELETE FROM {name} WHERE rowid = ?", (mid,))
         conn.execute(f"INSERT INTO {schema.WORDS}(rowid, text) VALUES (?, ?)", (mid, text))
         if has_cjk(text):
             conn.execute(f"INSERT INTO {schema.CJK}(rowid, text) VALUES (?, ?)", (mid, text))

@@ -12,8 +12,11 @@ What it holds (contentless FTS5: no copy of the text, which stays in `messages` 
 - `cjk`, tokenizer `trigram remove_diacritics 1`: only messages whose text contains a script
   written without spaces (query.has_cjk), the one place the word tokenizer cannot split.
 - `state`: how far the index has followed the store, written in the same transaction as
-  the index content it describes: `indexed_to` (every message id up to it is indexed),
-  `touched_to` (the store's `search_touched` log is applied up to this seq) and the store's
+  the index content it describes: `indexed_to` (every message id up to it is indexed; never
+  above the store's highest id, since SQLite gives a new row the highest id + 1),
+  `touched_to` (the store's `search_touched` log is applied up to this seq), `seen_to` (the
+  highest id ever indexed: a row at or below it replaces what the index holds under its
+  id) and the store's
   generation stamp (an index built for another store file is rebuilt, never trusted).
 
 Every message is indexed whatever its state: the state is joined in from `messages` at
@@ -47,7 +50,7 @@ _LAYOUT = "".join(
     for name, tokenizer in TOKENIZERS.items()
 ) + (
     "CREATE TABLE state (key TEXT PRIMARY KEY, value ANY NOT NULL) STRICT;"
-    "INSERT INTO state VALUES ('indexed_to', 0), ('touched_to', 0), ('generation', '');"
+    "INSERT INTO state VALUES ('indexed_to', 0), ('touched_to', 0), ('seen_to', 0), ('generation', '');"
 )
 
 
