@@ -213,6 +213,7 @@ class SharedFile:
             self.indexer.close_without_checkpoint()
         self.indexer.stop()
         self.writer.stop()
+        self.containment.close()
         with self._readers_lock:
             for conn in self._all_readers:
                 if self.containment.finding is not None:
