@@ -252,3 +252,29 @@ def test_hits_are_ranked_among_the_newest_matches(store, monkeypatch):
     monkeypatch.setattr(search_module, "RANK_WINDOW", 2)
     assert uids(store.search("marmalade")) == ["b", "c"]
     assert uids(store.search("marmalade", session_id=s.id, role="user")) == ["b", "c"]
+
+
+def test_latin_substrings_fold_ascii_case_but_not_accents(store, kyoto):
+    # Deliberately changed with the index's move off the append path (issue 19): substring
+    # search over text outside the CJK scripts is a scan with LIKE, not a trigram index.
+    assert uids(store.search("USHIM", substring=True)) == ["swap", "day1"]  # newest first, unranked
+    assert uids(store.search("café", substring=True)) == ["plan"]
+    assert store.search("cafe food", substring=True) == []  # accents are not folded in substrings
+    assert uids(store.search("cafe food")) == ["plan"]  # words still fold them
+
+
+def test_only_the_cjk_runs_of_a_message_go_into_the_trigram_index(store):
+    from sessiondb.store.sqlite.index.coverage import contents
+    from sessiondb.store.sqlite.index.schema import open_index
+
+    s = store.create_session("cli")
+    store.append(s.id, [{"uid": "en", "role": "user", "content": "plain english harbour text"},
+                        {"uid": "mixed", "role": "user", "content": "meet at 東京駅 tomorrow morning"}])
+    assert uids(store.search("東京駅")) == ["mixed"] and uids(store.search("harbour")) == ["en"]
+    assert store.search("東京駅 tomorrow") != [] and store.search("駅 tom", substring=True) != []
+    conn = open_index(store.backend.path, patience=5.0, vfs=None)
+    try:
+        trigrams = {term for term, *_ in contents(conn)["cjk"]}
+    finally:
+        conn.close()
+    assert trigrams == {"東京駅"}  # no trigram of the English words, nor of the one message without CJK

@@ -16,10 +16,10 @@ bound parameter; no SQL is ever built from user text.
 - Words (the default): the `words` index, tokenizer unicode61 with case and diacritics
   folded (cafe finds café); phrases, prefixes, OR, NOT; ranked by bm25.
 - Substrings (a query with CJK text, or substring=True): a term of three or more
-  characters containing a script written without spaces is matched through the `cjk`
-  trigram index (which holds only messages with such text; case and diacritics folded,
-  ranked by bm25). Any other substring term (Latin text, or shorter than three
-  characters) is a LIKE condition on the text, with `%`, `_` and `\\` escaped: ASCII letters
+  characters, all of scripts written without spaces, is matched through the `cjk` trigram
+  index (which holds only each message's runs of such text; ranked by bm25). Any other
+  substring term (Latin text, mixed text, or shorter than three characters) is a LIKE
+  condition on the text, with `%`, `_` and `\\` escaped: ASCII letters
   match in either case, other letters and accents exactly. A query whose terms are all
   LIKE terms scans messages newest first and stops at `limit` hits (scored 0).
 
@@ -41,7 +41,7 @@ from typing import Any
 import apsw
 
 from ...model import SearchHit
-from ...query import Query, Term, has_cjk
+from ...query import Query, Term, cjk_runs
 from .index.schema import CJK, TOOL_TEXT_LIMIT, WORDS, text_sql
 from .index.snippets import snippets
 
@@ -78,8 +78,9 @@ def like_pattern(text: str) -> str:
 
 
 def _through_trigrams(term: Term) -> bool:
-    """Whether a substring term can use the trigram index (which holds only CJK text)."""
-    return len(term.text) >= TRIGRAM and has_cjk(term.text)
+    """Whether a substring term can use the trigram index, which holds only the runs of
+    CJK text of each message: a term of three or more characters, all of them CJK."""
+    return len(term.text) >= TRIGRAM and cjk_runs(term.text) == [term.text]
 
 
 class _Plan:

@@ -28,7 +28,7 @@ from typing import Iterable, Sequence
 import apsw
 
 from ....errors import Cause, classify
-from ....query import has_cjk
+from ....query import cjk_runs
 from ..safety.holders import holders
 from . import schema
 
@@ -294,7 +294,10 @@ def _add(conn: apsw.Connection, rows: Iterable[tuple[int, str]], replace_to: int
             for name in schema.TOKENIZERS:
                 conn.execute(f"DELETE FROM {name} WHERE rowid = ?", (mid,))
         conn.execute(f"INSERT INTO {schema.WORDS}(rowid, text) VALUES (?, ?)", (mid, text))
-        if has_cjk(text):
-            conn.execute(f"INSERT INTO {schema.CJK}(rowid, text) VALUES (?, ?)", (mid, text))
+        runs = cjk_runs(text)
+        if runs:
+            # Only the runs of CJK text: the word index serves the rest, and trigrams of the
+            # whole text would be most of the index's bytes.
+            conn.execute(f"INSERT INTO {schema.CJK}(rowid, text) VALUES (?, ?)", (mid, "\n".join(runs)))
         count, last = count + 1, mid
     return count, last

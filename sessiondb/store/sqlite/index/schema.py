@@ -9,8 +9,10 @@ What it holds (contentless FTS5: no copy of the text, which stays in `messages` 
 
 - `words`, tokenizer `unicode61 remove_diacritics 2`: every message's words, case and
   diacritics folded; phrases, prefixes, bm25.
-- `cjk`, tokenizer `trigram remove_diacritics 1`: only messages whose text contains a script
-  written without spaces (query.has_cjk), the one place the word tokenizer cannot split.
+- `cjk`, tokenizer `trigram remove_diacritics 1`: only the runs of text in scripts written
+  without spaces (query.cjk_runs), joined by newlines, of the messages that have any: the
+  one place the word tokenizer cannot split words. Trigrams of whole messages would be
+  most of the index's bytes.
 - `state`: how far the index has followed the store, written in the same transaction as
   the index content it describes: `indexed_to` (every message id up to it is indexed; never
   above the store's highest id, since SQLite gives a new row the highest id + 1),
