@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test reliability bench bench-core bench-lineage bench-search bench-api clean
+.PHONY: run test reliability bench bench-growth bench-core bench-lineage bench-search bench-api clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,11 @@ $(OPENAI)/.installed:
 
 bench: $(STAMP) $(PEERS)/.installed $(OPENAI)/.installed
 	$(BIN)/python bench/compare.py
+
+# How cost grows with 10k, 100k and 1M stored messages (docs/benchmarks-growth.md and a
+# chart; about 10 minutes, so not part of `make bench`).
+bench-growth: $(STAMP) $(PEERS)/.installed
+	$(BIN)/python bench/bench_growth.py
 
 bench-core: $(STAMP)
 	$(BIN)/python bench/bench_core.py

@@ -1,10 +1,10 @@
-"""A second process for the two-process search property (run as a script).
+"""The store calls of the two-process search property, and the second process that runs
+them (as a script: one JSON command per line in, one JSON reply per line out).
 
     python peer.py
 
-Reads one JSON command per line and answers with one JSON line. `open PATH` opens a store
-(closing any previous one); `close`; and the store calls the property makes, on this
-process's own handle: append, search, compact, rewind, restore, delete.
+`open` opens a store at `path` (closing any previous one), `close` closes it; every other
+command is `call` on this process's own handle.
 """
 
 from __future__ import annotations
@@ -14,20 +14,9 @@ import sys
 
 import sessiondb
 
-store = None
 
-
-def call(op: str, args: dict):
-    global store
-    if op == "open":
-        if store is not None:
-            store.close()
-        store = sessiondb.open_store(args["path"])
-        return None
-    if op == "close":
-        store.close()
-        store = None
-        return None
+def call(store, op: str, args: dict):
+    """One store call by name, with a JSON-able result."""
     if op == "search":
         return [[h.uid, h.compacted] for h in store.search(args["query"], limit=1000)]
     if op == "append":
@@ -51,10 +40,26 @@ def call(op: str, args: dict):
     raise ValueError(op)
 
 
-for line in sys.stdin:
-    request = json.loads(line)
-    try:
-        reply = {"ok": True, "result": call(request["op"], request.get("args", {}))}
-    except Exception as exc:  # noqa: BLE001 - reported to the test, which fails on it
-        reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
-    print(json.dumps(reply), flush=True)
+def serve() -> None:
+    store = None
+    for line in sys.stdin:
+        request = json.loads(line)
+        op, args = request["op"], request.get("args", {})
+        try:
+            if op == "open":
+                if store is not None:
+                    store.close()
+                store, result = sessiondb.open_store(args["path"]), None
+            elif op == "close":
+                store.close()
+                store, result = None, None
+            else:
+                result = call(store, op, args)
+            reply = {"ok": True, "result": result}
+        except Exception as exc:  # noqa: BLE001 - reported to the test, which fails on it
+            reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        print(json.dumps(reply), flush=True)
+
+
+if __name__ == "__main__":
+    serve()

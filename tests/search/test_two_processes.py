@@ -21,6 +21,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import sessiondb
 from sessiondb.store.sqlite.index.coverage import differences
 
+sys.path.insert(0, str(Path(__file__).parent))
+import peer as peer_calls  # noqa: E402
+
 HERE = Path(__file__).parent
 SESSIONS = ["sa", "sb"]
 WORDS = ["kyoto", "harbour", "lantern", "東京の港"]  # the last one goes through the trigram index
@@ -50,26 +53,7 @@ class Local:
         self.store = store
 
     def __call__(self, op: str, **args):
-        s = self.store
-        if op == "search":
-            return [[h.uid, h.compacted] for h in s.search(args["query"], limit=1000)]
-        if op == "append":
-            return s.append(args["session"], args["messages"]) and None
-        if op == "create":
-            return s.create_session("cli", session_id=args["session"]).id
-        if op == "compact":
-            lease = s.begin_compaction(args["session"])
-            s.commit_compaction(lease, [{"uid": args["summary"], "role": "assistant", "content": args["content"]}])
-            return None
-        if op == "rewind":
-            return s.rewind(args["session"], args["to"])
-        if op == "restore":
-            return s.restore_rewound(args["session"])
-        if op == "delete":
-            return s.delete_session(args["session"])
-        if op == "ids":
-            return [[m.uid, m.id] for m in s.transcript(args["session"])]
-        raise ValueError(op)
+        return peer_calls.call(self.store, op, args)
 
 
 @pytest.fixture(scope="module")
