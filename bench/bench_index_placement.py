@@ -88,16 +88,22 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, default=3000)
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent.parent / "docs" / "benchmarks-placement.txt")
     args = p.parse_args()
     bodies = bench_core.bodies(1000)
     ratios = []
+    lines = [f"bench/bench_index_placement.py --n {args.n} --rounds {args.rounds}: one writer, one transaction "
+             "per message at synchronous=FULL, an indexer batch every 50 ms"]
     for rnd in range(args.rounds):
         order = ["in-file", "own-file"] if rnd % 2 == 0 else ["own-file", "in-file"]
         rates = {v: run(v, args.n, bodies) for v in order}
         ratios.append(rates["own-file"] / rates["in-file"])
-        print(f"round {rnd + 1}: in-file {rates['in-file']:,.0f}/s, own file {rates['own-file']:,.0f}/s, "
-              f"own/in {ratios[-1]:.2f}x", flush=True)
-    print(f"median own file / in-file: {statistics.median(ratios):.2f}x")
+        lines.append(f"round {rnd + 1}: in-file {rates['in-file']:,.0f}/s, own file {rates['own-file']:,.0f}/s, "
+                     f"own/in {ratios[-1]:.2f}x")
+        print(lines[-1], flush=True)
+    lines.append(f"median own file / in-file: {statistics.median(ratios):.2f}x")
+    print(lines[-1])
+    args.out.write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

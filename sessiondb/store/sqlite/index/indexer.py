@@ -84,13 +84,13 @@ class Indexer:
         """Index until the index covers `target` (the store's marks when a search began;
         None: everything the store holds now). Raises what stops it."""
         with self._lock:
-            if self.damage is not None:
-                raise self.damage
-            try:
-                self._run(target)
-                return
-            except apsw.Error as exc:
-                failure = exc
+            failure = self.damage  # seen before: healed now if nobody else holds the store
+            if failure is None:
+                try:
+                    self._run(target)
+                    return
+                except apsw.Error as exc:
+                    failure = exc
         if not self.heal(failure):
             raise failure
 
@@ -172,7 +172,7 @@ class Indexer:
             if _behind(_index_marks(conn), target):
                 while not index_batch(conn, BATCH):
                     pass
-        except apsw.Error as exc:
+        except apsw.Error:
             self._close()  # a fresh connection next time, whatever went wrong
             raise
 
