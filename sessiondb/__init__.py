@@ -17,7 +17,7 @@ from .errors import (
     StorageError, StoreBusy, StoreClosed, TitleConflict, UnsupportedSQLite,
 )
 from .errors import CompactionBusy, CompressionClosed, LeaseLost, SessionTooLarge
-from .model import Message, MessageState, Page, Role, Session, Usage
+from .model import Message, MessageLimits, MessageState, Page, Role, Session, Turn, Usage
 from .model import Lease
 from .store.aio import AsyncStore
 from .store import locations
@@ -28,7 +28,7 @@ __all__ = [
     "MessageState", "Page", "Usage", "SessionDBError", "InvalidInput", "NotFound", "Conflict",
     "MessageConflict", "TitleConflict", "StoreBusy", "StoreClosed", "StorageError",
     "UnsupportedSQLite", "NotASessionStore", "Cause",
-    "Lease", "CompactionBusy", "LeaseLost", "CompressionClosed", "SessionTooLarge",
+    "Lease", "MessageLimits", "CompactionBusy", "LeaseLost", "CompressionClosed", "SessionTooLarge", "Turn",
 ]
 
 
@@ -41,6 +41,7 @@ def open_store(
     patience: float = 30.0,
     vfs: str | None = None,
     clock: Callable[[], float] | None = None,
+    limits: MessageLimits = MessageLimits(),
 ) -> Store:
     """Open a profile's store, or the store at `location` (a file path or a URL).
 
@@ -49,13 +50,14 @@ def open_store(
     `<home>/state.db`, profile NAME's is `<home>/profiles/NAME/state.db`. durability
     "full" (the default) makes every acknowledged write survive power loss; "normal"
     survives the process dying only. `patience` is how long a write waits for another
-    process's lock before StoreBusy.
+    process's lock before StoreBusy. `limits` bounds one message, for append and import
+    alike (MessageLimits: 16 MiB of content and 10,000 parts by default).
 
     Testing hooks, left None in real use: `vfs` names a registered SQLite VFS (an
     `apsw.VFS`) every connection goes through, so tests can inject I/O errors or record
     writes and syncs (tests/reliability/vfs.py); `clock` is the time source of the handle.
     """
-    return locations.open_store(location, home=home, profile=profile, clock=clock,
+    return locations.open_store(location, home=home, profile=profile, clock=clock, limits=limits,
                                 durability=durability, patience=patience, vfs=vfs)
 
 

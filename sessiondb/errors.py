@@ -80,6 +80,19 @@ class CompressionClosed(Conflict):
     cause = Cause.COMPRESSION_CLOSED
 
 
+class CheckpointRefused(Conflict):
+    """A checkpoint, diff or restore was refused; nothing was written (S-53).
+
+    The message says why: the agent's tools run where host paths are not theirs (a
+    container or sandbox), the tree is over the size limits, or a restore would overwrite
+    files changed since the agent's own last write (`report` then lists every file).
+    """
+
+    def __init__(self, message: str, report: object = None) -> None:
+        super().__init__(message)
+        self.report = report
+
+
 class SessionTooLarge(SessionDBError):
     """An in-memory copy of the session was refused: it holds more messages than the guard.
 

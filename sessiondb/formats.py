@@ -1,13 +1,19 @@
 """The sessiondb export format: its versioned column lists and the validation of its records.
 
-The format (version 1) is one JSON object per line:
+The format (version 2) is one JSON object per line:
 
-    {"type": "header", "format": "sessiondb-export", "version": 1, "exported_at": ..., "generator": ..., "profile": ...}
+    {"type": "header", "format": "sessiondb-export", "version": 2, "exported_at": ..., "generator": ..., "profile": ...}
     {"type": "session", "session": {every column of the session row}}
     {"type": "message", "message": {every column of a message row}}     every state, commit order
     {"type": "usage", "usage": {every column of a usage row}}
-    {"type": "end", "session_id": "...", "messages": N, "usage": K}
+    {"type": "turn", "turn": {every column of a turn row}}              in the order they began
+    {"type": "end", "session_id": "...", "messages": N, "usage": K, "turns": T}
     ... the next session ...
+
+Version 2 added the turn records (and the end record's `turns` count); a version-1 file
+(no turns) is still read, and a turn record in one is refused. The version was raised so
+that an older sessiondb refuses a file holding turns by its header, instead of failing
+on its first turn record halfway through.
 
 The columns are listed here, explicitly and for this version, not read from a backend's
 tables: every backend writes and reads exactly these. Columns holding JSON (session
@@ -26,11 +32,15 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping
 
+from . import guidance
 from .errors import InvalidInput, SessionDBError
-from .model import MAX_UID_LENGTH, MessageState, Role, check_label, clean_title, dump_json
+from .model import (
+    MessageLimits, check_count, check_label, check_session_id, check_stored_time, clean_title, dump_json, prepare_message,
+)
 
 FORMAT = "sessiondb-export"
-VERSION = 1
+VERSION = 2
+READABLE = (1, 2)  # the versions import reads
 
 
 class ImportRejected(InvalidInput):
@@ -55,7 +65,7 @@ def _columns_of(*columns: Column) -> dict[str, Column]:
 
 _TEXT, _INT, _REAL = "TEXT", "INTEGER", "REAL"
 
-#: Version 1's columns, in the order records carry them.
+#: The columns, in the order records carry them (version 1 had no turns).
 COLUMNS: dict[str, dict[str, Column]] = {
     "sessions": _columns_of(
         Column("id", _TEXT, True, True), Column("source", _TEXT, True, True), Column("profile", _TEXT),
@@ -81,10 +91,21 @@ COLUMNS: dict[str, dict[str, Column]] = {
         Column("cache_write_tokens", _INT, True), Column("reasoning_tokens", _INT, True),
         Column("cost_usd", _REAL, True), Column("calls", _INT, True),
     ),
+    "turns": _columns_of(
+        Column("id", _TEXT, True, True), Column("session_id", _TEXT, True, True), Column("user_uid", _TEXT),
+        Column("cwd", _TEXT), Column("started_at", _REAL, True, True), Column("ended_at", _REAL),
+        Column("outcome", _TEXT), Column("reason", _TEXT), Column("detail", _TEXT), Column("receipts", _TEXT, True),
+        Column("continued_by", _TEXT),
+    ),
 }
 TABLES = tuple(COLUMNS)
-JSON_COLUMNS = {"sessions": frozenset({"metadata"}), "messages": frozenset({"parts", "tool_calls"}), "usage": frozenset()}
-BOOL_COLUMNS = {"sessions": frozenset({"pinned", "archived", "hidden"}), "messages": frozenset(), "usage": frozenset()}
+JSON_COLUMNS = {"sessions": frozenset({"metadata"}), "messages": frozenset({"parts", "tool_calls"}),
+                "usage": frozenset(), "turns": frozenset({"receipts"})}
+BOOL_COLUMNS = {"sessions": frozenset({"pinned", "archived", "hidden"}), "messages": frozenset(), "usage": frozenset(),
+                "turns": frozenset()}
+# Text that append stores as given, NUL bytes included; everything else of type TEXT is a label without NUL.
+FREE_TEXT_COLUMNS = {"sessions": frozenset(), "messages": frozenset({"content", "reasoning"}), "usage": frozenset(),
+                     "turns": frozenset()}
 
 
 # --- export -----------------------------------------------------------------------------
@@ -107,8 +128,8 @@ def encode(table: str, row: Iterable[Any]) -> dict[str, Any]:
     return record
 
 
-def end_record(session_id: str, messages: int, usage: int) -> dict[str, Any]:
-    return {"type": "end", "session_id": session_id, "messages": messages, "usage": usage}
+def end_record(session_id: str, messages: int, usage: int, turns: int) -> dict[str, Any]:
+    return {"type": "end", "session_id": session_id, "messages": messages, "usage": usage, "turns": turns}
 
 
 # --- import: reading and validating -----------------------------------------------------
@@ -122,19 +143,20 @@ class SessionGroup:
     session: dict[str, Any]
     messages: list[dict[str, Any]] = field(default_factory=list)
     usage: list[dict[str, Any]] = field(default_factory=list)
+    turns: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def id(self) -> str:
         return self.session["id"]
 
 
-def read_groups(records: Iterable[Any]) -> Iterator[SessionGroup]:
+def read_groups(records: Iterable[Any], limits: MessageLimits = MessageLimits()) -> Iterator[SessionGroup]:
     """Parse and validate records, yielding each session once all its records are checked.
 
     Records are JSONL lines (str or bytes) or already-parsed mappings; blank lines are
     skipped. Raises ImportRejected naming the line of the first bad record.
     """
-    seen_header = False
+    version = 0  # the header's, once read
     group: SessionGroup | None = None
     uids: set[str] = set()
     line = 0
@@ -142,9 +164,8 @@ def read_groups(records: Iterable[Any]) -> Iterator[SessionGroup]:
         record = _parse(raw, line)
         if record is None:
             continue
-        if not seen_header:
-            _check_header(record, line)
-            seen_header = True
+        if not version:
+            version = _check_header(record, line)
             continue
         kind = record.get("type")
         if kind == "session":
@@ -153,24 +174,27 @@ def read_groups(records: Iterable[Any]) -> Iterator[SessionGroup]:
                                            "session: the file is truncated or spliced; export it again")
             group = SessionGroup(line, _session(record.get("session"), line))
             uids = set()
-        elif kind in ("message", "usage", "end"):
+        elif kind in ("message", "usage", "turn", "end") and not (kind == "turn" and version == 1):
             if group is None:
                 raise ImportRejected(line, f"a {kind} record outside any session (a session record must come first)")
             if kind == "message":
-                message = _message(record.get("message"), line, group.id)
+                message = _message(record.get("message"), line, group.id, limits)
                 if message["uid"] in uids:
                     raise ImportRejected(line, f"message uid {message['uid']!r} appears twice in session {group.id}")
                 uids.add(message["uid"])
                 group.messages.append(message)
             elif kind == "usage":
                 group.usage.append(_usage(record.get("usage"), line, group.id))
+            elif kind == "turn":
+                group.turns.append(_turn(record.get("turn"), line, group.id))
             else:
-                _check_end(record, group, line)
+                _check_end(record, group, line, version)
                 yield group
                 group = None
         else:
-            raise ImportRejected(line, f"unknown record type {kind!r} (expected session, message, usage or end)")
-    if not seen_header:
+            raise ImportRejected(line, f"unknown record type {kind!r} in a version {version} export (expected "
+                                       f"session, message, usage{', turn' if version > 1 else ''} or end)")
+    if not version:
         raise ImportRejected(max(line, 1), "the file holds no records: it is empty, not a sessiondb export")
     if group is not None:
         raise ImportRejected(line + 1, f"the file ends inside session {group.id} (line {group.line}) before its end "
@@ -202,22 +226,27 @@ def _refuse_constant(name: str) -> None:
     raise ValueError(f"{name} is not a number sessiondb stores")
 
 
-def _check_header(record: dict[str, Any], line: int) -> None:
+def _check_header(record: dict[str, Any], line: int) -> int:
     if record.get("format") != FORMAT:
         raise ImportRejected(line, f'not a sessiondb export: the first line must be the header {{"format": "{FORMAT}", ...}}')
     version = record.get("version")
     if isinstance(version, bool) or not isinstance(version, int):
         raise ImportRejected(line, f"the export header's version must be an integer, not {version!r}")
-    if version != VERSION:
-        raise ImportRejected(line, f"unknown export format version {version} (this sessiondb reads version {VERSION}); "
-                                   "import it with the sessiondb that wrote it, or a newer one")
+    if version not in READABLE:
+        readable = ", ".join(map(str, READABLE))
+        raise ImportRejected(line, f"unknown export format version {version} (this sessiondb reads versions "
+                                   f"{readable}); import it with the sessiondb that wrote it, or a newer one")
+    return version
 
 
-def _check_end(record: dict[str, Any], group: SessionGroup, line: int) -> None:
+def _check_end(record: dict[str, Any], group: SessionGroup, line: int, version: int) -> None:
     if record.get("session_id") != group.id:
         raise ImportRejected(line, f"the end record names session {record.get('session_id')!r}, but session {group.id} "
                                    f"(line {group.line}) is open")
-    for key, have in (("messages", len(group.messages)), ("usage", len(group.usage))):
+    counts = [("messages", len(group.messages)), ("usage", len(group.usage))]
+    if version > 1:
+        counts.append(("turns", len(group.turns)))
+    for key, have in counts:
         if record.get(key) != have:
             raise ImportRejected(line, f"session {group.id} declares {record.get(key)!r} {key} records but the file "
                                        f"holds {have}: records are missing; export it again")
@@ -248,7 +277,7 @@ def _fields(table: str, record: Any, line: int, what: str) -> dict[str, Any]:
                 raise ImportRejected(line, f"the {what}'s {name!r} must be true or false, not {value!r}")
             value = int(value)
         else:
-            _check_type(value, column, line, what)
+            _check_type(value, column, line, what, free_text=name in FREE_TEXT_COLUMNS[table])
         out[name] = value
     return out
 
@@ -260,9 +289,9 @@ def _json_text(value: Any, name: str, line: int, what: str) -> str:
         raise ImportRejected(line, str(exc)) from None
 
 
-def _check_type(value: Any, column: Column, line: int, what: str) -> None:
+def _check_type(value: Any, column: Column, line: int, what: str, *, free_text: bool = False) -> None:
     ok = {
-        "TEXT": isinstance(value, str) and "\x00" not in value and _is_unicode(value),
+        "TEXT": isinstance(value, str) and (free_text or "\x00" not in value) and _is_unicode(value),
         "INTEGER": isinstance(value, int) and not isinstance(value, bool),
         "REAL": isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value),
     }.get(column.type, isinstance(value, (str, int, float)) and not isinstance(value, bool))
@@ -283,10 +312,12 @@ def _is_unicode(value: str) -> bool:
 def _session(record: Any, line: int) -> dict[str, Any]:
     values = _fields("sessions", record, line, "session")
     try:
-        check_label(values.get("id"), "the session's 'id'", required=True)
+        check_session_id(values.get("id"), "the session's 'id'")
         check_label(values.get("source"), "the session's 'source'", required=True)
         check_label(values.get("parent_session_id"), "the session's 'parent_session_id'")
         values["title"] = clean_title(values.get("title"))
+        for name in TIME_COLUMNS & set(values):
+            check_stored_time(values[name], f"the session's {name!r}")
     except InvalidInput as exc:
         raise ImportRejected(line, str(exc)) from None
     if "metadata" in values and not isinstance(json.loads(values["metadata"]), dict):
@@ -297,23 +328,28 @@ def _session(record: Any, line: int) -> dict[str, Any]:
     return values
 
 
-def _message(record: Any, line: int, session_id: str) -> dict[str, Any]:
+TIME_COLUMNS = frozenset({"started_at", "ended_at", "last_activity_at"})
+MESSAGE_FIELDS = ("uid", "role", "tool_call_id", "tool_name", "reasoning", "finish_reason", "token_count",
+                  "timestamp", "display_kind", "state")
+
+
+def _message(record: Any, line: int, session_id: str, limits: MessageLimits) -> dict[str, Any]:
+    """A message record, checked by the rule append applies (prepare_message), so that
+    whatever append stored, an import of its export accepts."""
     values = _fields("messages", record, line, "message")
     values.pop("id", None)  # ids are the importing store's to assign
     if values.setdefault("session_id", session_id) != session_id:
         raise ImportRejected(line, f"the message belongs to session {values['session_id']!r}, not {session_id}")
-    uid = values.get("uid")
-    if not uid or len(uid) > MAX_UID_LENGTH:
-        raise ImportRejected(line, f"the message's uid must be non-empty text of at most {MAX_UID_LENGTH} characters")
-    if values.get("role") not in {r.value for r in Role}:
-        raise ImportRejected(line, f"the message's role must be system, user, assistant or tool, not {values.get('role')!r}")
-    if values.setdefault("state", MessageState.ACTIVE.value) not in {s.value for s in MessageState}:
-        raise ImportRejected(line, f"the message's state must be active, compacted or rewound, not {values['state']!r}")
-    for name in ("parts", "tool_calls"):
-        if values.get(name) is not None and not isinstance(json.loads(values[name]), list):
-            raise ImportRejected(line, f"the message's {name!r} must be a list")
-    if values.get("token_count") is not None and values["token_count"] < 0:
-        raise ImportRejected(line, "the message's 'token_count' must not be negative")
+    given = {name: values[name] for name in MESSAGE_FIELDS if name in values}
+    parts, calls = values.get("parts"), values.get("tool_calls")
+    given["content"] = json.loads(parts) if parts is not None else values.get("content")
+    if calls is not None:
+        given["tool_calls"] = json.loads(calls)
+    try:
+        checked = prepare_message(given, limits=limits, where="the message")
+    except InvalidInput as exc:
+        raise ImportRejected(line, str(exc)) from None
+    values["content"] = checked.content  # for parts, the text derived from them, as append stores it
     return values
 
 
@@ -321,11 +357,36 @@ def _usage(record: Any, line: int, session_id: str) -> dict[str, Any]:
     values = _fields("usage", record, line, "usage")
     if values.setdefault("session_id", session_id) != session_id:
         raise ImportRejected(line, f"the usage row belongs to session {values['session_id']!r}, not {session_id}")
-    for name, value in values.items():
-        if isinstance(value, (int, float)) and value < 0:
-            raise ImportRejected(line, f"the usage row's {name!r} must not be negative")
+    try:
+        for name, value in values.items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                check_count(value, f"the usage row's {name!r}")
+            elif isinstance(value, float) and value < 0:
+                raise InvalidInput(f"the usage row's {name!r} must not be negative")
+    except InvalidInput as exc:
+        raise ImportRejected(line, str(exc)) from None
     return values
 
+
+def _turn(record: Any, line: int, session_id: str) -> dict[str, Any]:
+    values = _fields("turns", record, line, "turn")
+    if values.setdefault("session_id", session_id) != session_id:
+        raise ImportRejected(line, f"the turn belongs to session {values['session_id']!r}, not {session_id}")
+    ended = [values.get(name) is not None for name in ("ended_at", "outcome", "reason")]
+    if any(ended) and not all(ended):
+        raise ImportRejected(line, "a turn gives all of ended_at, outcome and reason, or none (while it runs)")
+    if all(ended):
+        try:
+            outcome = guidance.turn_outcome(values["reason"])
+        except InvalidInput as exc:
+            raise ImportRejected(line, str(exc)) from None
+        if outcome != values["outcome"]:
+            raise ImportRejected(line, f"the turn's reason {values['reason']!r} ends a turn as {outcome!r}, "
+                                       f"not {values['outcome']!r}")
+    values.setdefault("receipts", "[]")
+    if not isinstance(json.loads(values["receipts"]), list):
+        raise ImportRejected(line, "the turn's 'receipts' must be a list")
+    return values
 
 
 def annotate(exc: SessionDBError, imported: int) -> str:

@@ -9,6 +9,7 @@ affected store's own, never the process's default (S-18).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -120,6 +121,14 @@ def command_for(profile: str | None, home: Path | None) -> str:
     return " ".join(parts)
 
 
+def error_code(exc: BaseException, cause: Cause) -> str:
+    """The stable name every face reports for an error: its cause (`locked`, `corrupt`...)
+    when it has one, else its kind (`not_found`, `store_held`...)."""
+    if cause is not Cause.UNKNOWN:
+        return cause.value
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", type(exc).__name__).lower()
+
+
 def home_of(db_path: Path, profile: str | None) -> Path:
     """The home a store belongs to: its directory, or three up for a named profile."""
     if profile not in (None, DEFAULT_PROFILE) and db_path.name == STORE_FILENAME:
@@ -147,3 +156,97 @@ def for_error(exc: BaseException, *, db_path: Path, profile: str | None, home: P
         status = next((code for kind, code in _INPUT_STATUSES if isinstance(exc, kind)), 400)
         return Guidance(cause, str(exc), "", 1, status)
     return explain(cause, db_path=db_path, profile=profile, home=home)
+
+
+# --- why a turn ended (S-50, S-51) ------------------------------------------------------
+#
+# A turn's end reason is a stable name; this table gives each its outcome and the sentence
+# a person reads. The stored record, the log line and every surface render from here, so
+# they cannot disagree. An interrupt from a system producer names it in parentheses:
+# `interrupted_by_system(turn_liveness_watchdog)`.
+
+COMPLETED, INTERRUPTED, FAILED = "completed", "interrupted", "failed"
+OUTCOMES = (COMPLETED, INTERRUPTED, FAILED)
+
+BY_USER = "interrupted_by_user"
+DURING_CALL = "interrupted_during_api_call"
+BY_SYSTEM = "interrupted_by_system"
+
+# reason: (outcome, sentence). {producer} is the producer's phrase (PRODUCERS).
+_TURN_REASONS: dict[str, tuple[str, str]] = {
+    "completed": (COMPLETED, "The turn finished."),
+    "failed": (FAILED, "The turn stopped on an error before it finished; what it did so far is kept."),
+    BY_USER: (INTERRUPTED, "You stopped this turn."),
+    DURING_CALL: (INTERRUPTED, "You stopped this turn while a model call was in flight; that call's answer "
+                               "was not used."),
+    BY_SYSTEM: (INTERRUPTED, "{producer} stopped this turn; you did not."),
+    DURING_CALL + "()": (INTERRUPTED, "{producer} stopped this turn while a model call was in flight; you did "
+                                      "not, and that call's answer was not used."),
+    "redirect_limit": (INTERRUPTED, "This turn was redirected as many times as allowed, so it stopped; your "
+                                    "last correction was not lost: it is the next turn."),
+    "resume_pending": (INTERRUPTED, "The process running this turn stopped before it finished; the gateway "
+                                    "picks the conversation up again with the next turn."),
+    "stale_turn": (INTERRUPTED, "The process running this turn stopped too long ago to pick it up again, so "
+                                "the session was ended; start a new one to go on."),
+}
+
+#: The system producers sessiondb knows, with the phrase a person reads.
+PRODUCERS: dict[str, str] = {
+    "cron_inactivity_watchdog": "The cron job's inactivity watchdog",
+    "turn_liveness_watchdog": "The turn liveness watchdog (the turn showed no progress)",
+    "lease_lost": "Losing the session's lease to another process",
+    "gateway_inactivity_timeout": "The gateway's inactivity timeout",
+}
+_PRODUCER_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
+_WITH_PRODUCER = re.compile(rf"({BY_SYSTEM}|{DURING_CALL})\(([^()]*)\)")
+
+
+def register_producer(name: str, phrase: str) -> None:
+    """Add a system producer of interrupts (a name like `budget_guard`) and its phrase."""
+    if not isinstance(name, str) or not _PRODUCER_NAME.fullmatch(name):
+        raise InvalidInput(f"a producer name is lowercase letters, digits and _ (at most 64), not {name!r}")
+    if name == "user":
+        raise InvalidInput("`user` is the person's own stop, not a system producer")
+    if not isinstance(phrase, str) or not phrase.strip():
+        raise InvalidInput("a producer needs a phrase a person reads, such as 'The budget guard'")
+    PRODUCERS[name] = phrase.strip()
+
+
+def interrupt_reason(producer: str, *, in_api_call: bool) -> str:
+    """The end reason of an interrupt from `producer` (`user` for a person's stop)."""
+    if producer == "user":
+        return DURING_CALL if in_api_call else BY_USER
+    if producer not in PRODUCERS:
+        raise InvalidInput(f"unknown interrupt producer {producer!r}: register it with register_producer "
+                           f"(known: user, {', '.join(sorted(PRODUCERS))})")
+    return f"{DURING_CALL if in_api_call else BY_SYSTEM}({producer})"
+
+
+def turn_outcome(reason: str) -> str:
+    """The outcome a reason ends a turn with; InvalidInput for a reason not in the table."""
+    return _reason_entry(reason)[0][0]
+
+
+def explain_turn(reason: str) -> str:
+    """The sentence a person reads for why a turn ended."""
+    (_outcome, sentence), producer = _reason_entry(reason)
+    if producer is None:
+        return sentence
+    # A producer registered in another process is still named, by its own name.
+    return sentence.format(producer=PRODUCERS.get(producer, f"The system producer `{producer}`"))
+
+
+def _reason_entry(reason: str) -> tuple[tuple[str, str], str | None]:
+    if not isinstance(reason, str):
+        raise InvalidInput(f"a turn's end reason must be text, not {type(reason).__name__}")
+    match = _WITH_PRODUCER.fullmatch(reason)
+    if match is not None:
+        category, producer = match.groups()
+        if not _PRODUCER_NAME.fullmatch(producer) or producer == "user":
+            raise InvalidInput(f"{reason!r} does not name a system producer (lowercase letters, digits and _)")
+        return _TURN_REASONS[BY_SYSTEM if category == BY_SYSTEM else DURING_CALL + "()"], producer
+    if reason in _TURN_REASONS and not reason.endswith("()") and reason != BY_SYSTEM:
+        return _TURN_REASONS[reason], None
+    raise InvalidInput(f"unknown turn end reason {reason!r} (expected one of "
+                       f"{', '.join(r for r in _TURN_REASONS if r != BY_SYSTEM and not r.endswith('()'))}, "
+                       f"{BY_SYSTEM}(PRODUCER) or {DURING_CALL}(PRODUCER))")

@@ -20,6 +20,8 @@ from .errors import InvalidInput, RealHomeRefused
 DEFAULT_PROFILE = "main"  # the root store's profile, as session keys spell it
 STORE_FILENAME = "state.db"
 SIDECAR_SUFFIXES = ("-wal", "-shm", "-journal")
+# The search index's own files beside a store (derived data: deletable, rebuilt from the store).
+INDEX_SUFFIXES = ("-search", "-search-wal", "-search-shm", "-search-journal")
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 
@@ -71,10 +73,10 @@ def store_path(
 
 
 def ensure_private_dir(directory: Path) -> None:
-    """Create `directory` (and missing parents) and make it 0700.
+    """Create `directory` (and missing parents), each 0700 whatever the umask.
 
-    Parents that already exist keep their mode: only what sessiondb creates, and the
-    store's own directory, are tightened.
+    A directory that already exists keeps its mode: a store opened in /tmp or a shared
+    folder must not change who may use that folder. The files in it are 0600 anyway.
     """
     missing = []
     d = directory
@@ -84,7 +86,6 @@ def ensure_private_dir(directory: Path) -> None:
     for d in reversed(missing):
         d.mkdir(mode=DIR_MODE, exist_ok=True)
         os.chmod(d, DIR_MODE)
-    os.chmod(directory, DIR_MODE)
 
 
 def make_private(db_path: Path) -> None:

@@ -20,6 +20,30 @@ from .errors import InvalidInput
 MAX_TITLE_LENGTH = 100
 MAX_UID_LENGTH = 200
 MAX_NAME_LENGTH = 200  # source, model, tool names and other short labels
+MAX_SESSION_ID_LENGTH = 200
+#: The latest time stored: the end of year 9999, the last a date can be shown for.
+MAX_TIMESTAMP = 253402300799.0
+#: The largest token count (or other counter) stored: far beyond any real use, well
+#: inside SQLite's 64-bit integers even when a session's usage is summed.
+MAX_COUNT = 10**15
+
+
+@dataclass(frozen=True)
+class MessageLimits:
+    """How large one message may be, for append and import alike (InvalidInput past them).
+
+    `max_content_bytes` bounds the content's UTF-8 (the text, or the parts as JSON);
+    `max_parts` the number of parts in a list content. `open_store(limits=...)` sets them.
+    """
+
+    max_content_bytes: int = 16 * 1024 * 1024
+    max_parts: int = 10_000
+
+    def __post_init__(self) -> None:
+        for name in ("max_content_bytes", "max_parts"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidInput(f"MessageLimits.{name} must be a positive integer, not {value!r}")
 
 
 class Role(str, Enum):
@@ -96,6 +120,32 @@ class Session:
     #: How this session continues its parent: 'compression' (a rotation; followed by
     #: tip() and late writes), 'branch', or a caller's label ('reset', 'delegation'...).
     parent_relation: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One turn of a session: a user message and the agent's work until it stopped (S-50).
+
+    `outcome` and `reason` are None while the turn runs; `reason` is a name from the
+    guidance table (sessiondb.guidance.explain_turn gives its sentence).
+    """
+
+    id: str
+    session_id: str
+    user_uid: str | None  # the uid of the user message that started it
+    cwd: str | None  # the working directory its file tools resolve relative paths against
+    started_at: float
+    ended_at: float | None = None
+    outcome: str | None = None  # completed, interrupted or failed
+    reason: str | None = None
+    detail: str | None = None  # an error's text, for a failed turn
+    #: the failed file edits that still stood when the turn ended (S-52), each a dict of
+    #: path, error, mtime_ns and size (the file's state when the edit failed)
+    receipts: list[dict[str, Any]] = field(default_factory=list)
+    continued_by: str | None = None  # the turn that took its waiting correction (S-51)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -244,6 +294,26 @@ class StoreStats:
 
 
 @dataclass
+class VerifyReport:
+    """What Store.verify() found: every broken invariant in words, and how much was checked.
+
+    `notes` say what could not be checked and why (a stale search index, say); they are
+    not problems. `checked` counts what was looked at, by kind (sessions, messages...).
+    """
+
+    problems: list[str] = field(default_factory=list)
+    checked: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, **asdict(self)}
+
+
+@dataclass
 class ImportReport:
     """What an import did (or, for a dry run, would do): counts per kind of record."""
 
@@ -253,6 +323,8 @@ class ImportReport:
     messages_skipped: int = 0  # already stored (same uid)
     usage_rows_imported: int = 0
     usage_rows_skipped: int = 0
+    turns_imported: int = 0
+    turns_skipped: int = 0  # already stored (same turn id)
     #: Sessions whose parent is in neither the store nor the import (parent link cleared).
     detached: list[str] = field(default_factory=list)
 
@@ -270,24 +342,16 @@ class ImportOutcome:
     usage_imported: int
     usage_skipped: int
     detached_from: str | None  # the parent that was not there, when the link was cleared
-
-
-@dataclass
-class VerifyReport:
-    """What Store.verify() found: `ok` when every invariant holds; `problems` says which did not."""
-
-    ok: bool
-    problems: list[str] = field(default_factory=list)
-    checked: dict[str, int] = field(default_factory=dict)  # what was examined, by kind
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    turns_imported: int = 0
+    turns_skipped: int = 0
 
 
 # --- text and JSON -------------------------------------------------------------------
 
 
 def content_text(content: str | list[Any] | None) -> str:
+    """The readable text of a content: itself, or its text parts joined by newlines.
+    One pass over the parts: this is also the text a parts message is searched by."""
     if content is None:
         return ""
     if isinstance(content, str):
@@ -367,6 +431,25 @@ def check_label(value: Any, what: str, *, required: bool = False) -> str | None:
     return value
 
 
+_ID_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f-\x9f/\\\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+
+
+def check_session_id(value: Any, what: str = "session_id") -> str:
+    """A new session's id: 1-200 characters, not blank, no surrounding whitespace, no
+    control or bidi characters and no path separators (ids name files and appear in
+    terminals, URLs and download names)."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what} must be text, not {type(value).__name__}")
+    check_unicode(value, what)
+    bad = _ID_FORBIDDEN.search(value)
+    if (not value.strip() or value != value.strip() or len(value) > MAX_SESSION_ID_LENGTH or bad
+            or value in (".", "..")):
+        raise InvalidInput(
+            f"{what} {value!r} is not a valid session id: use 1-{MAX_SESSION_ID_LENGTH} characters, not blank, "
+            "without surrounding spaces, control characters or '/' and '\\'")
+    return value
+
+
 def check_timestamp(value: Any, what: str) -> float | None:
     if value is None:
         return None
@@ -377,6 +460,23 @@ def check_timestamp(value: Any, what: str) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise InvalidInput(f"{what} must be seconds since the epoch or an aware datetime")
     return float(value)
+
+
+def check_stored_time(value: Any, what: str) -> float | None:
+    """A time to store: as check_timestamp, and between 1970 and the end of year 9999,
+    so that every stored time can be shown as a date."""
+    seconds = check_timestamp(value, what)
+    if seconds is not None and not 0 <= seconds <= MAX_TIMESTAMP:
+        raise InvalidInput(f"{what} must be a time between 1970 and the year 9999 "
+                           f"(0 to {MAX_TIMESTAMP:.0f} seconds since the epoch), not {seconds!r}")
+    return seconds
+
+
+def check_count(value: Any, what: str) -> int:
+    """A counter to store (a message's or a usage row's tokens): a non-negative integer up to MAX_COUNT."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
+        raise InvalidInput(f"{what} must be an integer from 0 to {MAX_COUNT:,}, not {value!r}")
+    return value
 
 
 def check_metadata(metadata: Any) -> str:
@@ -393,7 +493,9 @@ class NewMessage:
 
     uid: str
     role: str
-    content: str | None  # text content
+    #: The text content; for a list of parts, their readable text (content_text), which
+    #: the search index reads from this column in one pass instead of walking the JSON.
+    content: str | None
     parts: str | None  # JSON list, when the content is a list of parts
     tool_calls: str | None
     tool_call_id: str | None
@@ -410,7 +512,7 @@ class NewMessage:
         """Whether `stored` holds the same message (what was said, not when)."""
         return (
             self.role == stored.role
-            and self.content == (stored.content if isinstance(stored.content, str) else None)
+            and (self.parts is not None or self.content == (stored.content if isinstance(stored.content, str) else None))
             and self.parts == (None if not isinstance(stored.content, list) else dump_json(stored.content, "content"))
             and self.tool_calls == (None if stored.tool_calls is None else dump_json(stored.tool_calls, "tool_calls"))
             and self.tool_call_id == stored.tool_call_id
@@ -433,9 +535,10 @@ _INPUT_FIELDS = frozenset(
 )
 
 
-def prepare_message(raw: Message | Mapping[str, Any], index: int = 0) -> NewMessage:
-    """Validate one message of an append; `index` names it in error messages."""
-    where = f"message {index}"
+def prepare_message(raw: Message | Mapping[str, Any], index: int = 0, limits: MessageLimits = MessageLimits(),
+                    *, where: str | None = None) -> NewMessage:
+    """Validate one message of an append or an import; `index` (or `where`) names it in errors."""
+    where = where or f"message {index}"
     if isinstance(raw, Message):
         data: Mapping[str, Any] = raw.to_dict()
     elif isinstance(raw, Mapping):
@@ -463,10 +566,21 @@ def prepare_message(raw: Message | Mapping[str, Any], index: int = 0) -> NewMess
     parts: str | None = None
     if isinstance(content, str):
         text = check_unicode(content, f"{where}: content")
+        size = len(text.encode("utf-8"))
     elif isinstance(content, list):
+        if len(content) > limits.max_parts:
+            raise InvalidInput(f"{where}: content has {len(content):,} parts; the limit is {limits.max_parts:,} "
+                               "parts per message (MessageLimits.max_parts)")
         parts = dump_json(content, f"{where}: content")
+        text = check_unicode(content_text(content), f"{where}: content")
+        size = len(parts.encode("utf-8"))
     elif content is not None:
         raise InvalidInput(f"{where}: content must be text, a list of parts or None")
+    else:
+        size = 0
+    if size > limits.max_content_bytes:
+        raise InvalidInput(f"{where}: content is {size:,} bytes; the limit is {limits.max_content_bytes:,} bytes "
+                           "per message (MessageLimits.max_content_bytes)")
 
     tool_calls = data.get("tool_calls")
     if tool_calls is not None and not isinstance(tool_calls, list):
@@ -474,8 +588,8 @@ def prepare_message(raw: Message | Mapping[str, Any], index: int = 0) -> NewMess
     tool_calls_json = None if tool_calls is None else dump_json(tool_calls, f"{where}: tool_calls")
 
     token_count = data.get("token_count")
-    if token_count is not None and (isinstance(token_count, bool) or not isinstance(token_count, int) or token_count < 0):
-        raise InvalidInput(f"{where}: token_count must be a non-negative integer")
+    if token_count is not None:
+        check_count(token_count, f"{where}: token_count")
 
     state = data.get("state") or _ACTIVE
     if not isinstance(state, str) or state not in _STATES:
@@ -498,20 +612,20 @@ def prepare_message(raw: Message | Mapping[str, Any], index: int = 0) -> NewMess
         reasoning=reasoning,
         finish_reason=check_label(data.get("finish_reason"), f"{where}: finish_reason"),
         token_count=token_count,
-        timestamp=check_timestamp(data.get("timestamp"), f"{where}: timestamp"),
+        timestamp=check_stored_time(data.get("timestamp"), f"{where}: timestamp"),
         display_kind=check_label(data.get("display_kind"), f"{where}: display_kind"),
         state=getattr(state, "value", state),
         tool_call_total=len(tool_calls) if tool_calls else 0,
     )
 
 
-def prepare_messages(messages: Any) -> list[NewMessage]:
+def prepare_messages(messages: Any, limits: MessageLimits = MessageLimits()) -> list[NewMessage]:
     """Validate an append's input: one message or an iterable of them."""
     if isinstance(messages, (Message, Mapping)):
         messages = [messages]
     elif isinstance(messages, (str, bytes)) or not hasattr(messages, "__iter__"):
         raise InvalidInput(f"messages must be a message or a list of messages, not {type(messages).__name__}")
-    batch = [prepare_message(m, i) for i, m in enumerate(messages)]
+    batch = [prepare_message(m, i, limits) for i, m in enumerate(messages)]
     if not batch:
         raise InvalidInput("no messages to append")
     return batch

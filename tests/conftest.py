@@ -19,3 +19,22 @@ def isolated_home(tmp_path, monkeypatch):
     monkeypatch.setenv("SESSIONDB_UNDER_TEST", "1")  # kept even if a test cleared it
     monkeypatch.delenv("SESSIONDB_ALLOW_REAL_HOME", raising=False)
     return home
+
+
+class FakeClock:
+    """Seconds since the epoch that move only when the test says so; handed to a store
+    through its public clock hook (open_store(clock=...))."""
+
+    def __init__(self, start: float = 1_900_000_000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()

@@ -26,10 +26,10 @@ ALLOWED = {
     "user": {"leaf", "interface", "neutral", "package", "user"},
     "face": {"leaf", "interface", "neutral", "package", "user", "face"},
 }
-LEAVES = {"errors", "model", "home", "guidance", "query", "keys", "formats", "exports"}
+LEAVES = {"errors", "model", "home", "guidance", "query", "keys", "formats", "exports", "files"}
 INTERFACE = {"store.contract", "store.commands", "store.backend", "store.spool"}
 BACKENDS = ("store.sqlite", "store.postgres")
-USERS = ("gateway", "turns", "adapters", "importers")
+USERS = ("profiles", "usage", "gateway", "turns", "adapters", "importers")
 FACES = ("cli", "api", "mcp")
 #: Modules allowed to import some of sessiondb's own modules inside a function, and why.
 LAZY = {"cli.serve": "the CLI loads the HTTP service (FastAPI, uvicorn) only for `serve`"}

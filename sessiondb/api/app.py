@@ -16,8 +16,9 @@ from fastapi.responses import FileResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from ..home import resolve_home
-from . import doctor, errors, search, sessions
+from . import doctor, errors, search, sessions, turns, usage
 from .auth import TokenAuth
+from .guard import DEFAULT_MAX_BODY, Guard, allowed_hosts
 from .stores import Stores
 
 try:
@@ -32,10 +33,13 @@ def stores_of(request: Request) -> Stores:
     return request.app.state.stores
 
 
-def create_app(home: str | Path | None = None, *, token: str | None = None) -> FastAPI:
-    """The service for every profile under `home` (default: $SESSIONDB_HOME or ~/.sessiondb).
+def create_app(home: str | Path | None = None, *, token: str | None = None, host: str = "127.0.0.1",
+               port: int = 8765, max_body: int = DEFAULT_MAX_BODY) -> FastAPI:
+    """The service for every profile under `home` (default: $SESSIONDB_HOME or ~/.sessiondb),
+    answering only requests addressed to `host`:`port` (and loopback names on that port).
 
     With `token`, every API request must send `Authorization: Bearer <token>`.
+    Request bodies over `max_body` bytes are refused (413).
     """
     stores = Stores(resolve_home(home))
 
@@ -44,7 +48,8 @@ def create_app(home: str | Path | None = None, *, token: str | None = None) -> F
         yield
         await stores.close()
 
-    app = FastAPI(title="sessiondb", version=VERSION, lifespan=lifespan,
+    # No /docs or /redoc: their pages load scripts from a CDN; /openapi.json stays.
+    app = FastAPI(title="sessiondb", version=VERSION, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="The durable memory of AI agents: sessions, messages, search, doctor.")
     app.state.stores = stores
     errors.install(app)
@@ -64,6 +69,8 @@ def create_app(home: str | Path | None = None, *, token: str | None = None) -> F
     app.include_router(sessions.router, prefix="/api")
     app.include_router(search.router, prefix="/api")
     app.include_router(doctor.router, prefix="/api")
+    app.include_router(usage.router, prefix="/api")
+    app.include_router(turns.router, prefix="/api")
 
     @app.get("/", include_in_schema=False)
     async def dashboard() -> FileResponse:
@@ -76,4 +83,5 @@ def create_app(home: str | Path | None = None, *, token: str | None = None) -> F
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     if token:
         app.add_middleware(TokenAuth, token=token)
+    app.add_middleware(Guard, hosts=allowed_hosts(host, port), max_body=max_body)  # outermost: sees every request
     return app

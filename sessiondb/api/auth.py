@@ -30,13 +30,15 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def token_matches(header: str | None, token: str) -> bool:
+def token_matches(header: bytes | None, token: str) -> bool:
+    """Whether the raw header is `Bearer TOKEN`; a header's bytes are compared with the
+    token's UTF-8, so a non-ASCII token works from any client that sends it as UTF-8."""
     if not header:
         return False
-    scheme, _, given = header.partition(" ")
-    if scheme.lower() != "bearer":
+    scheme, _, given = header.partition(b" ")
+    if scheme.lower() != b"bearer":
         return False
-    return hmac.compare_digest(given.strip().encode(), token.encode())
+    return hmac.compare_digest(given.strip(), token.encode("utf-8"))
 
 
 class TokenAuth:
@@ -54,7 +56,7 @@ class TokenAuth:
                 header = None
                 for name, value in scope.get("headers", ()):
                     if name == b"authorization":
-                        header = value.decode("latin-1")
+                        header = value
                         break
                 if not token_matches(header, self.token):
                     response = JSONResponse(

@@ -10,7 +10,6 @@ error has one (`locked`, `corrupt`...), else the error's kind (`not_found`,
 from __future__ import annotations
 
 import logging
-import re
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +18,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ..errors import Cause, RealHomeRefused, SessionDBError, SessionTooLarge, StoreClosed, StoreHeld
-from ..guidance import for_error
+from ..errors import Cause, CheckpointRefused, RealHomeRefused, SessionDBError, SessionTooLarge, StoreClosed, StoreHeld
+from ..guidance import error_code, for_error
 
 log = logging.getLogger("sessiondb.api")
 
@@ -29,16 +28,11 @@ _STATUS_OVERRIDES: tuple[tuple[type, int], ...] = (
     (StoreHeld, 409), (RealHomeRefused, 409), (SessionTooLarge, 422), (StoreClosed, 503),
 )
 _HTTP_CODES = {401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
-               409: "conflict", 422: "invalid_input"}
+               409: "conflict", 413: "too_large", 422: "invalid_input"}
 
 
 def error_body(code: str, message: str, detail: Any = "") -> dict[str, Any]:
     return {"code": code, "message": message, "detail": detail}
-
-
-def _kind(exc: BaseException) -> str:
-    name = type(exc).__name__
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
 def render(exc: SessionDBError, request: Request) -> JSONResponse:
@@ -56,10 +50,12 @@ def render(exc: SessionDBError, request: Request) -> JSONResponse:
             status = override
     if advice.cause is Cause.UNKNOWN and status == 400:
         status = 409  # every other refusal of ours is a refusal, not malformed syntax
-    code = advice.cause.value if advice.cause is not Cause.UNKNOWN else _kind(exc)
+    code = error_code(exc, advice.cause)
     detail: Any = advice.detail
     if isinstance(exc, StoreHeld):
         detail = {"holders": [str(h) for h in exc.holders]}
+    elif isinstance(exc, CheckpointRefused) and exc.report is not None:
+        detail = exc.report.to_dict()  # a refused restore: every file and why
     return JSONResponse(error_body(code, advice.message, detail), status_code=status)
 
 

@@ -1,13 +1,25 @@
-"""Search: the route of store.search. Snippets carry matches in <mark>...</mark> and are
-otherwise unescaped text: a page must escape them before inserting them as HTML."""
+"""Search: the route of store.search, paged. Snippets carry matches in <mark>...</mark> and
+are otherwise unescaped text: a page must escape them before inserting them as HTML.
+
+A page is cut from the best `SEARCH_WINDOW` hits (the store's own limit), so `total` is
+the true number of hits up to that window and `total_exact` says whether it was reached.
+With `spread`, hits are ordered by their rank within their session first (every
+session's best hit, then every session's second...), so one long session that matches
+everywhere does not bury the others.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
+
 from fastapi import APIRouter, Query, Request
 
+from ..model import SearchHit
 from .sessions import ProfileQuery, store_for
 
 router = APIRouter(tags=["search"])
+
+SEARCH_WINDOW = 1000  # the most hits store.search returns
 
 
 @router.get("/search")
@@ -22,10 +34,32 @@ async def search(
     until: float | None = Query(None, allow_inf_nan=False),
     include_tools: bool = False,
     substring: bool = False,
-    limit: int = Query(20, ge=1, le=1000),
+    limit: int = Query(20, ge=1, le=SEARCH_WINDOW),
+    offset: int = Query(0, ge=0, le=SEARCH_WINDOW, description="Skip this many hits (the next page)."),
+    spread: bool = Query(False, description="Each session's best hit first, so one session does not bury the rest."),
 ) -> dict:
-    """Messages matching `q`, best first (store.search); never fails on what a person types."""
+    """Messages matching `q`, best first (store.search); never fails on what a person types.
+
+    `{items, total, total_exact, next_offset, sessions}`: `sessions` counts the hits per
+    session id over the whole window, `next_offset` is null on the last page.
+    """
     store = await store_for(request, profile)
     hits = await store.search(q, source=source, session_id=session_id, role=role, since=since, until=until,
-                              include_tools=include_tools, substring=substring, limit=limit)
-    return {"items": [h.to_dict() for h in hits]}
+                              include_tools=include_tools, substring=substring, limit=SEARCH_WINDOW)
+    if spread:
+        hits = spread_by_session(hits)
+    page = hits[offset:offset + limit]
+    end = offset + len(page)
+    return {"items": [h.to_dict() for h in page], "total": len(hits), "total_exact": len(hits) < SEARCH_WINDOW,
+            "next_offset": end if end < len(hits) else None,
+            "sessions": dict(Counter(h.session_id for h in hits))}
+
+
+def spread_by_session(hits: list[SearchHit]) -> list[SearchHit]:
+    """Hits by (rank within their session, overall rank): a stable interleave."""
+    seen: Counter[str] = Counter()
+    ranked = []
+    for overall, hit in enumerate(hits):
+        ranked.append((seen[hit.session_id], overall, hit))
+        seen[hit.session_id] += 1
+    return [hit for _, _, hit in sorted(ranked, key=lambda r: (r[0], r[1]))]

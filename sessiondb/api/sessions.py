@@ -1,20 +1,28 @@
 """Sessions and their messages: the routes of store.list_sessions, create_session,
 get_session, set_title/set_flags, delete_session, transcript, append, lineage, usage and
-export (streamed, never capped)."""
+export (streamed, never capped).
+
+Bodies are read by `parsed` rather than by FastAPI, so that a large one (an append can
+be megabytes) is parsed and validated on a worker thread instead of the event loop; the
+body's schema is declared to OpenAPI by `body_schema`.
+"""
 
 from __future__ import annotations
 
 import asyncio
 from contextlib import closing
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
+from urllib.parse import quote
 
 from fastapi import APIRouter, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
 from .. import exports
-from ..errors import InvalidInput
+from ..errors import InvalidInput, NotFound
 from ..store.aio import AsyncStore
+from . import markdown
 from .stores import Stores
 
 router = APIRouter(tags=["sessions"])
@@ -22,6 +30,8 @@ router = APIRouter(tags=["sessions"])
 ProfileQuery = Query(None, description="The profile whose store to use (default: main).", max_length=64)
 MAX_PAGE = 1000
 MAX_BATCH = 1000  # messages in one POST
+OFF_LOOP = 64 * 1024  # bodies larger than this are parsed on a worker thread
+Body = TypeVar("Body", bound=BaseModel)
 
 
 def row(obj: Any) -> dict[str, Any]:
@@ -36,6 +46,23 @@ def stores_of(request: Request) -> Stores:
 
 async def store_for(request: Request, profile: str | None) -> AsyncStore:
     return await stores_of(request).get(profile)
+
+
+async def parsed(request: Request, model: type[Body]) -> Body:
+    """The request's JSON body as `model`; its errors are the service's usual 422."""
+    raw = await request.body()
+
+    def parse() -> Body:
+        try:
+            return model.model_validate_json(raw)
+        except ValidationError as exc:
+            raise RequestValidationError(exc.errors(include_url=False)) from None
+
+    return await asyncio.to_thread(parse) if len(raw) > OFF_LOOP else parse()
+
+
+def body_schema(model: type[BaseModel]) -> dict[str, Any]:
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": model.model_json_schema()}}}}
 
 
 class NewSession(BaseModel):
@@ -108,9 +135,10 @@ async def list_sessions(
     return {"items": items, "cursor": None}
 
 
-@router.post("/sessions", status_code=201)
-async def create_session(request: Request, body: NewSession, profile: str | None = ProfileQuery) -> dict:
+@router.post("/sessions", status_code=201, openapi_extra=body_schema(NewSession))
+async def create_session(request: Request, profile: str | None = ProfileQuery) -> dict:
     """Create a session (store.create_session)."""
+    body = await parsed(request, NewSession)
     store = await store_for(request, profile)
     fields = body.model_dump(exclude_none=True)
     source = fields.pop("source")
@@ -124,10 +152,10 @@ async def get_session(request: Request, session_id: str, profile: str | None = P
     return (await store.get_session(session_id)).to_dict()
 
 
-@router.patch("/sessions/{session_id}")
-async def update_session(request: Request, session_id: str, body: SessionPatch,
-                         profile: str | None = ProfileQuery) -> dict:
+@router.patch("/sessions/{session_id}", openapi_extra=body_schema(SessionPatch))
+async def update_session(request: Request, session_id: str, profile: str | None = ProfileQuery) -> dict:
     """Rename (store.set_title) and set flags (store.set_flags); returns the session."""
+    body = await parsed(request, SessionPatch)
     store = await store_for(request, profile)
     given = body.model_fields_set
     if not given:
@@ -162,17 +190,26 @@ async def transcript(
     include_compacted: bool = False,
     before: int | None = Query(None, ge=0, le=2**62, description="Only messages with a smaller id."),
     after: int | None = Query(None, ge=0, le=2**62, description="Only messages with a larger id."),
+    around: int | None = Query(None, ge=0, le=2**62, description=(
+        "The message with this id and the messages around it (`limit` in all, oldest first): "
+        "where a search hit takes you. Not with before, after or order.")),
+    html: bool = Query(False, description="Also give each message's text as sanitised HTML (`html`), "
+                                          "rendered from Markdown."),
 ) -> dict:
     """A page of the transcript (store.transcript). `next_before`/`next_after` page on;
     null when there is nothing more that way."""
     store = await store_for(request, profile)
+    if around is not None:
+        if before is not None or after is not None or order != "asc":
+            raise InvalidInput("around takes no before, after or order: it is a page of its own")
+        return await _around(store, session_id, around, limit, include_compacted, html)
     descending = order in ("desc", "latest")
     rows = await store.transcript(session_id, include_compacted=include_compacted, limit=limit, before=before,
                                   after=after, order="desc" if descending else "asc")
     full = len(rows) == limit
     if order == "latest":
         rows.reverse()
-    items = [row(m) for m in rows]
+    items = [message_row(m, html) for m in rows]
     if descending:
         oldest = min((m.id for m in rows), default=None)
         return JSONResponse({"items": items, "next_before": oldest if full else None, "next_after": None})
@@ -180,14 +217,46 @@ async def transcript(
     return JSONResponse({"items": items, "next_after": newest if full else None, "next_before": None})
 
 
-@router.post("/sessions/{session_id}/messages")
-async def append(request: Request, session_id: str, body: NewMessages, profile: str | None = ProfileQuery) -> dict:
-    """Store messages as one atomic batch (store.append): idempotent by uid; returns the stored rows."""
+async def _around(store: AsyncStore, session_id: str, target: int, limit: int, include_compacted: bool,
+                  html: bool) -> JSONResponse:
+    """The target and up to `limit - 1` neighbours, half before it, from the store's own
+    id paging: `before=target+1` newest first ends at the target, `after=target` follows it."""
+    older_wanted = (limit - 1) // 2 + 1  # with the target
+    upto = await store.transcript(session_id, include_compacted=include_compacted, limit=older_wanted,
+                                  before=target + 1, order="desc")
+    if not upto or upto[0].id != target:
+        raise NotFound(f"message {target} is not in session {session_id}"
+                       + ("" if include_compacted else " (or it was compacted: pass include_compacted=true)"))
+    newer = await store.transcript(session_id, include_compacted=include_compacted,
+                                   limit=limit - len(upto), after=target, order="asc") if limit > len(upto) else []
+    rows = upto[::-1] + newer
+    return JSONResponse({
+        "items": [message_row(m, html) for m in rows],
+        "next_before": rows[0].id if len(upto) == older_wanted else None,
+        "next_after": rows[-1].id if len(newer) == limit - len(upto) else None,
+    })
+
+
+def message_row(message: Any, html: bool) -> dict[str, Any]:
+    fields = row(message)
+    if html:
+        fields["html"] = "" if message.role == "tool" else markdown.to_html(message.text)
+    return fields
+
+
+STORED = ("id", "uid", "seq", "state")  # what an append answers of each row: its identity, not its content
+
+
+@router.post("/sessions/{session_id}/messages", openapi_extra=body_schema(NewMessages))
+async def append(request: Request, session_id: str, profile: str | None = ProfileQuery) -> dict:
+    """Store messages as one atomic batch (store.append): idempotent by uid; returns the
+    stored rows' identities (id, uid, seq, state)."""
+    body = await parsed(request, NewMessages)
     store = await store_for(request, profile)
     if not body.messages:
         raise InvalidInput("messages must hold at least one message")
     rows = await store.append(session_id, body.messages)
-    return JSONResponse({"items": [row(m) for m in rows]})
+    return JSONResponse({"items": [{name: getattr(m, name) for name in STORED} for m in rows]})
 
 
 @router.get("/sessions/{session_id}/lineage")
@@ -219,6 +288,11 @@ async def export(request: Request, session_id: str, profile: str | None = Profil
             yield from exports.jsonl(records) if format == "jsonl" else exports.markdown(records)
 
     media = "application/x-ndjson" if format == "jsonl" else "text/markdown; charset=utf-8"
-    name = f"{session_id}.{format}".replace('"', "")
-    return StreamingResponse(lines(), media_type=media,
-                             headers={"Content-Disposition": f'attachment; filename="{name}"'})
+    return StreamingResponse(lines(), media_type=media, headers={"Content-Disposition": attachment(f"{session_id}.{format}")})
+
+
+def attachment(name: str) -> str:
+    """A Content-Disposition for downloading `name`: an ASCII fallback, and the exact
+    name as RFC 5987 UTF-8 (`filename*`), which every current browser prefers."""
+    fallback = "".join(c if c.isascii() and c.isprintable() and c not in '"\\' else "_" for c in name)
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"

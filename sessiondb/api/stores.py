@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from .. import open_store
+from ..profiles import list_profiles
 from ..errors import NotFound
 from ..home import DEFAULT_PROFILE, STORE_FILENAME, profile_dir, validate_profile
 from ..store.aio import AsyncStore
@@ -41,16 +42,7 @@ class Stores:
 
     def profiles(self) -> list[str]:
         """`main`, then every named profile under the home, sorted."""
-        names = [DEFAULT_PROFILE]
-        root = self.home / "profiles"
-        if root.is_dir():
-            for entry in sorted(root.iterdir()):
-                try:
-                    if entry.is_dir() and validate_profile(entry.name) and entry.name != DEFAULT_PROFILE:
-                        names.append(entry.name)
-                except Exception:  # noqa: BLE001 - a stray directory is not a profile
-                    continue
-        return names
+        return list_profiles(self.home)
 
     async def get(self, profile: str | None) -> AsyncStore:
         """The profile's AsyncStore, opened once (off the event loop) and then shared."""

@@ -2,33 +2,82 @@
 
 from __future__ import annotations
 
+import json
+import sys
+from typing import Any
+
 import click
 
-from .context import CliContext
+from .checkpoints import checkpoints
+from .context import CliContext, CliError
 from .demo import demo
 from .doctor import doctor, recover
 from .gateway import gateway
+from .importing import import_history
+from .recall import mcp
+from .profiles import profiles
 from .serve import serve
 from .sessions import sessions
+from .turns import turns
 from . import maintenance, transfer as _transfer  # noqa: F401 - transfer adds export and import to `sessions`
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class Cli(click.Group):
+    """The root group. With --json anywhere before `--`, a failure is printed as the HTTP
+    API's error object `{"code", "message", "detail"}` on stdout, with the same exit status."""
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        options = argv[:argv.index("--")] if "--" in argv else argv
+        if not standalone_mode or "--json" not in options:
+            return super().main(argv, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            result = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.ClickException as exc:
+            _emit_error(_code(exc), exc.format_message(), getattr(exc, "detail", ""))
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            _emit_error("aborted", "aborted: nothing was changed", "")
+            sys.exit(1)
+        sys.exit(result if isinstance(result, int) else 0)
+
+
+def _code(exc: click.ClickException) -> str:
+    if isinstance(exc, CliError):
+        return exc.code
+    return "usage" if isinstance(exc, click.UsageError) else "refused"
+
+
+def _emit_error(code: str, message: str, detail: Any) -> None:
+    click.echo(json.dumps({"code": code, "message": message, "detail": detail}, ensure_ascii=False))
+
+
+@click.group(cls=Cli, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="sessiondb", prog_name="sessiondb", message="%(prog)s %(version)s")
 @click.option("--home", type=click.Path(file_okay=False), envvar="SESSIONDB_HOME",
               help="The sessiondb home (default: $SESSIONDB_HOME or ~/.sessiondb).")
-@click.option("-p", "--profile", default=None, help="The profile whose store to use (default: main).")
+@click.option("-p", "--profile", default=None,
+              help="The profile whose store to use (default: main); create one with `profiles create`.")
 @click.pass_context
 def main(ctx: click.Context, home: str | None, profile: str | None) -> None:
     """sessiondb: the durable memory of AI agents."""
     ctx.obj = CliContext(home=home, profile=profile)
+    if ctx.invoked_subcommand is None:  # bare `sessiondb`: the help, and success
+        click.echo(ctx.get_help())
 
 
 main.add_command(demo)
 main.add_command(doctor)
 main.add_command(recover)
 main.add_command(gateway)
+main.add_command(import_history)
+main.add_command(mcp)
 main.add_command(maintenance.backup)
+main.add_command(profiles)
 main.add_command(serve)
 main.add_command(sessions)
+main.add_command(turns)
+main.add_command(checkpoints)
 for _command in (maintenance.optimize, maintenance.vacuum, maintenance.prune):
     sessions.add_command(_command)

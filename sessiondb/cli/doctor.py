@@ -8,27 +8,36 @@ salvages a damaged file into a new one and never touches the source.
 from __future__ import annotations
 
 import json
+import re
 import sys
+from contextlib import nullcontext
 from typing import Any
 
 import click
 
-from ..errors import SessionDBError, StoreHeld
+from ..errors import SessionDBError, classify
+from ..guidance import error_code
 from ..store.contract import Doctor, Salvageable
 from ..store.locations import open_doctor
-from . import render
-from .context import CliContext
+from . import progress, render
+from .context import CliContext, CliError
 
 
-def _doctor(**where: Any) -> Doctor:
-    try:
-        return open_doctor(**where)
-    except SessionDBError as exc:
-        raise click.ClickException(str(exc)) from None
+def _doctor(ctx: CliContext) -> Doctor:
+    ctx.require_profile()
+    with ctx.refusals():
+        return open_doctor(home=ctx.home, profile=ctx.profile)
+
+
+SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 
 
 def _render(report: Any) -> None:
     echo = click.echo
+    if report.problems:  # what a person needs first: what is wrong, and what to do
+        echo(f"problem      {SENTENCE_END.split(report.problems[0], maxsplit=1)[0]}")
+        if report.steps:
+            echo(f"first step   {report.steps[0]}")
     echo(f"store        {report.path}")
     if not report.exists:
         echo("             does not exist")
@@ -73,17 +82,16 @@ def _render(report: Any) -> None:
 @click.pass_obj
 def doctor(ctx: CliContext, fix: bool, deep: bool, as_json: bool) -> None:
     """Examine the store (and with --fix, repair what can be repaired in place)."""
-    store = _doctor(home=ctx.home, profile=ctx.profile)
+    store = _doctor(ctx)
     try:
-        report = store.repair(deep=deep) if fix else store.examine(deep=deep)
+        # The full integrity check can take minutes on a large store: show that it runs.
+        with progress.progress("checking integrity (--deep)") if deep else nullcontext():
+            report = store.repair(deep=deep) if fix else store.examine(deep=deep)
     except SessionDBError as exc:  # refused (held, budget spent, no room for a backup): nothing changed
-        if as_json:
-            payload = {"store": store.location, "refused": str(exc), "damage": store.examine().damage}
-            if isinstance(exc, StoreHeld):
-                payload["holders"] = [str(h) for h in exc.holders]
-            click.echo(json.dumps(payload))
-            sys.exit(1)
-        raise click.ClickException(str(exc)) from None
+        error = ctx.error(exc, " ".join(str(exc).split()))
+        detail = error.detail if isinstance(error.detail, dict) else {}
+        error.detail = {"store": store.location, "damage": store.examine().damage, **detail}
+        raise error from None
     if as_json:
         click.echo(json.dumps(report.to_dict()))
     else:
@@ -101,13 +109,14 @@ def recover(source: str, output: str | None, inspect_only: bool, as_json: bool) 
     """Rebuild a new store from whatever is readable in a damaged one."""
     if output is None and not inspect_only:
         raise click.UsageError("say where the recovered store goes (--output NEW), or pass --inspect-only")
-    damaged = _doctor(location=source)
-    if not isinstance(damaged, Salvageable):
-        raise click.ClickException(f"{damaged.location}: this store's backend has no recovery of its own")
     try:
-        report = damaged.recover(output, inspect_only=inspect_only)
+        damaged = open_doctor(source)
+        if not isinstance(damaged, Salvageable):
+            raise CliError(f"{damaged.location}: this store's backend has no recovery of its own")
+        with progress.progress("reading what survives" if inspect_only else f"salvaging into {output}"):
+            report = damaged.recover(output, inspect_only=inspect_only)
     except SessionDBError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise CliError(" ".join(str(exc).split()), error_code(exc, classify(exc))) from None
     if as_json:
         click.echo(json.dumps(report.to_dict()))
     else:

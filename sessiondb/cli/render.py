@@ -7,13 +7,14 @@ interpreted as rich markup.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
 import sys
 import time
 from datetime import datetime
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import click
 from rich.console import Console
@@ -36,6 +37,11 @@ def console() -> Console:
     out = sys.stdout
     wide = None if _is_terminal(out) else PIPE_WIDTH
     return Console(file=out, no_color=bool(os.environ.get("NO_COLOR")), highlight=False, width=wide)
+
+
+def on_terminal() -> bool:
+    """Whether a person reads stdout: then long output is paged and progress is drawn."""
+    return _is_terminal(sys.stdout)
 
 
 def _is_terminal(stream: Any) -> bool:
@@ -101,8 +107,8 @@ def session_table(rows: list[tuple[Session, str | None]]) -> None:
     console().print(table)
 
 
-def session_header(session: Session) -> None:
-    out = console()
+def session_header(session: Session, out: Console | None = None) -> None:
+    out = out or console()
     out.print(Text(session.title or "(untitled)", style="bold"))
     facts = [f"id {session.id}", f"source {session.source}", f"started {when(session.started_at)}",
              f"last active {ago(session.last_activity_at or session.started_at)}",
@@ -119,8 +125,8 @@ def session_header(session: Session) -> None:
 ROLE_STYLES = {"user": "bold cyan", "assistant": "bold green", "tool": "bold yellow", "system": "bold magenta"}
 
 
-def transcript(messages: Iterable[Message]) -> None:
-    out = console()
+def transcript(messages: Iterable[Message], out: Console | None = None) -> None:
+    out = out or console()
     for m in messages:
         head = Text()
         head.append(m.role, style=ROLE_STYLES.get(m.role, "bold"))
@@ -140,6 +146,31 @@ def transcript(messages: Iterable[Message]) -> None:
             out.print(Text(text))
         for call in m.tool_calls or []:
             out.print(Text(f"→ {call_summary(call)}", style="dim"))
+
+
+PAGED_BATCH = 100  # messages rendered into the pager at a time
+
+
+def paged(session: Session, messages: Iterable[Message]) -> Iterator[str]:
+    """The header and transcript as rendered text, a batch at a time, for click's pager:
+    the pager shows the first screen while the rest is still being read."""
+    width = console().width
+    batch: list[Message] = []
+
+    def rendered(write) -> str:
+        buffer = io.StringIO()
+        write(Console(file=buffer, force_terminal=True, width=width, no_color=bool(os.environ.get("NO_COLOR")),
+                      highlight=False))
+        return buffer.getvalue()
+
+    yield rendered(lambda out: session_header(session, out))
+    for m in messages:
+        batch.append(m)
+        if len(batch) == PAGED_BATCH:
+            yield rendered(lambda out: transcript(batch, out))
+            batch = []
+    if batch:
+        yield rendered(lambda out: transcript(batch, out))
 
 
 # --- search -----------------------------------------------------------------------------
@@ -191,6 +222,27 @@ def stats(s: StoreStats) -> None:
     for name, value in rows:
         table.add_row(name, value)
     console().print(table)
+
+
+def usage(report: Any) -> None:
+    """A session's Usage or a profile's ProfileUsage: by model, and by day when it has days."""
+    out = console()
+    totals = getattr(report, "totals", report)
+    if not totals.calls:
+        out.print("no model calls recorded")
+        return
+    rows = getattr(report, "models", None) or report.rows
+    table = Table(show_edge=False, pad_edge=False)
+    for name in ("model", "provider", "calls", "input", "output", "cost"):
+        table.add_column(name, justify="left" if name in ("model", "provider") else "right", no_wrap=True)
+    for row in rows:
+        table.add_row(Text(row.model), Text(row.provider), f"{row.calls:,}", f"{row.input_tokens:,}",
+                      f"{row.output_tokens:,}", f"${row.cost_usd:,.4f}")
+    table.add_row("total", "", f"{totals.calls:,}", f"{totals.input_tokens:,}", f"{totals.output_tokens:,}",
+                  f"${totals.cost_usd:,.4f}", style="bold")
+    out.print(table)
+    for day in getattr(report, "days", []):
+        out.print(f"{day.day}  {day.input_tokens + day.output_tokens:>12,} tokens  ${day.cost_usd:,.4f}")
 
 
 def size(n: float) -> str:

@@ -12,12 +12,13 @@ import json
 import re
 import time
 from datetime import datetime
-from typing import Any
+from typing import Any, Iterator
 
 import click
 
-from ..model import Role, Session
+from ..model import Message, Role, Session
 from ..store.contract import Store
+from ..usage import profile_usage
 from . import render
 from .context import CliContext
 
@@ -95,29 +96,61 @@ def _first_words(ctx: CliContext, store: Store, session: Session) -> str | None:
 @sessions.command()
 @click.argument("ref", metavar="ID")
 @click.option("--include-compacted", is_flag=True, help="Also show messages archived by compaction.")
+@click.option("--last", type=click.IntRange(1), metavar="N", help="Only the last N messages.")
+@click.option("--limit", type=click.IntRange(1), metavar="N", help="At most N messages, from the first shown.")
+@click.option("--since", type=TIME, help="Only messages at or after TIME.")
 @json_option
 @click.pass_obj
-def show(ctx: CliContext, ref: str, include_compacted: bool, as_json: bool) -> None:
-    """Show a session's transcript. ID is its id, a unique id prefix or its exact title."""
-    page = 500
+def show(ctx: CliContext, ref: str, include_compacted: bool, last: int | None, limit: int | None,
+         since: float | None, as_json: bool) -> None:
+    """Show a session's transcript. ID is its id, a unique id prefix or its exact title.
+
+    On a terminal the transcript goes through a pager ($PAGER, else less).
+    """
     with ctx.open() as store:
         session = resolve(ctx, store, ref)
+        messages = _messages(ctx, store, session.id, include_compacted, last, limit, since)
         if as_json:  # streamed: a long transcript is never held whole
             click.echo('{"session": ' + json.dumps(session.to_dict(), ensure_ascii=False) + ', "messages": [')
+            for i, m in enumerate(messages):
+                click.echo(("  " if i == 0 else ", ") + json.dumps(m.to_dict(), ensure_ascii=False))
+            click.echo("]}")
+        elif render.on_terminal():
+            click.echo_via_pager(render.paged(session, messages))
         else:
             render.session_header(session)
-        after, first = None, True
-        while batch := ctx.call(store.transcript, session.id, include_compacted=include_compacted,
-                                limit=page, after=after):
-            if as_json:
-                for m in batch:
-                    click.echo(("  " if first else ", ") + json.dumps(m.to_dict(), ensure_ascii=False))
-                    first = False
+            render.transcript(messages)
+
+
+SHOW_PAGE = 500  # messages read from the store at a time
+
+
+def _messages(ctx: CliContext, store: Store, session_id: str, include_compacted: bool, last: int | None,
+              limit: int | None, since: float | None) -> Iterator[Message]:
+    """The messages `show` prints, oldest first, read SHOW_PAGE at a time.
+
+    `--last N` reads newest first and stops after N; `--since` is a time while paging is
+    by id, so it filters what is read rather than bounding it.
+    """
+    goal = last or limit  # None: every message
+    newest: list[Message] = []  # with --last: newest first
+    count, cursor = 0, None
+    while (goal is None or count < goal) and (batch := ctx.call(
+            store.transcript, session_id, include_compacted=include_compacted, limit=SHOW_PAGE,
+            order="desc" if last else "asc", **{"before" if last else "after": cursor})):
+        cursor = batch[-1].id
+        for m in batch:
+            if since is not None and m.timestamp < since:
+                continue
+            count += 1
+            if last:
+                newest.append(m)
             else:
-                render.transcript(batch)
-            after = batch[-1].id
-        if as_json:
-            click.echo("]}")
+                yield m
+            if count == goal:
+                break
+    if last:
+        yield from newest[::-1][:limit]
 
 
 @sessions.command()
@@ -205,6 +238,25 @@ def delete(ctx: CliContext, ref: str, yes: bool, as_json: bool) -> None:
         render.emit_json({"deleted": session.id})
     else:
         click.echo(f"deleted {session.id}")
+
+
+@sessions.command()
+@click.argument("ref", metavar="[ID]", required=False)
+@click.option("--since", type=TIME, help="Without ID: only sessions last active at or after TIME.")
+@click.option("--until", type=TIME, help="Without ID: only sessions last active before TIME.")
+@json_option
+@click.pass_obj
+def usage(ctx: CliContext, ref: str | None, since: float | None, until: float | None, as_json: bool) -> None:
+    """Tokens and cost by model: of one session, or (without ID) of the whole profile, by day too."""
+    with ctx.open() as store:
+        if ref is None:
+            result = ctx.call(profile_usage, store, since=since, until=until)
+        else:
+            result = ctx.call(store.usage, resolve(ctx, store, ref).id)
+    if as_json:
+        render.emit_json(result.to_dict())
+    else:
+        render.usage(result)
 
 
 @sessions.command()

@@ -1,7 +1,7 @@
 """`sessiondb sessions export | import`: lossless JSONL (and Markdown to read), streamed.
 
-Export writes to a temporary file beside the target and renames it into place when
-complete, so an interrupted export never leaves a file that looks whole. Import reads the
+Export writes the target through sessiondb.files (private, and renamed into place only
+when complete), so an interrupted export never leaves a file that looks whole. Import reads the
 file twice: a dry run that validates every record (and checks titles and ids against the
 store) while writing nothing, then the import itself, so a malformed file changes nothing.
 """
@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import os
 import sys
-from contextlib import closing
+from contextlib import closing, nullcontext
 from pathlib import Path
 
 import click
 
 from ..errors import SessionDBError
-from .. import exports
-from . import render
+from .. import exports, profiles
+from ..files import private_file
+from . import progress, render
 from .context import CliContext
 from .sessions import json_option, resolve, sessions
 
@@ -40,20 +41,24 @@ def export(ctx: CliContext, refs: tuple[str, ...], session_refs: tuple[str, ...]
     wanted = list(refs) + list(session_refs)
     counts = {"sessions": 0, "messages": 0}
 
-    def counted(records):
+    def counted(records, advance):
         for record in records:
             kind = record.get("type")
             if kind == "session":
                 counts["sessions"] += 1
+                advance()
             elif kind == "message":
                 counts["messages"] += 1
             yield record
 
     with ctx.open() as store:
         ids = [resolve(ctx, store, ref).id for ref in wanted] if wanted else None
+        # A bar only for a file: on stdout the export is the output.
+        total = (len(ids) if ids is not None else ctx.call(store.stats).sessions) if output and progress.shown() else None
+        bar = progress.progress(f"exporting to {output}", total) if output else nullcontext(lambda: None)
         stream = ctx.call(store.export, ids)
-        with closing(stream):  # finish the store's read before the store closes
-            records = counted(stream)
+        with closing(stream), bar as advance:  # finish the store's read before the store closes
+            records = counted(stream, advance)
             lines = _guarded(exports.jsonl(records) if fmt == "jsonl" else exports.markdown(records))
             if output is None:
                 _to_stdout(lines)
@@ -79,18 +84,12 @@ def _to_stdout(lines) -> None:
 
 
 def _write_file(target: Path, lines) -> Path:
-    partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
     try:
-        with open(partial, "w", encoding="utf-8") as f:
+        with private_file(target) as f:
             for line in lines:
                 f.write(line)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(partial, target)
     except OSError as exc:
         raise click.ClickException(f"cannot write {target}: {exc.strerror or exc}; choose another -o path") from None
-    finally:
-        partial.unlink(missing_ok=True)
     return target
 
 
@@ -105,10 +104,21 @@ def import_(ctx: CliContext, file: str, dry_run: bool, as_json: bool) -> None:
     The whole file is validated first; any bad record stops the import with its line
     number, before anything is written.
     """
-    with ctx.open() as store:
-        report = _import(ctx, store, file, dry_run=True)
-        if not dry_run:
-            report = _import(ctx, store, file, dry_run=False)
+    # Importing into a profile that does not exist yet creates it, but only for an import
+    # that writes: a dry run or a file the dry run rejects leaves no profile behind.
+    with ctx.refusals():
+        created = not profiles.exists(ctx.profile, ctx.home)
+    try:
+        with ctx.open(create=True) as store:
+            report = _import(ctx, store, file, dry_run=True)
+            if not dry_run:
+                report = _import(ctx, store, file, dry_run=False)
+    except click.ClickException:
+        if created:
+            profiles.delete(ctx.profile, ctx.home)
+        raise
+    if created and dry_run:
+        profiles.delete(ctx.profile, ctx.home)
     if as_json:
         render.emit_json({**report.to_dict(), "dry_run": dry_run})
         return
@@ -134,7 +144,7 @@ def _guarded(lines):
 
 def _import(ctx: CliContext, store, file: str, *, dry_run: bool):
     try:
-        with open(file, "rb") as lines:
+        with progress.reading(file, "checking" if dry_run else "importing") as lines:
             return ctx.call(store.import_records, lines, dry_run=dry_run)
     except OSError as exc:
         raise click.ClickException(f"cannot read {file}: {exc.strerror or exc}") from None

@@ -20,10 +20,12 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..errors import CompressionClosed, NotFound, StorageError
+from ..guidance import turn_outcome
 from ..home import DEFAULT_PROFILE, resolve_home
 from ..keys import SessionKey, as_key
 from ..model import INTERNAL_NOTIFICATION, Message, Session, new_uid, prepare_messages
 from ..store.contract import RouteEntry
+from ..turns.records import end_open_turn
 from . import recovery
 from .owners import DEFERRABLE, GatewayStore, OwnerUnavailable, Owners
 from .policies import DEFAULT_FRESHNESS, parse_policy
@@ -222,15 +224,28 @@ class Gateway:
 
     # --- turns ---------------------------------------------------------------------------
 
-    def turn_started(self, key: str | SessionKey, origin: Mapping[str, Any] | None = None) -> Session:
-        """Mark a turn running for `key` (cleared by turn_finished; found by recover after a crash)."""
+    def turn_started(self, key: str | SessionKey, origin: Mapping[str, Any] | None = None, *,
+                     user_uid: str | None = None) -> Session:
+        """Mark a turn running for `key` and begin its turn record (`user_uid`: the user
+        message that starts it); turn_finished ends both, recover after a crash."""
         k = as_key(key)
         session = self.session_for(k, origin)
         self._route_update(k, state="running", turn_started_at=time.time())
+        self._owner(k).begin_turn(session.id, user_uid=user_uid)
         return session
 
-    def turn_finished(self, key: str | SessionKey) -> None:
-        self._route_update(as_key(key), state="idle", turn_started_at=None)
+    def turn_finished(self, key: str | SessionKey, reason: str = "completed", *, detail: str | None = None) -> None:
+        """The key's turn ended, for `reason` (a name from the guidance table: `completed`,
+        `interrupted_by_user`, `interrupted_by_system(gateway_inactivity_timeout)`...)."""
+        k = as_key(key)
+        turn_outcome(reason)  # a bad reason is refused before anything is written
+        route = self._route(k)
+        if route is not None:
+            try:
+                end_open_turn(self._owner(k), route.session_id, reason, detail=detail)
+            except DEFERRABLE as exc:
+                log.warning("could not record why the turn of %s ended (%s): %s", k, reason, exc)
+        self._route_update(k, state="idle", turn_started_at=None)
 
     def resume_pending(self) -> list[str]:
         """Keys whose turn was running when an earlier process died, to be resumed."""

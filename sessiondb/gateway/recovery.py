@@ -3,7 +3,8 @@
 `recover` reads the one routing index in the gateway's own store (S-32). A turn still
 marked running was cut short by the death of an earlier process: within the freshness
 window it becomes `resume_pending` (the next turn picks it up); past it, or with no valid
-start time, the session is ended instead. Then the reset policy, if any, is applied to
+start time, the session is ended instead. Either way its running turn record ends with
+that reason (`resume_pending` or `stale_turn`). Then the reset policy, if any, is applied to
 every recovered session from its durable `last_activity_at` in its owner's store. Each
 routing change is a conditional single-field update against the entry as read, so an
 entry a live process changed meanwhile is left alone. Last, the spool of earlier
@@ -22,12 +23,15 @@ from typing import Any
 from ..errors import NotFound
 from ..keys import SessionKey, parse
 from ..store.contract import RouteEntry, RoutingIndex, Store
+from ..turns.records import end_open_turn
 from .owners import DEFERRABLE, Owners
 from .policies import Policy, is_fresh
 from .queue import Backlog
 
-#: End reasons written by recovery.
+#: End reasons written by recovery (of the session and of its running turn), and the
+#: reason of a turn cut short that the next turn picks up.
 STALE_TURN = "stale_turn"
+RESUME_PENDING = "resume_pending"
 
 
 @dataclass
@@ -67,9 +71,11 @@ def recover(owners: Owners, backlog: Backlog, *, freshness: float, reset_policy:
         if route.state == "running":
             if is_fresh(route.turn_started_at, now, freshness):
                 if index.update(key.text, expect=expect, state="resume_pending") is not None:
+                    end_open_turn(store, route.session_id, RESUME_PENDING)
                     report.resumed.append(key.text)
                 continue
             if _end(index, store, key, route, expect, STALE_TURN):
+                end_open_turn(store, route.session_id, STALE_TURN)
                 report.ended_stale.append(key.text)
             continue
         if reset_policy is None:

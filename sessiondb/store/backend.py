@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator, Protocol, runtime_checkable
 
 from ..formats import SessionGroup
 from ..model import (
-    ImportOutcome, Lease, Message, Page, SearchHit, Session, StoreStats, Usage, VerifyReport,
+    ImportOutcome, Lease, Message, Page, SearchHit, Session, StoreStats, Turn, Usage, VerifyReport,
 )
 from . import commands as cmd
 from .contract import RoutingIndex
@@ -66,13 +66,25 @@ class Backend(Protocol):
     def stats(self) -> StoreStats: ...
     def verify(self) -> VerifyReport: ...
 
+    # turns
+    def begin_turn(self, command: cmd.BeginTurn) -> Turn:
+        """The stored turn: inserted, or the one already stored under the id (Conflict if in
+        another session); NotFound if the session is not stored."""
+
+    def end_turn(self, command: cmd.EndTurn) -> Turn:
+        """The ended turn; an ended one is returned as stored when the reason is the same,
+        Conflict otherwise; NotFound for an unknown id or a `continued_by` not in its session."""
+
+    def get_turn(self, turn_id: str) -> Turn: ...
+    def turns(self, session_id: str, limit: int) -> list[Turn]: ...
+
     # transfer: rows in the export format's columns (sessiondb.formats)
     def missing_sessions(self, session_ids: list[str]) -> list[str]: ...
     def session_ids(self) -> Iterator[str]:
         """Every session id in creation order, read a page at a time."""
 
     def session_records(self, session_id: str, max_messages: int = 0) -> Iterator[dict[str, Any]]:
-        """One session's export records (session, messages, usage, end) from one snapshot;
+        """One session's export records (session, messages, usage, turns, end) from one snapshot;
         nothing if it is gone. Over `max_messages` (0: no limit) raises SessionTooLarge."""
 
     def import_session(self, group: SessionGroup, dry_run: bool) -> ImportOutcome: ...

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from ..errors import InvalidInput
 from ..model import MaintenanceReport
@@ -32,8 +32,10 @@ class CheckedMaintenance:
     def backup(self, destination: str | os.PathLike[str]) -> int:
         if not isinstance(destination, (str, os.PathLike)):
             raise InvalidInput(f"the backup destination must be a path, not {type(destination).__name__}")
-        target = Path(os.path.realpath(os.path.expanduser(os.fspath(destination))))
-        return self._open().backup(target)
+        given = os.path.expanduser(os.fspath(destination))
+        if os.path.lexists(given):  # a symlink too: a backup never goes where a planted link points
+            raise InvalidInput(f"{given} already exists; choose a new file for the backup")
+        return self._open().backup(Path(os.path.realpath(given)))
 
     def optimize(self, *, force: bool = False, dry_run: bool = False) -> MaintenanceReport:
         return self._open().optimize(force=arg.flag(force, "force"), dry_run=arg.flag(dry_run, "dry_run"))
@@ -88,7 +90,8 @@ def _store_class(mixins: tuple[type, ...]) -> type[CheckedStore]:
     return type("Store", (CheckedStore, *mixins), {"__doc__": CheckedStore.__doc__})
 
 
-def checked_store(backend: Backend, *, profile: str | None, clock: Callable[[], float] | None = None) -> CheckedStore:
-    """The public store over `backend`: the core contract and each capability it has."""
+def checked_store(backend: Backend, *, profile: str | None, **options: Any) -> CheckedStore:
+    """The public store over `backend`: the core contract and each capability it has
+    (options: CheckedStore's clock and limits)."""
     mixins = tuple(mixin for capability, mixin in _MIXINS if isinstance(backend, capability))
-    return _store_class(mixins)(backend, profile=profile, clock=clock)
+    return _store_class(mixins)(backend, profile=profile, **options)

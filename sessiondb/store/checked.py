@@ -6,7 +6,7 @@ turns it into a typed command (store/commands.py) and hands that to the backend;
 reaches a backend unchecked. What every backend needs the same way lives here too:
 keeping a batch the store cannot take in the spool (S-13..S-15), shaping resumed
 messages for a model, and the in-memory size guard (S-42). Export and import are in
-store/transfer.py; the optional capabilities in store/capabilities.py.
+store/transfer.py, turn records in store/turns.py; the optional capabilities in store/capabilities.py.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from .. import home as homes
 from .. import query as search_query
 from ..errors import DAMAGE_CAUSES, InvalidInput, SessionExists, SessionTooLarge, StorageError, StoreClosed, StoreDamaged
 from ..model import (
-    INTERNAL_NOTIFICATION, MAX_TITLE_LENGTH, Lease, Message, Page, Role, SearchHit, Session, SpoolReport,
-    StoreStats, Usage, VerifyReport, check_label, check_metadata, check_timestamp, check_unicode, clean_title,
-    new_session_id, prepare_messages,
+    INTERNAL_NOTIFICATION, MAX_TITLE_LENGTH, Lease, Message, MessageLimits, Page, Role, SearchHit, Session,
+    SpoolReport, StoreStats, Usage, VerifyReport, check_count, check_label, check_metadata, check_session_id,
+    check_timestamp, check_unicode, clean_title, new_session_id, prepare_messages,
 )
 from . import arguments as arg
 from . import commands as cmd
@@ -30,6 +30,7 @@ from . import spool
 from .backend import Backend
 from .contract import MessageInput
 from .transfer import Transfer
+from .turns import Turns
 
 RESUME_LIMIT = 20_000  # active messages resume() hands over at most (S-42); 0 disables
 MINT_ATTEMPTS = 3  # minted session ids tried before a fourth, whose conflict is raised
@@ -37,13 +38,19 @@ _ROLES = frozenset(r.value for r in Role)
 _MODES = ("in_place", "rotate")
 
 
-class CheckedStore(Transfer):
+class CheckedStore(Transfer, Turns):
     """A handle on one profile's store, over the backend that holds it."""
 
-    def __init__(self, backend: Backend, *, profile: str | None, clock: Callable[[], float] | None = None) -> None:
+    def __init__(self, backend: Backend, *, profile: str | None, clock: Callable[[], float] | None = None,
+                 limits: MessageLimits = MessageLimits()) -> None:
         self.backend = backend  # the backend's own handle, for backend-specific tools and tests
         self._profile = profile
-        self._clock = clock or time.time
+        self._limits = limits
+        if clock is not None and not callable(clock):
+            raise InvalidInput("clock must be a callable returning seconds since the epoch")
+        # Every time this handle stamps or judges (starts, ends, arrivals, leases) comes from
+        # here; handles on one store share the backend's writer, never the clock.
+        self._clock = time.time if clock is None else clock
         self._closed = threading.Event()
         if spool.pending(backend.spool_anchor):
             # A healthy open replays what an earlier refusal kept; what still fails stays spooled.
@@ -101,7 +108,7 @@ class CheckedStore(Transfer):
         now = self._clock()
         if parent_relation is not None and parent_session_id is None:
             raise InvalidInput("parent_relation needs a parent_session_id")
-        given = check_label(session_id, "session_id")
+        given = None if session_id is None else check_session_id(session_id)
         command = cmd.CreateSession(
             id=given or new_session_id(now),
             source=check_label(source, "source", required=True),
@@ -195,7 +202,7 @@ class CheckedStore(Transfer):
     # --- messages ----------------------------------------------------------------------
 
     def append(self, session_id: str, messages: MessageInput | Iterable[MessageInput]) -> list[Message]:
-        command = cmd.Append(arg.session_id(session_id), tuple(prepare_messages(messages)), self._clock())
+        command = cmd.Append(arg.session_id(session_id), tuple(prepare_messages(messages, self._limits)), self._clock())
         try:
             return self._open().append(command)
         except StorageError as exc:
@@ -240,11 +247,11 @@ class CheckedStore(Transfer):
 
     def begin_compaction(self, session_id: str, *, holder: str | None = None, ttl: float = 300) -> Lease:
         return self._open().begin_compaction(
-            cmd.BeginCompaction(arg.session_id(session_id), check_label(holder, "holder"), arg.ttl(ttl)))
+            cmd.BeginCompaction(arg.session_id(session_id), check_label(holder, "holder"), arg.ttl(ttl), self._clock))
 
     def refresh_compaction(self, lease: Lease, ttl: float | None = None) -> Lease:
         return self._open().refresh_compaction(
-            cmd.RefreshCompaction(arg.lease(lease), None if ttl is None else arg.ttl(ttl)))
+            cmd.RefreshCompaction(arg.lease(lease), None if ttl is None else arg.ttl(ttl), self._clock))
 
     def abort_compaction(self, lease: Lease) -> None:
         self._open().abort_compaction(arg.lease(lease))
@@ -255,8 +262,8 @@ class CheckedStore(Transfer):
         lease = arg.lease(lease)
         if mode not in _MODES:
             raise InvalidInput(f"mode must be 'in_place' or 'rotate', not {mode!r}")
-        batch = tuple(prepare_messages(summary_messages))
-        return self._open().commit_compaction(cmd.CommitCompaction(lease, batch, mode, self._clock()))
+        batch = tuple(prepare_messages(summary_messages, self._limits))
+        return self._open().commit_compaction(cmd.CommitCompaction(lease, batch, mode, self._clock))
 
     def compaction_lease(self, session_id: str) -> Lease | None:
         return self._open().compaction_lease(arg.session_id(session_id))
@@ -307,7 +314,7 @@ class CheckedStore(Transfer):
             "input_tokens": input_tokens, "output_tokens": output_tokens, "cache_read_tokens": cache_read_tokens,
             "cache_write_tokens": cache_write_tokens, "reasoning_tokens": reasoning_tokens,
         }
-        amounts: dict[str, float] = {name: arg.count(value, name) for name, value in tokens.items()}
+        amounts: dict[str, float] = {name: check_count(value, name) for name, value in tokens.items()}
         amounts["cost_usd"] = arg.cost(cost_usd)
         self._open().record_usage(cmd.RecordUsage(
             arg.session_id(session_id), check_label(model, "model", required=True),

@@ -3,13 +3,13 @@
 `store/checked.py` turns every public call into one of these (or into plain checked
 arguments where a call takes only an id); a backend receives nothing else, so it never
 re-validates and never sees a caller's raw input. Times in commands are already read from
-the store's clock.
+the handle's clock, except where a lease is judged (see below).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ..model import Lease, NewMessage
 from ..query import Query
@@ -98,17 +98,23 @@ class ReadTranscript:
     order: str  # "asc" or "desc"
 
 
+# Lease commands carry the handle's clock, not a time: a lease is judged at the instant
+# its transaction runs, and handles on one store share a writer but not a clock.
+
+
 @dataclass(frozen=True, slots=True)
 class BeginCompaction:
     session_id: str
     holder: str | None
     ttl: float
+    clock: Callable[[], float]
 
 
 @dataclass(frozen=True, slots=True)
 class RefreshCompaction:
     lease: Lease
     ttl: float | None
+    clock: Callable[[], float]
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +122,7 @@ class CommitCompaction:
     lease: Lease
     batch: tuple[NewMessage, ...]
     mode: str  # "in_place" or "rotate"
-    now: float
+    clock: Callable[[], float]
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,3 +173,26 @@ class Prune:
     include_archived: bool
     force: bool
     dry_run: bool
+
+
+# --- turns ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BeginTurn:
+    id: str
+    session_id: str
+    user_uid: str | None
+    cwd: str | None
+    started_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class EndTurn:
+    id: str
+    outcome: str  # from the reason, by the guidance table
+    reason: str
+    detail: str | None
+    receipts: str  # canonical JSON list of failed edits
+    continued_by: str | None
+    ended_at: float

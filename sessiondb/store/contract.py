@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Iterator, Mapping, Protocol, runtime_checkable
 
 from ..model import (
-    ImportReport, Lease, MaintenanceReport, Message, Page, SearchHit, Session, SpoolReport, StoreStats, Usage,
+    ImportReport, Lease, MaintenanceReport, Message, Page, SearchHit, Session, SpoolReport, StoreStats, Turn, Usage,
     VerifyReport,
 )
 
@@ -317,13 +317,13 @@ class Store(Protocol):
 
         The records are those of the sessiondb JSONL format (a header, then per session its
         row with every column, every message in every state in commit order, its usage rows,
-        and an end record); write one JSON object per line to make an export file. Unknown
+        its turn records, and an end record); write one JSON object per line to make an export file. Unknown
         ids raise NotFound before anything is produced. Iterate to the end or close() the
         iterator: each session is read in one read transaction. Never capped.
         """
 
     def export_session(self, session_id: str, *, max_messages: int = 20_000) -> dict[str, Any]:
-        """One session as a single in-memory dict: header fields, session, messages, usage.
+        """One session as a single in-memory dict: header fields, session, messages, usage, turns.
 
         Refused with SessionTooLarge when the session holds more than `max_messages`
         messages (0 disables the guard); the message names the streaming export (S-42).
@@ -334,10 +334,10 @@ class Store(Protocol):
 
         Every record of a session is validated before any of it is written; each session is
         written in one transaction. A session already stored keeps its row and gains only the
-        messages (by uid) and usage rows it lacks; messages already stored are skipped and
-        counted. A bad record raises InvalidInput naming its line, and nothing of its
-        session is written (earlier sessions stay imported). dry_run validates and counts
-        everything and writes nothing.
+        messages (by uid), usage rows and turns (by id) it lacks; what is already stored is
+        skipped and counted. Version-1 files (no turns) are read too. A bad record raises
+        InvalidInput naming its line, and nothing of its session is written (earlier
+        sessions stay imported). dry_run validates and counts everything and writes nothing.
         """
 
     def replay_spool(self) -> SpoolReport:
@@ -348,12 +348,65 @@ class Store(Protocol):
         """
 
     def verify(self) -> VerifyReport:
-        """Check the store's invariants and report every one that does not hold.
+        """Check the store's invariants on one consistent snapshot; change nothing.
 
-        Uids unique across a compression lineage, each session's counters equal to its
-        rows, seq order consistent with commit order among active rows, the search index
-        covering exactly the searchable messages, lease state, no orphan rows. Never writes.
+        Reported as problems: a uid stored twice along a compression lineage; a session
+        whose message_count or tool_call_count differs from its active rows; among a
+        session's active messages, a seq that falls as the id rises (messages a compaction
+        kept verbatim keep their seq after the summary's: that is no fall); a searchable
+        (non-rewound) message missing from the search index, or indexed with other text,
+        or an indexed message that is not searchable; a lease whose fencing token was
+        never handed out or whose watermark is above the session's newest message; a
+        message or usage row of a session that does not exist; and damage the backend
+        itself detects. A search index waiting for its rebuild is a note, not a problem.
+        `checked` counts what was looked at. Reads only; what it finds is reported, not
+        raised (a file too damaged to read at all raises StoreCorrupt, as any read would).
         """
+
+    # --- turns (S-50..S-52) --------------------------------------------------------------
+    #
+    # A turn is a user message and the agent's work until it stopped. Its record says why
+    # it stopped, in a reason from sessiondb.guidance (the sentence a person reads is
+    # rendered from it), and keeps the failed file edits that still stood at its end.
+
+    def begin_turn(
+        self,
+        session_id: str,
+        *,
+        turn_id: str | None = None,
+        user_uid: str | None = None,
+        cwd: str | None = None,
+    ) -> Turn:
+        """Record that a turn started in the session (NotFound if the session is not stored).
+
+        `user_uid` is the uid of the user message that starts it; `cwd` the directory its
+        file tools resolve relative paths against (absolute). An id is minted unless
+        given; beginning a stored turn id again returns the stored record (Conflict if it
+        belongs to another session).
+        """
+
+    def end_turn(
+        self,
+        turn_id: str,
+        reason: str,
+        *,
+        detail: str | None = None,
+        receipts: Iterable[Mapping[str, Any]] = (),
+        continued_by: str | None = None,
+    ) -> Turn:
+        """Record why the turn ended; its outcome follows from the reason (guidance table).
+
+        `receipts`: the failed file edits still standing (path, error, mtime_ns, size).
+        `continued_by`: the turn that took a correction that was waiting (S-51), a turn of
+        the same session. Ending an ended turn with the same reason returns it unchanged;
+        with another reason raises Conflict and writes nothing. NotFound for an unknown id.
+        """
+
+    def get_turn(self, turn_id: str) -> Turn:
+        """The turn, or NotFound."""
+
+    def turns(self, session_id: str, *, limit: int = 100) -> list[Turn]:
+        """The session's most recent turns (at most `limit`, 1..1000), oldest first."""
 
 
 # --- capabilities: what not every backend has ---------------------------------------------

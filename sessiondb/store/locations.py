@@ -22,6 +22,7 @@ from urllib.parse import unquote, urlsplit
 from .. import home as homes
 from ..errors import InvalidInput
 from ..guidance import command_for
+from ..model import MessageLimits
 from .capabilities import Doctor, checked_store
 from .contract import Store
 
@@ -75,13 +76,15 @@ def open_store(
     home: str | os.PathLike[str] | None = None,
     profile: str | None = None,
     clock: Callable[[], float] | None = None,
+    limits: MessageLimits = MessageLimits(),
     **options: Any,
 ) -> Store:
-    """Open the store at `location` (see sessiondb.open_store) through its backend."""
+    """Open the store at `location` (see sessiondb.open_store) through its backend; `clock`
+    and `limits` belong to the neutral layer, other options to the backend."""
     where = locate(location, home=home, profile=profile)
     backend = _backend_module(where.kind).open_backend(where.target, profile=where.profile, **options)
     try:
-        return checked_store(backend, profile=where.profile, clock=clock)
+        return checked_store(backend, profile=where.profile, clock=clock, limits=limits)
     except BaseException:
         backend.close()
         raise

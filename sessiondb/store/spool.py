@@ -1,8 +1,8 @@
 """The spool: messages a store refused to write, kept on disk until they can be.
 
 One file per refused batch in `<store dir>/spool/`, named so that sorting the names gives
-the order they were refused in. Each is written atomically (a temporary file, fsync,
-rename, fsync of the directory) with mode 0600, so a crash never leaves half a batch.
+the order they were refused in. Each is written atomically through sessiondb.files (0600,
+synced, renamed into place, never through a planted link), so a crash never leaves half a batch.
 Replay appends each batch in order and deletes its file only after the append committed;
 appends are idempotent by uid, so a replay interrupted between the two repeats nothing.
 """
@@ -17,7 +17,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ..home import FILE_MODE, ensure_private_dir, fsync_dir
+from ..files import private_file
+from ..home import ensure_private_dir, fsync_dir
 from ..model import NewMessage
 
 SPOOL_DIR = "spool"
@@ -46,18 +47,8 @@ def write(db_path: Path, session_id: str, batch: list[NewMessage], cause: str) -
     }
     name = f"{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}.json"
     final = directory / name
-    staging = directory / f".{name}.tmp"
-    fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(record, out, ensure_ascii=False)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(staging, final)
-    except BaseException:
-        staging.unlink(missing_ok=True)
-        raise
-    fsync_dir(directory)
+    with private_file(final, replace=False) as out:
+        json.dump(record, out, ensure_ascii=False)
     return final
 
 

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from .. import formats
 from ..errors import InvalidInput, NotFound, SessionDBError, SessionTooLarge
-from ..model import ImportReport
+from ..model import ImportReport, MessageLimits
 from . import arguments as arg
 from .backend import Backend
 
@@ -26,6 +26,7 @@ class Transfer:
     """The export and import methods of CheckedStore."""
 
     _profile: str | None
+    _limits: MessageLimits
     _clock: Callable[[], float]
     _open: Callable[[], Backend]  # CheckedStore's: the backend, or StoreClosed
 
@@ -60,6 +61,7 @@ class Transfer:
             "session": records[0]["session"],
             "messages": [r["message"] for r in records if r["type"] == "message"],
             "usage": [r["usage"] for r in records if r["type"] == "usage"],
+            "turns": [r["turn"] for r in records if r["type"] == "turn"],
         }
 
     def _stream_instead(self, exc: SessionTooLarge, what: str, session_id: str) -> SessionTooLarge:
@@ -82,7 +84,7 @@ class Transfer:
         links: list[tuple[str, str]] = []
         imported: set[str] = set()
         try:
-            for group in formats.read_groups(records):
+            for group in formats.read_groups(records, self._limits):
                 outcome = backend.import_session(group, dry_run)
                 imported.add(group.id)
                 report.sessions_created += outcome.created
@@ -91,6 +93,8 @@ class Transfer:
                 report.messages_skipped += outcome.messages_skipped
                 report.usage_rows_imported += outcome.usage_imported
                 report.usage_rows_skipped += outcome.usage_skipped
+                report.turns_imported += outcome.turns_imported
+                report.turns_skipped += outcome.turns_skipped
                 if outcome.detached_from is not None:
                     links.append((group.id, outcome.detached_from))
         except SessionDBError as exc:

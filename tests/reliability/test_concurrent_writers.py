@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -64,7 +63,6 @@ def test_threads_and_processes_appending_to_shared_sessions_store_every_ack_once
     with sessiondb.open_store(path) as store:
         session_ids = [store.create_session("cli", session_id=f"shared-{n}").id for n in range(3)]
 
-    started = time.monotonic()
     procs = {f"p{n}": start_worker(path, f"p{n}", PER_WRITER, session_ids, gate=True) for n in range(PROCESSES)}
     acked: dict[str, list[str]] = {}
     errors: list[BaseException] = []
@@ -106,12 +104,10 @@ def test_threads_and_processes_appending_to_shared_sessions_store_every_ack_once
                 proc.kill()
                 proc.wait()
     assert errors == []
-    elapsed = time.monotonic() - started
 
     assert all(len(uids) == PER_WRITER for uids in acked.values())
     rows = check_store(path, session_ids, acked)
     assert len(rows) == (THREADS + PROCESSES) * PER_WRITER
-    assert elapsed < 30, f"the writers took {elapsed:.1f}s"
     # The writers really overlapped: the commit order switches between writers far more
     # often than once per writer. (A process tends to commit its whole stream in one run:
     # whoever holds the lock wins it back before the waiters' back-off ends.)

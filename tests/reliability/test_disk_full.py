@@ -48,12 +48,10 @@ def test_a_full_disk_refuses_writes_clearly_loses_nothing_and_recovers(small_dis
         for i in range(10_000):
             uid = f"m{i}"
             attempts += 1
-            t0 = time.monotonic()
             try:
                 store.append(sid, {"uid": uid, "role": "user", "content": f"kyoto {i} " + "x" * 6000})
             except sessiondb.SessionDBError as exc:
                 error = exc
-                refused_after = time.monotonic() - t0
                 break
             acked.append(uid)
         figures.record(tried=attempts, failed=0 if isinstance(error, DiskFull) else 1, unit="appends",
@@ -62,17 +60,16 @@ def test_a_full_disk_refuses_writes_clearly_loses_nothing_and_recovers(small_dis
         assert error is not None, "the disk never filled"
         assert isinstance(error, DiskFull), f"{type(error).__name__}: {error}"
         assert classify(error) is Cause.DISK_FULL
-        assert refused_after < 5, f"the refusal took {refused_after:.1f}s"
         # A second write on the full disk is refused the same way, not hung or damaged.
         with pytest.raises(DiskFull):
             store.append(sid, {"uid": "again", "role": "user", "content": "y" * 6000})
         assert [m.uid for m in store.transcript(sid)] == acked
-        assert_intact(path, writable=False)
+        assert_intact(path, index_writable=False)
 
         filler.unlink()  # space is freed: writes resume on the same handle
         store.append(sid, {"uid": "resumed", "role": "user", "content": "after the disk was freed"})
         acked.append("resumed")
-    assert_intact(path, writable=True)
+    assert_intact(path)
     with sessiondb.open_store(path) as store:
         assert [m.uid for m in store.transcript(sid)] == acked
         assert any(h.uid == "resumed" for h in store.search("freed", limit=10))

@@ -90,7 +90,8 @@ def run_case(base: Path, path: Path, plan: FaultPlan, appends: int) -> None:
             assert "summary" in present
         store.append(SESSION, {"uid": "new", "role": "user", "content": "new write"})
         assert store.transcript(SESSION)[-1].uid == "new"
-        assert store.search("kyoto", limit=1000) is not None
+        found = {hit.uid for hit in store.search("kyoto", limit=1000)}
+        assert found == present - {"summary"}, "the search index disagrees with the stored messages"
 
 
 def sweep(tmp_path: Path, appends: int, stride: int, figures) -> None:
@@ -100,6 +101,8 @@ def sweep(tmp_path: Path, appends: int, stride: int, figures) -> None:
     counter = FaultPlan()
     run_case(base, tmp_path / "count.db", counter, appends)
     assert counter.injected == 0
+    # A store that ignored the vfs= hook would count nothing, and the sweep would try nothing.
+    assert min(counter.counts.values()) > 0, f"the VFS shim saw no I/O: {counter.counts}"
     tried = failed = injected = 0
     failures = []
     n = 0
@@ -113,6 +116,7 @@ def sweep(tmp_path: Path, appends: int, stride: int, figures) -> None:
                 tried += 1
                 try:
                     run_case(base, tmp_path / f"case-{n}.db", plan, appends)
+                    assert plan.injected > 0, "the case never reached its fault: it checked nothing"
                 except AssertionError as exc:
                     failed += 1
                     failures.append(f"{op} #{k} {'persistent' if persistent else 'once'}: {exc}")
@@ -128,6 +132,7 @@ def sweep(tmp_path: Path, appends: int, stride: int, figures) -> None:
                f"{injected} cases hit their fault",
     )
     assert failures == [], "\n".join(failures[:10])
+    assert tried > 0 and injected == tried
 
 
 def test_an_io_error_on_any_write_sync_or_truncate_loses_no_acknowledged_message(tmp_path, figures):

@@ -75,16 +75,20 @@ def test_a_profile_store_and_every_directory_created_for_it_are_private(isolated
             assert mode(d) == 0o700, d
 
 
-def test_an_existing_home_is_tightened_but_its_parent_is_left_alone(tmp_path, open_umask):
+def test_opening_a_store_never_changes_the_mode_of_a_directory_it_did_not_create(tmp_path, open_umask):
     parent = tmp_path / "shared"
     home = parent / "home"
     home.mkdir(parents=True)
     os.chmod(parent, 0o755)
-    os.chmod(home, 0o755)
+    os.chmod(home, 0o1777)  # a shared folder, like /tmp
     with sessiondb.open_store(home=home) as store:
         write_something(store)
-    assert mode(home) == 0o700
+    with sessiondb.open_store(home / "loose" / "x.db") as store:  # a directory it creates is private
+        write_something(store)
+    assert mode(home) == 0o1777
     assert mode(parent) == 0o755
+    assert mode(home / "loose") == 0o700
+    assert mode(home / "state.db") == 0o600
 
 
 def test_an_existing_world_readable_store_file_is_made_private(tmp_path, open_umask):

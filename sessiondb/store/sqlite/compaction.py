@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import apsw
 
@@ -44,14 +44,21 @@ _MOVED = (
 _INSERT = f"INSERT INTO messages(session_id, {_MOVED}) VALUES (?, {', '.join('?' * 14)})"
 
 
-def begin(conn: apsw.Connection, session_id: str, holder: str | None, ttl: float) -> Lease:
+def begin(conn: apsw.Connection, session_id: str, holder: str | None, ttl: float,
+          clock: Callable[[], float]) -> Lease:
     """Take the lease on the session a write to `session_id` lands on (its live tip)."""
-    return leases.begin(conn, lineage.writable(conn, session_id), holder, ttl)
+    return leases.begin(conn, lineage.writable(conn, session_id), holder, ttl, clock)
 
 
-def commit(conn: apsw.Connection, lease: Lease, batch: Sequence[NewMessage], mode: str, now: float) -> Session:
-    """Publish the compaction (see the module docstring); returns the live session."""
-    row = leases.verify(conn, lease)
+def commit(conn: apsw.Connection, lease: Lease, batch: Sequence[NewMessage], mode: str,
+           clock: Callable[[], float]) -> Session:
+    """Publish the compaction (see the module docstring); returns the live session.
+
+    `clock` is read once, in the transaction: the lease is judged, and the summary and a
+    rotation stamped, at the same instant.
+    """
+    now = clock()
+    row = leases.verify(conn, lease, now)
     session_id, watermark = lease.session_id, row["watermark"]
     plan = _plan(conn, session_id, watermark, batch)
     kept_ids = [item for item in plan if isinstance(item, int)]

@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import socket
 import threading
-import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -27,9 +26,6 @@ import apsw
 from ...errors import CompactionBusy, LeaseLost
 from ...model import Lease
 from . import sessions
-
-#: The clock leases are judged by (seconds since the epoch); tests replace it.
-clock: Callable[[], float] = time.time
 
 _LEASE_COLUMNS = (
     "session_id, token, watermark, holder, pid, host, boot_id, pid_ns, pid_start, thread_id, "
@@ -134,6 +130,9 @@ def holder_is_provably_dead(row: dict[str, Any], me: ProcessIdentity | None = No
 
 
 # --- the lease operations (each runs inside the writer's transaction) -------------------
+#
+# Each takes the clock of the handle that asked (seconds since the epoch) and reads it
+# inside the transaction: handles on one file share a writer but not a clock.
 
 
 def _row(conn: apsw.Connection, session_id: str) -> dict[str, Any] | None:
@@ -161,7 +160,8 @@ def _next_token(conn: apsw.Connection) -> int:
     )
 
 
-def begin(conn: apsw.Connection, session_id: str, holder: str | None, ttl: float) -> Lease:
+def begin(conn: apsw.Connection, session_id: str, holder: str | None, ttl: float,
+          clock: Callable[[], float]) -> Lease:
     """Take the session's lease, reclaiming an expired one or one whose holder is dead."""
     sessions.require(conn, session_id)
     now = clock()
@@ -192,9 +192,8 @@ def begin(conn: apsw.Connection, session_id: str, holder: str | None, ttl: float
     return _to_lease(row)
 
 
-def verify(conn: apsw.Connection, lease: Lease, now: float | None = None) -> dict[str, Any]:
-    """The lease's stored row if `lease` still holds the session and is unexpired; else LeaseLost."""
-    now = clock() if now is None else now
+def verify(conn: apsw.Connection, lease: Lease, now: float) -> dict[str, Any]:
+    """The lease's stored row if `lease` still holds the session and is unexpired at `now`; else LeaseLost."""
     row = _row(conn, lease.session_id)
     if row is None or row["token"] != lease.token:
         raise LeaseLost(
@@ -209,10 +208,11 @@ def verify(conn: apsw.Connection, lease: Lease, now: float | None = None) -> dic
     return row
 
 
-def refresh(conn: apsw.Connection, lease: Lease, ttl: float | None) -> Lease:
-    row = verify(conn, lease)
+def refresh(conn: apsw.Connection, lease: Lease, ttl: float | None, clock: Callable[[], float]) -> Lease:
+    now = clock()
+    row = verify(conn, lease, now)
     ttl = row["ttl"] if ttl is None else ttl
-    row["ttl"], row["expires_at"] = ttl, clock() + ttl
+    row["ttl"], row["expires_at"] = ttl, now + ttl
     conn.execute(
         "UPDATE compaction_leases SET ttl = ?, expires_at = ? WHERE session_id = ? AND token = ?",
         (ttl, row["expires_at"], lease.session_id, lease.token),

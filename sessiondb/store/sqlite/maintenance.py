@@ -16,7 +16,8 @@ from pathlib import Path
 import apsw
 
 from ...errors import InvalidInput, StoreHeld
-from ...home import FILE_MODE, SIDECAR_SUFFIXES
+from ...files import staged
+from ...home import SIDECAR_SUFFIXES
 from .index.schema import FILES as INDEX_FILES
 from .safety.holders import holders
 
@@ -55,27 +56,17 @@ def backup(source: apsw.Connection, destination: Path) -> int:
         raise InvalidInput(f"{destination} already exists; choose a new file for the backup")
     if not destination.parent.is_dir():
         raise InvalidInput(f"{destination.parent} is not a directory")
-    staging = destination.with_name(f".{destination.name}.partial-{os.getpid()}")
-    target = apsw.Connection(str(staging))
-    try:
-        with target.backup("main", source, "main") as copy:
-            copy.step(-1)
-        target.execute("PRAGMA journal_mode=DELETE")
-        # A copy is a new generation: copied back over the live store, it is recognised as
-        # a replacement instead of being mistaken for the file the writers hold (S-13).
-        target.execute("UPDATE store_identity SET generation = ?", (f"sessiondb-generation:{uuid.uuid4().hex}",))
-    except BaseException:
-        target.close()
-        staging.unlink(missing_ok=True)
-        raise
-    target.close()
-    os.chmod(staging, FILE_MODE)
-    fd = os.open(staging, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(staging, destination)
+    with staged(destination, replace=False) as staging:  # private, never through a planted link
+        target = apsw.Connection(str(staging))
+        try:
+            with target.backup("main", source, "main") as copy:
+                copy.step(-1)
+            target.execute("PRAGMA journal_mode=DELETE")
+            # A copy is a new generation: copied back over the live store, it is recognised as
+            # a replacement instead of being mistaken for the file the writers hold (S-13).
+            target.execute("UPDATE store_identity SET generation = ?", (f"sessiondb-generation:{uuid.uuid4().hex}",))
+        finally:
+            target.close()
     return os.stat(destination).st_size
 
 

@@ -163,6 +163,14 @@ class SharedFile:
         except apsw.Error as exc:
             raise convert(exc) from None
 
+    def examine(self, work: Callable[[apsw.Connection, int], T]) -> T:
+        """Like search, but the index is only caught up if it can be (a full disk cannot
+        take its batch): `work` reads it as it is and can tell from its marks."""
+        try:
+            return self._search(work, best_effort=True)
+        except apsw.Error as exc:
+            raise convert(exc) from None
+
     def search(self, work: Callable[[apsw.Connection, int], T]) -> T:
         """Run `work(conn, touched_to)` in one read transaction with the search index
         attached as `idx` and covering everything the store held when the call began.
@@ -177,7 +185,7 @@ class SharedFile:
         except apsw.Error as exc:
             raise convert(exc) from None
 
-    def _search(self, work: Callable[[apsw.Connection, int], T]) -> T:
+    def _search(self, work: Callable[[apsw.Connection, int], T], best_effort: bool = False) -> T:
         with self.reader() as conn:
             self._attach_index(conn)
             conn.execute("BEGIN")
@@ -190,7 +198,11 @@ class SharedFile:
                     return work(conn, indexed[1])
             finally:
                 conn.execute("COMMIT")
-            self.indexer.catch_up(target)
+            try:
+                self.indexer.catch_up(target)
+            except apsw.Error:
+                if not best_effort:
+                    raise
             self._attach_index(conn)  # a rebuild may have made a new file meanwhile
             conn.execute("BEGIN")
             try:

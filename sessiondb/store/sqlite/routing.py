@@ -14,7 +14,7 @@ routing write is never user activity (S-08).
 
 The lookups (`live_by_key`, `legacy_by_peer`) read a store's `sessions` rows; a gateway
 runs them on the store that owns the key. `RoutingTable` is this backend's
-`RoutingIndex` (store/contract.py), reached through `SQLiteStore.routing`.
+`RoutingIndex` (store/contract.py), reached through the store's `routing` (`SQLiteBackend.routing`).
 """
 
 from __future__ import annotations

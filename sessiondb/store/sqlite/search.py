@@ -1,7 +1,8 @@
 """Full-text search: the queries over the index kept in its own file (see index/).
 
 What is indexed: each message's readable text (index/schema.py: `content`, or the text
-parts of `parts`; a tool message's first 8,192 characters), whatever its state. The index
+parts of `parts`, which a parts message stores in `content` when it is validated; a
+tool message's first 8,192 characters), whatever its state. The index
 is brought up to date after the acknowledgement, in batches (index/indexer.py); a search
 first catches it up to what the store held when the search began, so it finds every
 acknowledged write from any process (read-your-writes), and it joins every hit against

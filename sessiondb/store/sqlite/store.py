@@ -19,11 +19,12 @@ import apsw
 from ...errors import InvalidInput, StoreClosed
 from ...formats import SessionGroup
 from ...model import (
-    ImportOutcome, Lease, MaintenanceReport, Message, Page, SearchHit, Session, StoreStats, Usage, VerifyReport,
+    ImportOutcome, Lease, MaintenanceReport, Message, Page, SearchHit, Session, StoreStats, Turn, Usage,
+    VerifyReport,
 )
 from .. import commands as cmd
 from . import catalog, compaction, leases, lineage, maintenance, messages, registry, routing as routing_rows
-from . import search, sessions, transfer, usage
+from . import search, sessions, transfer, turns, usage, verify
 from .connect import DEFAULT_PATIENCE, check_durability, check_sqlite_version
 from .errors import convert
 
@@ -112,17 +113,18 @@ class SQLiteBackend:
         return self._read(partial(messages.transcript, **asdict(query)))
 
     def begin_compaction(self, command: cmd.BeginCompaction) -> Lease:
-        return self._write(partial(compaction.begin, **asdict(command)))
+        return self._write(partial(compaction.begin, session_id=command.session_id, holder=command.holder,
+                                   ttl=command.ttl, clock=command.clock))
 
     def refresh_compaction(self, command: cmd.RefreshCompaction) -> Lease:
-        return self._write(partial(leases.refresh, lease=command.lease, ttl=command.ttl))
+        return self._write(partial(leases.refresh, lease=command.lease, ttl=command.ttl, clock=command.clock))
 
     def abort_compaction(self, lease: Lease) -> None:
         self._write(partial(leases.release, lease=lease))
 
     def commit_compaction(self, command: cmd.CommitCompaction) -> Session:
         return self._write(partial(compaction.commit, lease=command.lease, batch=command.batch, mode=command.mode,
-                                   now=command.now))
+                                   clock=command.clock))
 
     def compaction_lease(self, session_id: str) -> Lease | None:
         return self._read(partial(leases.current, session_id=session_id))
@@ -167,7 +169,23 @@ class SQLiteBackend:
         return StoreStats(location=self.location, **counts, size_bytes=size + wal, wal_bytes=wal)
 
     def verify(self) -> VerifyReport:
-        raise NotImplementedError  # joins with the verification module
+        # Read like a search: the index caught up to this snapshot first (if it can be), then checked.
+        self._check_open()
+        return self._file.examine(verify.verify)
+
+    # --- turns ---------------------------------------------------------------------------
+
+    def begin_turn(self, command: cmd.BeginTurn) -> Turn:
+        return self._write(partial(turns.begin, command=command))
+
+    def end_turn(self, command: cmd.EndTurn) -> Turn:
+        return self._write(partial(turns.end, command=command))
+
+    def get_turn(self, turn_id: str) -> Turn:
+        return self._read(partial(turns.get, turn_id=turn_id))
+
+    def turns(self, session_id: str, limit: int) -> list[Turn]:
+        return self._read(partial(turns.of_session, session_id=session_id, limit=limit))
 
     # --- transfer ------------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 """Export and import rows of the sessiondb export format (sessiondb.formats) in SQLite.
 
 Export reads each session in one read transaction (a consistent snapshot of its row,
-messages and usage) and streams it row by row: memory stays constant whatever the size.
+messages, usage and turns) and streams it row by row: memory stays constant whatever the size.
 Sessions come in creation order (rowid), so a parent usually precedes its children.
 
 Import writes one validated session (formats.SessionGroup) in one unit of work: a session
@@ -57,7 +57,11 @@ def session_records(conn: apsw.Connection, session_id: str, max_messages: int = 
     ):
         usage_count += 1
         yield {"type": "usage", "usage": formats.encode("usage", row)}
-    yield formats.end_record(session_id, count, usage_count)
+    turn_count = 0
+    for row in conn.execute(f"SELECT {_SELECT['turns']} FROM turns WHERE session_id = ? ORDER BY seq", (session_id,)):
+        turn_count += 1
+        yield {"type": "turn", "turn": formats.encode("turns", row)}
+    yield formats.end_record(session_id, count, usage_count, turn_count)
 
 
 # --- import: writing --------------------------------------------------------------------
@@ -98,6 +102,8 @@ def _write_group(conn: apsw.Connection, group: SessionGroup) -> ImportOutcome:
     usage_imported = sum(
         1 for row in group.usage if _insert(conn, "usage", row, "ON CONFLICT(session_id, model, provider, task) DO NOTHING")
     )
+    # A turn id is unique in the store: one already stored (here or elsewhere) is skipped.
+    turns_imported = sum(1 for row in group.turns if _insert(conn, "turns", row, "ON CONFLICT(id) DO NOTHING"))
     if not created and imported:
         # The stored row keeps its own fields; its counters take in what was added.
         conn.execute(
@@ -109,7 +115,8 @@ def _write_group(conn: apsw.Connection, group: SessionGroup) -> ImportOutcome:
             (sid, group.session.get("last_activity_at") or group.session.get("started_at")),
         )
     return ImportOutcome(created, imported, len(group.messages) - imported, usage_imported,
-                   len(group.usage) - usage_imported, detached_from)
+                   len(group.usage) - usage_imported, detached_from, turns_imported,
+                   len(group.turns) - turns_imported)
 
 
 def _insert(conn: apsw.Connection, table: str, values: dict[str, Any], conflict: str) -> bool:

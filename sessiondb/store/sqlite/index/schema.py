@@ -24,7 +24,7 @@ What it holds (contentless FTS5: no copy of the text, which stays in `messages` 
 Every message is indexed whatever its state: the state is joined in from `messages` at
 query time (rewound rows filtered out, compacted ones marked), so rewinding, restoring and
 compacting never touch the index. Rows are indexed by id; a row deleted or changed in its
-text is logged by the store's triggers (migration 0005) and removed or re-indexed.
+text is logged by the store's triggers (migration 0006) and removed or re-indexed.
 
 Durability: `synchronous=NORMAL` in WAL. A power loss can lose the index's last
 transactions, never make it disagree with its own `state`, which rolls back with them; the
@@ -38,10 +38,11 @@ from urllib.parse import quote
 
 import apsw
 
+from ....home import INDEX_SUFFIXES
 from ..connect import connect
 
-SUFFIX = "-search"
-FILES = (SUFFIX, f"{SUFFIX}-wal", f"{SUFFIX}-shm", f"{SUFFIX}-journal")  # beside the store file
+FILES = INDEX_SUFFIXES  # beside the store file: the index, its WAL, shared memory, journal
+SUFFIX = FILES[0]
 VERSION = 1  # PRAGMA user_version of the index file's layout
 TOOL_TEXT_LIMIT = 8192  # characters of a tool message's output that are indexed
 WORDS, CJK = "words", "cjk"

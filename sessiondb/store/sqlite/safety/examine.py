@@ -29,7 +29,7 @@ from .identity import SQLITE_MAGIC, descriptors_of
 from .integrity import INDEX, MAX_LINES, NONE, SCHEMA, STRUCTURAL, classify_lines, integrity_lines, worse
 
 QUICK_BUDGET = 10.0  # seconds a non-deep check may take before it stops (partial)
-STALE_KEY = "search_stale"  # store_meta's marker of a damaged in-file index (stores before 0005)
+STALE_KEY = "search_stale"  # store_meta's marker of a damaged in-file index (stores before 0006)
 
 
 @dataclass

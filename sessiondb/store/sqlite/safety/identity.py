@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ....errors import Cause
+from ....files import private_file
 from .watch import NameWatch
 
 # The identity page holds only the generation stamp; migrations must never add rows to it.
@@ -145,12 +146,10 @@ class FileGuard:
         target.mkdir(mode=0o700, parents=True, exist_ok=True)
         copy = target / f"{self.path.name}-wal"
         size = 0
-        with open(copy, "wb", opener=_private_opener) as out:
+        with private_file(copy, "wb") as out:
             while chunk := os.pread(fd, 1 << 20, size):
                 out.write(chunk)
                 size += len(chunk)
-            out.flush()
-            os.fsync(out.fileno())
         manifest = {
             "database": str(self.path),
             "wal_copy": copy.name,
@@ -161,8 +160,8 @@ class FileGuard:
             "note": "the WAL this process was writing when its file was deleted; keep it until the "
                     "store has been checked",
         }
-        (target / "manifest.json").write_text(json.dumps(manifest, indent=2))
-        os.chmod(target / "manifest.json", 0o600)
+        with private_file(target / "manifest.json") as out:
+            json.dump(manifest, out, indent=2)
         return target
 
 
@@ -184,6 +183,3 @@ def _identity_of(fd: int) -> tuple[int, int] | None:
         return None
     return (st.st_dev, st.st_ino)
 
-
-def _private_opener(path: str, flags: int) -> int:
-    return os.open(path, flags, 0o600)

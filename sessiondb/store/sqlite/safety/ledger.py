@@ -29,7 +29,7 @@ import os
 import time
 from pathlib import Path
 
-from ....home import FILE_MODE
+from ....files import private_file
 from .identity import descriptors_of
 
 MAX_FAILED = 3
@@ -80,14 +80,8 @@ def _load(db_path: Path) -> dict:
 
 
 def _save(db_path: Path, data: dict) -> None:
-    path = ledger_path(db_path)
-    staging = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
+    with private_file(ledger_path(db_path)) as out:
         json.dump(data, out, indent=2)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(staging, path)
 
 
 def failures(db_path: Path, key: str) -> int:

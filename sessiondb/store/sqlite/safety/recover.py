@@ -37,6 +37,7 @@ from typing import Any, Callable
 import apsw
 
 from ....errors import InvalidInput
+from ....files import staged
 from ....home import make_private
 from ..connect import APPLICATION_ID, configure_writer, connect
 from ..migrations import migrate
@@ -93,7 +94,8 @@ def recover(source: Path | str, output: Path | str | None, *, inspect_only: bool
                         report.tables[table] = salvage(conn, table, columns[table], table in rowid_tables,
                                                        lambda row: True)
             else:
-                _rebuild(conn, columns, rowid_tables, target, report)
+                with staged(target, replace=False) as staging:  # published whole, private, or not at all
+                    _rebuild(conn, columns, rowid_tables, staging, report)
         finally:
             conn.close()
     finally:
@@ -109,7 +111,7 @@ def _new_target(source: Path, output: Path | str | None) -> Path:
     target = Path(os.path.realpath(output))
     if target == source:
         raise InvalidInput("the output must be a new file, never the damaged one")
-    if target.exists() or any(os.path.exists(f"{target}{s}") for s in ("-wal", "-shm", "-journal")):
+    if os.path.lexists(output) or target.exists() or any(os.path.exists(f"{target}{s}") for s in ("-wal", "-shm", "-journal")):
         raise InvalidInput(f"{target} already exists; recover writes a new file only")
     if not target.parent.is_dir():
         raise InvalidInput(f"{target.parent} is not a directory")

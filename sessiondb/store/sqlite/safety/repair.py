@@ -6,7 +6,7 @@ connection on it (S-22), only after a forensic backup (S-21), and only within th
 ledger's budget (S-20). Its connection uses `synchronous=FULL`. Damaged indexes,
 triggers and views are recreated from the frozen SQL of the migrations the file
 records; the search index's own file is deleted (it is derived data, built again from
-the messages at the next open), and the in-file indexes of stores before migration 0005
+the messages at the next open), and the in-file indexes of stores before migration 0006
 are rebuilt in place.
 
 The spool is replayed by the caller's `replay` (the store opened normally: replay is a
@@ -144,7 +144,7 @@ def _operate(db_path: Path, report: Report, actions: list[str]) -> None:
 
 
 def _rebuild_in_file_indexes(conn: apsw.Connection) -> None:
-    """A store before migration 0005 keeps its FTS5 tables in the file: rebuild them."""
+    """A store before migration 0006 keeps its FTS5 tables in the file: rebuild them."""
     for (name,) in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table' "
                                 "AND sql LIKE 'CREATE VIRTUAL TABLE%fts5%'").fetchall():
         conn.execute(f'INSERT INTO "{name}"("{name}") VALUES (\'rebuild\')')

@@ -1,33 +1,21 @@
 """Search through the store: words, phrases, OR, NOT, prefixes, CJK substrings, filters,
-and the states and write paths the indexes must follow."""
+and the states and write paths the indexes must follow. How SQLite's indexes follow rows
+its triggers see moved, and the migration that built them: tests/sqlite/test_search_index.py."""
 
 from __future__ import annotations
 
-import apsw
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-import sessiondb
 from sessiondb import InvalidInput
-from sessiondb.store.sqlite import migrations
-from sessiondb.store.sqlite.index.coverage import differences
-from sessiondb.store.sqlite.search import TOOL_TEXT_LIMIT
 
-
-@pytest.fixture
-def store(tmp_path):
-    with sessiondb.open_store(tmp_path / "search.db") as s:
-        yield s
-
-
-def sql(store, statement, params=()):
-    """A write the way internal write paths (compaction, rewind) make one: on the store's writer."""
-    return store.backend._file.writer.run(lambda conn: conn.execute(statement, params).fetchall())
+TOOL_TEXT_LIMIT = 8192  # characters of a tool message's output that are searchable (the contract)
 
 
 def check_indexes(store):
-    """The index, caught up, holds exactly what one rebuilt from nothing would."""
-    assert differences(store.backend.path) == []
+    """verify(): the search index holds exactly the searchable messages, with their text."""
+    report = store.verify()
+    assert report.ok and report.notes == [], report.problems + report.notes
 
 
 def uids(hits):
@@ -135,31 +123,27 @@ def test_no_query_text_raises(store, kyoto, text):
 
 
 def test_rewound_messages_are_never_found(store, kyoto):
-    sql(store, "UPDATE messages SET state = 'rewound' WHERE uid = 'day1'")
+    plan = store.transcript(kyoto.id)[0]
+    assert store.rewind(kyoto.id, plan.id) == 5  # day1 and everything after it
     assert store.search("nishiki") == [] and store.search("Nishiki Market", substring=True) == []
-    sql(store, "UPDATE messages SET state = 'active' WHERE uid = 'day1'")  # restored: found again
+    check_indexes(store)
+    store.restore_rewound(kyoto.id)  # restored: found again
     assert uids(store.search("nishiki")) == ["day1"]
     store.append(kyoto.id, {"uid": "undone", "role": "user", "content": "zanzibar", "state": "rewound"})
     assert store.search("zanzibar") == []
     check_indexes(store)
 
 
-def test_compacted_messages_are_found_and_marked(store, kyoto):
-    sql(store, "UPDATE messages SET state = 'compacted' WHERE uid IN ('plan', 'tokyo')")
+def test_compacted_messages_are_found_and_marked(store):
+    s = store.create_session("telegram")
+    store.append(s.id, [{"uid": "plan", "role": "user", "content": "Plan three days of temples."},
+                        {"uid": "tokyo", "role": "user", "content": "明日の東京の天気は？"}])
+    lease = store.begin_compaction(s.id)  # archives these two...
+    store.append(s.id, {"uid": "tokyo2", "role": "assistant", "content": "明日の東京は晴れ、最高気温は18度です。"})
+    store.commit_compaction(lease, {"uid": "sum", "role": "system", "content": "a trip"})  # ...not this one
     [hit] = store.search("temples")
     assert hit.compacted and hit.state == "compacted" and hit.to_dict()["compacted"] is True
     assert [h.compacted for h in store.search("東京")] == [False, True]
-
-
-def test_the_indexes_follow_rows_moved_to_new_ids_and_sessions(store, kyoto):
-    other = store.create_session("cli", title="Child")
-    # What compaction does: archive rows, re-sequence the tail under new ids elsewhere.
-    sql(store, "UPDATE messages SET id = id + 1000, session_id = ? WHERE uid = 'swap'", (other.id,))
-    sql(store, "UPDATE messages SET content = 'now about osaka' WHERE uid = 'plan'")
-    [hit] = store.search("quieter")
-    assert hit.session_id == other.id and hit.message_id > 1000
-    assert store.search("temples") == [] and uids(store.search("osaka")) == ["plan"]
-    check_indexes(store)
 
 
 def test_deleting_a_session_removes_its_messages_from_the_indexes(store, kyoto):
@@ -210,22 +194,6 @@ def test_bad_arguments_are_refused(store):
             store.search(**bad)
 
 
-def test_rows_stored_before_the_search_migration_are_indexed(tmp_path):
-    path = tmp_path / "old.db"
-    conn = apsw.Connection(str(path))
-    conn.execute("CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL) STRICT")
-    migrations._core(conn)
-    conn.execute("INSERT INTO schema_migrations VALUES ('0001_core', 0)")
-    conn.execute("INSERT INTO sessions(id, source, started_at) VALUES ('old', 'cli', 0)")
-    conn.execute("INSERT INTO messages(session_id, uid, seq, role, content, timestamp, state) VALUES "
-                 "('old', 'a', 1, 'user', 'legacy harbour talk', 1, 'active'), "
-                 "('old', 'b', 2, 'user', 'rewound harbour talk', 2, 'rewound')")
-    conn.close()
-    with sessiondb.open_store(path) as store:
-        assert uids(store.search("harbour")) == ["a"]
-        check_indexes(store)
-
-
 @pytest.mark.parametrize("mode", ["in_place", "rotate"])
 def test_a_real_compaction_keeps_the_archive_searchable_and_the_indexes_true(store, kyoto, mode):
     lease = store.begin_compaction(kyoto.id)
@@ -238,43 +206,3 @@ def test_a_real_compaction_keeps_the_archive_searchable_and_the_indexes_true(sto
     assert not late.compacted and late.session_id == live.id
     assert [h.session_id for h in store.search("zanzibar")] == [live.id]
     check_indexes(store)
-
-
-def test_hits_are_ranked_among_the_newest_matches(store, monkeypatch):
-    from sessiondb.store.sqlite import search as search_module
-
-    s = store.create_session("cli")
-    # The oldest message is the most relevant (shortest); newest first, the window of 2 ends at "b".
-    store.append(s.id, [{"uid": "a", "role": "user", "content": "marmalade"},
-                        {"uid": "b", "role": "user", "content": "marmalade on toast with butter and tea"},
-                        {"uid": "c", "role": "user", "content": "marmalade on toast with butter, tea and jam"}])
-    assert uids(store.search("marmalade"))[0] == "a"
-    monkeypatch.setattr(search_module, "RANK_WINDOW", 2)
-    assert uids(store.search("marmalade")) == ["b", "c"]
-    assert uids(store.search("marmalade", session_id=s.id, role="user")) == ["b", "c"]
-
-
-def test_latin_substrings_fold_ascii_case_but_not_accents(store, kyoto):
-    # Deliberately changed with the index's move off the append path (issue 19): substring
-    # search over text outside the CJK scripts is a scan with LIKE, not a trigram index.
-    assert uids(store.search("USHIM", substring=True)) == ["swap", "day1"]  # newest first, unranked
-    assert uids(store.search("café", substring=True)) == ["plan"]
-    assert store.search("cafe food", substring=True) == []  # accents are not folded in substrings
-    assert uids(store.search("cafe food")) == ["plan"]  # words still fold them
-
-
-def test_only_the_cjk_runs_of_a_message_go_into_the_trigram_index(store):
-    from sessiondb.store.sqlite.index.coverage import contents
-    from sessiondb.store.sqlite.index.schema import open_index
-
-    s = store.create_session("cli")
-    store.append(s.id, [{"uid": "en", "role": "user", "content": "plain english harbour text"},
-                        {"uid": "mixed", "role": "user", "content": "meet at 東京駅 tomorrow morning"}])
-    assert uids(store.search("東京駅")) == ["mixed"] and uids(store.search("harbour")) == ["en"]
-    assert store.search("東京駅 tomorrow") != [] and store.search("駅 tom", substring=True) != []
-    conn = open_index(store.backend.path, patience=5.0, vfs=None)
-    try:
-        trigrams = {term for term, *_ in contents(conn)["cjk"]}
-    finally:
-        conn.close()
-    assert trigrams == {"東京駅"}  # no trigram of the English words, nor of the one message without CJK

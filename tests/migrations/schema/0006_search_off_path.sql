@@ -134,6 +134,9 @@ None;
 -- index sqlite_autoindex_store_meta_1 on store_meta
 None;
 
+-- index sqlite_autoindex_turns_1 on turns
+None;
+
 -- table sqlite_sequence on sqlite_sequence
 CREATE TABLE sqlite_sequence(name,seq);
 
@@ -148,6 +151,26 @@ CREATE TABLE store_meta (
             key   TEXT PRIMARY KEY,
             value TEXT NOT NULL
         ) STRICT;
+
+-- table turns on turns
+CREATE TABLE turns (
+            seq          INTEGER PRIMARY KEY,  -- the order turns began in
+            id           TEXT NOT NULL UNIQUE,
+            session_id   TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            user_uid     TEXT,                 -- the user message that started it
+            cwd          TEXT,
+            started_at   REAL NOT NULL,
+            ended_at     REAL,
+            outcome      TEXT CHECK (outcome IN ('completed', 'interrupted', 'failed')),
+            reason       TEXT,                 -- a name from the guidance table
+            detail       TEXT,
+            receipts     TEXT NOT NULL DEFAULT '[]',  -- JSON: failed edits still standing
+            continued_by TEXT,                 -- the turn that took the waiting correction
+            CHECK ((ended_at IS NULL) = (outcome IS NULL) AND (outcome IS NULL) = (reason IS NULL))
+        ) STRICT;
+
+-- index turns_session on turns
+CREATE INDEX turns_session ON turns(session_id, seq);
 
 -- table usage on usage
 CREATE TABLE usage (

@@ -1,21 +1,16 @@
-"""The field scenarios of compaction and lineage (S-02..S-09, S-42), each recreated on a real
-store file."""
+"""The field scenarios of compaction and lineage (S-02..S-06, S-08, S-09, S-42), each
+recreated on a real store through public calls. S-07 (holders that died) needs the host's
+process table and lives with the SQLite backend (tests/sqlite/test_lease_holders.py)."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import textwrap
 import threading
 import time
 
 import pytest
 
-import sessiondb
 from sessiondb import Cause, CompactionBusy, CompressionClosed, LeaseLost, SessionTooLarge
-from sessiondb.store.sqlite import leases
 
 MODES = ["in_place", "rotate"]
 
@@ -32,22 +27,19 @@ def summary(text="summary of the conversation so far", **extra):
     return {"role": "system", "content": text, **extra}
 
 
-def byte_columns(store, session_id):
-    """Every column but the id of every row of a session, text as hex: a byte-exact view."""
-    return store.backend._read(lambda conn: conn.execute(
-        "SELECT uid, seq, role, hex(content), hex(parts), hex(tool_calls), tool_call_id, tool_name, "
-        "hex(reasoning), finish_reason, token_count, timestamp, display_kind, state, "
-        "typeof(content), typeof(parts), typeof(timestamp) "
-        "FROM messages WHERE session_id = ? ORDER BY id", (session_id,)).fetchall())
+def every_column(rows):
+    """Every column but the id (and the session, which a rotation changes) of each row, as
+    JSON text: equal only if every value and its type (int, float, text) are."""
+    return [json.dumps({k: v for k, v in m.items() if k not in ("id", "session_id")}, sort_keys=True)
+            for m in rows]
 
 
 def everything(store):
-    """The whole store as data, to prove that a refused write wrote nothing."""
-    return store.backend._read(lambda conn: (
-        conn.execute("SELECT * FROM sessions ORDER BY id").fetchall(),
-        conn.execute("SELECT * FROM messages ORDER BY id").fetchall(),
-        conn.execute("SELECT * FROM compaction_leases ORDER BY session_id").fetchall(),
-    ))
+    """The whole store as data, to prove that a refused write wrote nothing: every session,
+    message and usage row (the export, its header stamped by the test's clock) and every lease."""
+    records = list(store.export())
+    leases = [store.compaction_lease(r["session"]["id"]) for r in records if r["type"] == "session"]
+    return records, leases
 
 
 TAIL = [
@@ -106,20 +98,20 @@ def test_s02_appends_are_never_fenced_by_an_open_compaction(store, sid):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_s03_rows_appended_during_a_compaction_survive_it_byte_for_byte(store, sid, mode, raw_rows):
+def test_s03_rows_appended_during_a_compaction_survive_it_byte_for_byte(store, sid, mode, stored_rows):
     lease = store.begin_compaction(sid)
     assert lease.watermark == max(m.id for m in store.transcript(sid))
     store.append(sid, TAIL)
-    before = byte_columns(store, sid)[10:]
+    before = every_column(stored_rows(store, sid)[10:])
     activity = store.get_session(sid).last_activity_at
 
     live = store.commit_compaction(lease, summary(uid="sum-1"), mode=mode)
 
-    rows = raw_rows(store, live.id)
+    rows = stored_rows(store, live.id)
     assert [m.uid for m in store.transcript(live.id)] == ["sum-1"] + [m["uid"] for m in TAIL]
-    assert byte_columns(store, live.id)[-len(TAIL):] == before  # every column but the id
-    assert [m.id for m in rows] == sorted(m.id for m in rows)
-    assert rows[-len(TAIL) - 1].uid == "sum-1"
+    assert every_column(rows[-len(TAIL):]) == before  # every column but the id
+    assert [m["id"] for m in rows] == sorted(m["id"] for m in rows)
+    assert rows[-len(TAIL) - 1]["uid"] == "sum-1"
     assert live.message_count == 1 + len(TAIL)
     assert live.tool_call_count == 1
     assert live.last_activity_at == activity
@@ -127,14 +119,11 @@ def test_s03_rows_appended_during_a_compaction_survive_it_byte_for_byte(store, s
     assert [m.uid for m in archived if m.state == "compacted"] == [f"old-{i}" for i in range(10)]
 
 
-def test_s03_the_watermark_is_read_in_the_database_when_the_lease_is_taken(store, sid):
-    other = sessiondb.open_store(store.location)  # a second handle: the same file, its own view
-    try:
-        [late] = other.append(sid, user("just before", uid="jb"))
-        lease = store.begin_compaction(sid)
-        assert lease.watermark == late.id
-    finally:
-        other.close()
+def test_s03_the_watermark_is_read_in_the_database_when_the_lease_is_taken(store, sid, open_backend):
+    other = open_backend()  # a second handle: the same store, its own view
+    [late] = other.append(sid, user("just before", uid="jb"))
+    lease = store.begin_compaction(sid)
+    assert lease.watermark == late.id
 
 
 def test_s03_an_expired_lease_publishes_nothing(store, sid, clock):
@@ -191,12 +180,12 @@ def test_s04_archived_originals_stay_stored_readable_and_searchable(store, sid, 
     assert [(h.uid, h.state) for h in hits] == [("zebra", "compacted")]
 
 
-def test_s04_rewound_rows_are_kept_but_never_shown_or_searched(store, sid, raw_rows):
+def test_s04_rewound_rows_are_kept_but_never_shown_or_searched(store, sid, stored_rows):
     first = store.transcript(sid)[3]
     assert store.rewind(sid, first.id) == 6
     assert [m.uid for m in store.transcript(sid, include_compacted=True)] == [f"old-{i}" for i in range(4)]
-    kept = raw_rows(store, sid)
-    assert [m.state for m in kept] == ["active"] * 4 + ["rewound"] * 6
+    kept = stored_rows(store, sid)
+    assert [m["state"] for m in kept] == ["active"] * 4 + ["rewound"] * 6
     found = {h.uid for h in store.search("answer", limit=100)}
     assert found == {"old-1", "old-3"}  # old-5, old-7, old-9 were rewound
     assert store.get_session(sid).message_count == 4
@@ -217,7 +206,7 @@ def test_s05_a_late_write_to_a_rotated_parent_lands_once_on_the_live_tip_across_
     assert [m.session_id for m in rows] == [ids[-1]]
     store.append(ids[1], user("late from the second", uid="late-2"))
     store.append(sid, [user("late from the first session", uid="late-1")])  # a retry: stored once
-    uids = [m.uid for m in lineage_rows(store, sid)]
+    uids = [m["uid"] for m in lineage_rows(store, sid)]
     assert uids.count("late-1") == 1 and uids.count("late-2") == 1
     assert [m.uid for m in store.transcript(ids[-1])] == ["sum-2", "late-1", "late-2"]
     assert store.tip(sid).id == ids[-1]
@@ -263,13 +252,13 @@ def test_s06_rotation_moves_the_true_tail_once_and_never_duplicates_the_rotators
     child = store.commit_compaction(lease, compacted, mode="rotate")
 
     rows = lineage_rows(store, sid)
-    uids = [m.uid for m in rows]
+    uids = [m["uid"] for m in rows]
     assert len(uids) == len(set(uids))
     assert [m.uid for m in store.transcript(child.id)] == ["gist", "other-1", "mine-1"]
     assert [m.uid for m in store.transcript(sid, include_compacted=True)] == [f"old-{i}" for i in range(10)]
     # After rotating, the agent re-flushes everything it holds to the id it knows: nothing new.
     store.append(sid, in_memory + compacted)
-    assert [m.uid for m in lineage_rows(store, sid)] == uids
+    assert [m["uid"] for m in lineage_rows(store, sid)] == uids
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -278,118 +267,19 @@ def test_s06_a_summary_keeps_recent_messages_verbatim_by_uid_without_copying_the
     lease = store.begin_compaction(sid)
     live = store.commit_compaction(lease, [summary(uid="gist"), *keep], mode=mode)
     assert [m.uid for m in store.transcript(live.id)] == ["gist", "old-8", "old-9"]
-    uids = [m.uid for m in lineage_rows(store, sid)]
+    uids = [m["uid"] for m in lineage_rows(store, sid)]
     assert sorted(uids) == sorted({*uids}) and len(uids) == 11
-
-
-# --- S-07 Lock holders that died -------------------------------------------------------------
-
-HOLDER = textwrap.dedent("""
-    import sys, time, sessiondb
-    store = sessiondb.open_store(sys.argv[1])
-    store.begin_compaction(sys.argv[2], holder="child", ttl=300)
-    print("held", flush=True)
-    if sys.argv[3] == "linger":
-        time.sleep(60)
-    import os
-    os._exit(0)  # dies without releasing
-""")
-
-
-def _holder(store, sid, mode):
-    return subprocess.Popen([sys.executable, "-c", HOLDER, store.location, sid, mode],
-                            stdout=subprocess.PIPE, text=True)
-
-
-def test_s07_a_lease_whose_holder_died_on_this_host_is_reclaimed_at_once(store, sid):
-    child = _holder(store, sid, "exit")
-    assert child.stdout.readline().strip() == "held"
-    child.wait(10)
-    lease = store.begin_compaction(sid, ttl=300)  # no waiting for the 300 s TTL
-    assert lease.pid == os.getpid()
-
-
-def test_s07_a_lease_whose_holder_is_alive_elsewhere_waits_for_its_ttl(store, sid):
-    child = _holder(store, sid, "linger")
-    try:
-        assert child.stdout.readline().strip() == "held"
-        with pytest.raises(CompactionBusy):
-            store.begin_compaction(sid)
-    finally:
-        child.kill()
-        child.wait(10)
-    store.begin_compaction(sid)  # killed: now provably dead
-
-
-def test_s07_a_lease_held_by_a_zombie_is_reclaimed(store, sid):
-    child = _holder(store, sid, "exit")
-    assert child.stdout.readline().strip() == "held"
-    deadline = time.time() + 10
-    while leases._proc_stat(child.pid) and leases._proc_stat(child.pid)[0] != "Z" and time.time() < deadline:
-        time.sleep(0.01)  # exited but not reaped
-    assert leases._proc_stat(child.pid)[0] == "Z"
-    store.begin_compaction(sid)
-    child.wait(10)
-
-
-def _forge(store, sid, **columns):
-    assignments = ", ".join(f"{name} = ?" for name in columns)
-    store.backend._write(lambda conn: conn.execute(
-        f"UPDATE compaction_leases SET {assignments} WHERE session_id = ?", (*columns.values(), sid)))
-
-
-def test_s07_another_thread_of_this_process_is_never_presumed_dead(store, sid):
-    box = {}
-    t = threading.Thread(target=lambda: box.setdefault("lease", store.begin_compaction(sid)))
-    t.start()
-    t.join()
-    with pytest.raises(CompactionBusy):  # the thread ended, but its process (ours) is alive
-        store.begin_compaction(sid)
-
-
-@pytest.mark.parametrize("doubt", ["pid_ns", "host", "boot_id"])
-def test_s07_a_holder_in_another_namespace_or_host_waits_for_the_ttl(store, sid, clock, doubt):
-    store.begin_compaction(sid, ttl=100)
-    _forge(store, sid, pid=2 ** 22 + 12345, **{doubt: "elsewhere"})  # a PID that does not exist here
-    with pytest.raises(CompactionBusy):
-        store.begin_compaction(sid)
-    clock.advance(101)
-    store.begin_compaction(sid)
-
-
-def test_s07_a_reused_pid_is_told_apart_by_its_start_time(store, sid, clock):
-    store.begin_compaction(sid, ttl=100)
-    parent = os.getppid()  # alive, not us: stands in for a holder's PID reused by another process
-    start = leases._start_ticks(parent)
-    _forge(store, sid, pid=parent, pid_start=start)
-    with pytest.raises(CompactionBusy):  # same PID, same start: the holder is alive
-        store.begin_compaction(sid)
-    _forge(store, sid, pid=parent, pid_start=start - 1)
-    store.begin_compaction(sid)  # same PID, another start time: the holder died, the PID was reused
-
-
-def test_s07_without_a_recorded_start_time_a_live_pid_is_doubt(store, sid):
-    store.begin_compaction(sid, ttl=100)
-    _forge(store, sid, pid=os.getppid(), pid_start=None)
-    with pytest.raises(CompactionBusy):
-        store.begin_compaction(sid)
-
-
-def test_s07_a_lease_left_by_an_earlier_process_with_our_pid_is_reclaimed(store, sid):
-    store.begin_compaction(sid, ttl=100)
-    _forge(store, sid, pid=os.getpid(), pid_start=leases.this_process().pid_start - 1)
-    store.begin_compaction(sid)  # our PID, but the holder started at another time: it is gone
 
 
 # --- S-08 Background writes are not activity --------------------------------------------------
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_s08_compaction_rewind_and_restore_never_move_the_activity_clock(store, sid, mode):
+def test_s08_compaction_rewind_and_restore_never_move_the_activity_clock(store, sid, mode, clock):
     activity = store.get_session(sid).last_activity_at
     lease = store.begin_compaction(sid)
-    time.sleep(0.01)
-    live = store.commit_compaction(lease, summary(timestamp=time.time() + 100), mode=mode)
+    clock.advance(10)  # the compaction happens later than the last activity
+    live = store.commit_compaction(lease, summary(timestamp=clock.now + 100), mode=mode)
     assert store.get_session(sid).last_activity_at == activity
     assert live.last_activity_at == activity
     store.rewind(live.id, 0)
@@ -440,10 +330,9 @@ def test_s42_the_default_guard_is_twenty_thousand_messages(store):
     assert store.resume(s.id) == [summary()]  # the tip is small again
 
 
-
-def test_s42_the_refusal_names_the_profile_in_the_export_command(tmp_path):
-    with sessiondb.open_store(home=tmp_path / "home", profile="work") as store:
-        s = store.create_session("cli")
-        store.append(s.id, [user("a"), user("b")])
-        with pytest.raises(SessionTooLarge, match=f"sessiondb -p work sessions export --session {s.id} -o FILE"):
-            store.resume(s.id, max_messages=1)
+def test_s42_the_refusal_names_the_profile_in_the_export_command(open_backend):
+    store = open_backend(profile="work")
+    s = store.create_session("cli")
+    store.append(s.id, [user("a"), user("b")])
+    with pytest.raises(SessionTooLarge, match=f"sessiondb -p work sessions export --session {s.id} -o FILE"):
+        store.resume(s.id, max_messages=1)

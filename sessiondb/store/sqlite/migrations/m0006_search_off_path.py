@@ -1,4 +1,4 @@
-"""Migration 0005_search_off_path, released: the search index leaves the store file.
+"""Migration 0006_search_off_path, released: the search index leaves the store file.
 
 The full-text index is derived data kept in its own file beside the store (see
 store/sqlite/index/); the acknowledged transaction writes message rows only. This drops
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import apsw
 
-NAME = "0005_search_off_path"
+NAME = "0006_search_off_path"
 
 _SQL = """
 DROP TRIGGER messages_search_insert;

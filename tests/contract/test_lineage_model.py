@@ -1,36 +1,28 @@
-"""A stateful model of compaction and lineage, checked against a real store file.
+"""A stateful model of compaction and lineage, checked against a real store of each backend.
 
 Hypothesis interleaves appends from two logical writers (also truly at once, from two
 threads), re-flushes of stored messages, compactions begun, committed in place or by
 rotation, aborted, refreshed and expired, late writes to rotated parents, rewinds and
 restores, and reopening the store. After every step, each acknowledged message exists
 exactly once across the lineage, in the order the model expects, with the state it
-expects, and every session's counters agree with its rows.
+expects, every session's counters agree with its rows, and verify() finds nothing wrong.
 """
 
 from __future__ import annotations
 
-import shutil
-import tempfile
+import itertools
 import threading
-from pathlib import Path
 
 from hypothesis import HealthCheck, event, settings, strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
 
-import sessiondb
 from sessiondb import CompactionBusy, LeaseLost
-from sessiondb.store.sqlite import leases, messages
 
 TTL = 100.0
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_900_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
+SETTINGS = settings(
+    max_examples=100, stateful_step_count=40, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 
 
 def payload(uid: str) -> dict:
@@ -41,14 +33,11 @@ def payload(uid: str) -> dict:
 
 
 class LineageMachine(RuleBasedStateMachine):
-    def __init__(self) -> None:
+    def __init__(self, open_backend, name: str, clock) -> None:
         super().__init__()
-        self.dir = Path(tempfile.mkdtemp(prefix="sessiondb-lineage-"))
-        self.path = self.dir / "state.db"
-        self.clock = Clock()
-        self.saved_clock = leases.clock
-        leases.clock = self.clock
-        self.store = sessiondb.open_store(self.path, durability="normal")
+        self.open = lambda: open_backend(name, durability="normal", clock=clock)
+        self.clock = clock
+        self.store = self.open()
         self.sessions = [self.store.create_session("model", title="model").id]  # root .. tip
         self.entries: list[list[str]] = []  # [uid, state] across the lineage, in order
         self.tip_start = 0  # where the tip session's rows begin in `entries`
@@ -58,9 +47,7 @@ class LineageMachine(RuleBasedStateMachine):
         self.summaries = 0
 
     def teardown(self) -> None:
-        leases.clock = self.saved_clock
         self.store.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
     # --- helpers ---------------------------------------------------------------------------
 
@@ -77,8 +64,8 @@ class LineageMachine(RuleBasedStateMachine):
         return self.entries[self.tip_start:]
 
     def message_id(self, uid: str) -> int:
-        return self.store.backend._read(lambda conn: conn.execute(
-            "SELECT id FROM messages WHERE session_id = ? AND uid = ?", (self.tip, uid)).fetchone()[0])
+        [found] = [m["id"] for m in self.raw(self.tip) if m["uid"] == uid]
+        return found
 
     def lease_live(self) -> bool:
         return self.lease is not None and self.lease.expires_at > self.clock.now
@@ -117,7 +104,7 @@ class LineageMachine(RuleBasedStateMachine):
             t.join()
         assert not errors
         # Each batch is atomic and contiguous; which went first is the store's to say.
-        stored = [m.uid for m in self.raw(self.tip)][-2 * n:]
+        stored = [m["uid"] for m in self.raw(self.tip)][-2 * n:]
         assert stored in (batches["A"] + batches["B"], batches["B"] + batches["A"])
         self.entries.extend([u, "active"] for u in stored)
 
@@ -232,13 +219,13 @@ class LineageMachine(RuleBasedStateMachine):
     @rule()
     def reopen(self):
         self.store.close()
-        self.store = sessiondb.open_store(self.path, durability="normal")
+        self.store = self.open()
 
     # --- the invariant ---------------------------------------------------------------------------------
 
     def raw(self, session_id):
-        return self.store.backend._read(lambda conn: [messages.from_row(r) for r in conn.execute(
-            f"SELECT {messages.COLUMNS} FROM messages WHERE session_id = ? ORDER BY id", (session_id,))])
+        """Every row of the session in every state, in commit order (the export's records)."""
+        return [r["message"] for r in self.store.export([session_id]) if r["type"] == "message"]
 
     @invariant()
     def every_acknowledged_message_exists_once_in_order_with_its_state(self):
@@ -248,8 +235,8 @@ class LineageMachine(RuleBasedStateMachine):
         stored = []
         for s in chain:
             rows = self.raw(s.id)
-            stored += [[m.uid, m.state] for m in rows]
-            active = [m for m in rows if m.state == "active"]
+            stored += [[m["uid"], m["state"]] for m in rows]
+            active = [m for m in rows if m["state"] == "active"]
             assert s.message_count == len(active)
             assert s.end_reason == ("compression" if s.id != self.tip else None)
         assert stored == self.entries
@@ -257,10 +244,10 @@ class LineageMachine(RuleBasedStateMachine):
         assert len(uids) == len(set(uids))
         live = [e[0] for e in self.tip_entries() if e[1] == "active"]
         assert [m["content"] for m in self.store.resume(self.sessions[0])] == [payload(u)["content"] for u in live]
+        report = self.store.verify()
+        assert report.ok and report.notes == [], report.problems
 
 
-TestLineageModel = LineageMachine.TestCase
-TestLineageModel.settings = settings(
-    max_examples=100, stateful_step_count=40, deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-)
+def test_the_lineage_model_holds_on_the_store(open_backend, clock):
+    names = (f"model-{n}" for n in itertools.count())  # a fresh store for every example
+    run_state_machine_as_test(lambda: LineageMachine(open_backend, next(names), clock), settings=SETTINGS)

@@ -67,16 +67,15 @@ def lines(store, ids=None):
 
 
 @pytest.fixture
-def source(tmp_path):
-    with sessiondb.open_store(tmp_path / "source.db") as s:
-        fill(s)
-        yield s
+def source(open_backend):
+    store = open_backend("source")
+    fill(store)
+    return store
 
 
 @pytest.fixture
-def target(tmp_path):
-    with sessiondb.open_store(tmp_path / "target.db") as s:
-        yield s
+def target(open_backend):
+    return open_backend("target")
 
 
 def test_export_then_import_into_an_empty_store_reproduces_everything(source, target):
@@ -91,7 +90,7 @@ def test_export_then_import_into_an_empty_store_reproduces_everything(source, ta
 def test_the_export_carries_every_column_every_state_and_lineage(source):
     records = [json.loads(line) for line in lines(source)]
     header = records[0]
-    assert header["format"] == "sessiondb-export" and header["version"] == 1
+    assert header["format"] == "sessiondb-export" and header["version"] == 2
     sessions = [r["session"] for r in records if r["type"] == "session"]
     assert sessions[1]["parent_session_id"] == sessions[0]["id"]  # parents first
     assert {"pinned", "archived", "hidden", "metadata", "message_count", "parent_session_id"} <= set(sessions[0])
@@ -162,8 +161,8 @@ def test_an_unknown_format_version_is_refused(source, target):
 
 
 @pytest.mark.parametrize("change, expected", [
-    (lambda r: r[2]["message"].update(role="robot"), "line 3: the message's role"),
-    (lambda r: r[2]["message"].update(state="lost"), "line 3: the message's state"),
+    (lambda r: r[2]["message"].update(role="robot"), "line 3: the message: role"),
+    (lambda r: r[2]["message"].update(state="lost"), "line 3: the message: state"),
     (lambda r: r[2]["message"].update(surprise=1), "line 3: unknown message field(s) 'surprise'"),
     (lambda r: r[1]["session"].update(pinned="yes"), "line 2: the session's 'pinned'"),
     (lambda r: r[1]["session"].update(metadata=[1]), "line 2: the session's 'metadata' must be an object"),
@@ -208,26 +207,26 @@ def test_the_in_memory_export_refuses_sessions_over_its_limit(source):
     assert len(source.export_session(sid, max_messages=0)["messages"]) == 8  # 0 disables
 
 
-def test_the_size_guard_names_the_profile(tmp_path):
-    with sessiondb.open_store(home=tmp_path, profile="work") as store:
-        sid = store.create_session("cli").id
-        store.append(sid, [{"role": "user", "content": "x"}] * 1 + [{"role": "user", "content": "y"}])
-        with pytest.raises(SessionTooLarge, match="sessiondb -p work sessions export"):
-            store.export_session(sid, max_messages=1)
+def test_the_size_guard_names_the_profile(open_backend):
+    store = open_backend(profile="work")
+    sid = store.create_session("cli").id
+    store.append(sid, [{"role": "user", "content": "x"}] * 1 + [{"role": "user", "content": "y"}])
+    with pytest.raises(SessionTooLarge, match="sessiondb -p work sessions export"):
+        store.export_session(sid, max_messages=1)
 
 
-def test_the_streaming_export_runs_in_constant_memory(tmp_path):
-    with sessiondb.open_store(tmp_path / "big.db", durability="normal") as store:
-        sid = store.create_session("cli").id
-        body = "z" * 1000
-        for start in range(0, 6000, 1000):
-            store.append(sid, [{"role": "user", "content": f"{i} {body}"} for i in range(start, start + 1000)])
-        tracemalloc.start()
-        try:
-            written = sum(len(json.dumps(record)) for record in store.export())
-            _, peak = tracemalloc.get_traced_memory()
-        finally:
-            tracemalloc.stop()
+def test_the_streaming_export_runs_in_constant_memory(open_backend):
+    store = open_backend("big", durability="normal")
+    sid = store.create_session("cli").id
+    body = "z" * 1000
+    for start in range(0, 6000, 1000):
+        store.append(sid, [{"role": "user", "content": f"{i} {body}"} for i in range(start, start + 1000)])
+    tracemalloc.start()
+    try:
+        written = sum(len(json.dumps(record)) for record in store.export())
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
     assert written > 6_000_000 and peak < 1_000_000
 
 

@@ -1,0 +1,67 @@
+"""How `sessiondb serve` runs the application: uvicorn, with limits on slow and many clients.
+
+uvicorn closes a connection that is idle between requests (`timeout_keep_alive`) but
+waits forever for the first request's headers, so sockets that connect and send nothing
+(or a byte now and then) would pile up until the process runs out of descriptors.
+`HeaderDeadline` gives every request `header_timeout` seconds, from the moment the
+connection opens or the previous response ends, to deliver its complete headers; then the
+connection is closed. `max_connections` is uvicorn's `limit_concurrency`: past it, new
+requests are answered 503 at once instead of queueing, and the deadline frees the slots.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+
+class HeaderDeadline(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol, closing connections whose headers arrive too slowly."""
+
+    def __init__(self, *args, header_timeout: float, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.header_timeout = header_timeout
+        self.deadline: asyncio.TimerHandle | None = None
+
+    def arm(self) -> None:
+        self.disarm()
+        self.deadline = self.loop.call_later(self.header_timeout, self.expire)
+
+    def disarm(self) -> None:
+        if self.deadline is not None:
+            self.deadline.cancel()
+            self.deadline = None
+
+    def expire(self) -> None:
+        self.deadline = None
+        if not self.transport.is_closing():
+            self.transport.close()
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self.arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.disarm()
+        super().connection_lost(exc)
+
+    def handle_events(self) -> None:
+        cycle = self.cycle
+        super().handle_events()
+        if self.cycle is not cycle:  # a request's headers are complete: it is being served
+            self.disarm()
+
+    def on_response_complete(self) -> None:
+        # Armed first: the next request on this connection gets its own deadline, and a
+        # request already pipelined behind this one disarms it as it starts.
+        self.arm()
+        super().on_response_complete()
+
+
+def config(app, *, host: str, port: int, header_timeout: float, max_connections: int) -> uvicorn.Config:
+    return uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on",
+                          timeout_graceful_shutdown=5, limit_concurrency=max_connections,
+                          http=functools.partial(HeaderDeadline, header_timeout=header_timeout))  # type: ignore[arg-type]

@@ -1,0 +1,69 @@
+// Small DOM helpers. Everything a store returns is inserted as text (textContent), except
+// search snippets, whose <mark>…</mark> highlights are restored after escaping everything
+// else, and message HTML, which the service rendered from Markdown and sanitised.
+
+export const $ = (id) => document.getElementById(id);
+
+export function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") node.className = v;
+    else if (k === "text") node.textContent = v;
+    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else if (v !== null && v !== undefined && v !== false) node.setAttribute(k, v === true ? "" : v);
+  }
+  for (const child of children) if (child !== null && child !== undefined && child !== false) node.append(child);
+  return node;
+}
+
+function escapeHTML(text) {
+  return String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
+}
+
+// Escape the whole snippet, then give back only the exact <mark> and </mark> the library added.
+export function highlighted(snippet) {
+  const node = el("span", { class: "snippet" });
+  node.innerHTML = escapeHTML(snippet).replace(/&lt;(\/?)mark&gt;/g, "<$1mark>");
+  return node;
+}
+
+export function when(ts) {
+  if (!ts) return "";
+  return new Date(ts * 1000).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+}
+
+export function plural(n, word, many = word + "s") {
+  return `${n.toLocaleString()} ${n === 1 ? word : many}`;
+}
+
+export function bytes(n) {
+  if (n === null || n === undefined) return "unknown";
+  const units = ["bytes", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i += 1; }
+  return i === 0 ? `${n} bytes` : `${n.toFixed(1)} ${units[i]}`;
+}
+
+export function money(usd) {
+  return "$" + usd.toFixed(usd < 1 ? 4 : 2);
+}
+
+export function showError(where, error) {
+  where.replaceChildren(el("div", { class: "error", role: "alert", text: error.message || String(error) }));
+}
+
+// A message for screen readers and a short visible confirmation ("Copied").
+export function announce(text) {
+  const status = $("status");
+  status.textContent = "";
+  status.textContent = text;
+}
+
+export async function copy(text, what) {
+  try {
+    await navigator.clipboard.writeText(text);
+    announce(`Copied ${what}`);
+  } catch (error) {
+    announce(`Could not copy ${what}: ${error.message}`);
+  }
+}

@@ -1,0 +1,49 @@
+"""`sessiondb turns list SESSION`: a session's turns and why each one ended (S-50..S-52)."""
+
+from __future__ import annotations
+
+import click
+from rich.table import Table
+from rich.text import Text
+
+from ..exports import when
+from ..guidance import explain_turn
+from ..model import Turn
+from . import render
+from .context import CliContext
+from .sessions import json_option, resolve
+
+
+def turn_row(turn: Turn) -> dict:
+    """A turn as JSON, with the sentence a person reads about its end."""
+    return {**turn.to_dict(), "explanation": explain_turn(turn.reason) if turn.reason else None}
+
+
+@click.group()
+def turns() -> None:
+    """The turns of a session: who stopped each one, and its failed edits."""
+
+
+@turns.command("list")
+@click.argument("session")
+@click.option("--limit", type=click.IntRange(1, 1000), default=100, show_default=True,
+              help="The newest this many turns.")
+@json_option
+@click.pass_obj
+def list_turns(ctx: CliContext, session: str, limit: int, as_json: bool) -> None:
+    """SESSION's turns, oldest first (SESSION: an id, a unique id prefix or a title)."""
+    with ctx.open() as store:
+        found = ctx.call(store.turns, resolve(ctx, store, session).id, limit=limit)
+    if as_json:
+        render.emit_json([turn_row(t) for t in found])
+        return
+    if not found:
+        click.echo("no turns recorded for this session")
+        return
+    table = Table(show_edge=False, pad_edge=False)
+    for name in ("started", "outcome", "reason", "why", "failed edits", "id"):
+        table.add_column(name, no_wrap=name not in ("why",))
+    for t in found:
+        table.add_row(when(t.started_at), t.outcome or "running", Text(t.reason or ""),
+                      Text(explain_turn(t.reason) if t.reason else ""), str(len(t.receipts)), t.id)
+    render.console().print(table)

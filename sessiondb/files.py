@@ -1,0 +1,62 @@
+"""Writing a file that other users can neither read nor redirect, and that appears whole.
+
+Every file a command writes (exports, backups, recovered stores, ledgers, reports) is
+made in a new private directory (`mkdtemp`: 0700, a name nobody can predict) beside its
+destination, so a symlink planted at a temporary name can never be written through and a
+reader never sees a half-written file; it is 0600 whatever the umask, synced, and then
+renamed into place in one step: an existing destination is replaced atomically
+(`replace=True`) or left alone (`replace=False`: the name is claimed with a hard link,
+which fails if anything, a symlink included, is already there).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Iterator
+
+from .errors import InvalidInput
+from .home import FILE_MODE, fsync_dir
+
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+@contextmanager
+def staged(destination: Path, *, replace: bool = True) -> Iterator[Path]:
+    """A path to build `destination` at (by any means, SQLite included), published when the
+    block ends without an error; on an error nothing is published and the staging is removed."""
+    destination = Path(destination)
+    directory = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", suffix=".partial", dir=destination.parent))
+    staging = directory / destination.name
+    try:
+        yield staging
+        os.chmod(staging, FILE_MODE)  # the directory is ours alone: no link can stand in for the file
+        fd = os.open(staging, os.O_RDONLY | os.O_NOFOLLOW)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if replace:
+            os.replace(staging, destination)
+        else:
+            try:
+                os.link(staging, destination, follow_symlinks=False)
+            except FileExistsError:
+                raise InvalidInput(f"{destination} already exists; choose a new file") from None
+        fsync_dir(destination.parent)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+@contextmanager
+def private_file(destination: Path, mode: str = "w", *, replace: bool = True) -> Iterator[IO]:
+    """A file object (text in UTF-8 for "w", bytes for "wb") whose content becomes
+    `destination` when the block ends without an error."""
+    with staged(destination, replace=replace) as staging:
+        fd = os.open(staging, _CREATE, FILE_MODE)
+        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as out:
+            yield out
+            out.flush()

@@ -1,0 +1,56 @@
+"""The checkpoint of a watched import: how far each file or database was read.
+
+One small JSON file per source and path, in `imports/` beside the store (0700), written
+whole to a temporary file (0600), fsynced and renamed over the old one, so a crash leaves
+either the old checkpoint or the new one, never half of one. It only ever records what
+is already stored (see core.Mark), so resuming from it re-reads nothing that was
+imported and skips nothing that was not.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ..home import FILE_MODE, ensure_private_dir, fsync_dir, resolve_home
+from ..store.contract import Store
+from .core import fingerprint
+
+VERSION = 1
+
+
+def path_for(store: Store, source: str, root: Path) -> Path:
+    """Where the checkpoint of importing `root` from `source` into `store` lives."""
+    location = Path(store.location)
+    directory = location.parent if location.is_file() else resolve_home()
+    return directory / "imports" / f"{source}-{fingerprint(str(root.resolve()))[:16]}.json"
+
+
+def load(path: Path, source: str, root: Path) -> dict[str, Any]:
+    """The cursor saved at `path`, or a new one when there is none (or it is not ours)."""
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        saved = None  # none yet, or unreadable: reading again from the start stores nothing twice
+    if not isinstance(saved, dict) or (saved.get("version"), saved.get("source"), saved.get("root")) != (
+            VERSION, source, str(root.resolve())):
+        return {}
+    return saved.get("cursor") or {}
+
+
+def save(path: Path, source: str, root: Path, cursor: dict[str, Any]) -> None:
+    ensure_private_dir(path.parent)
+    body = json.dumps({"version": VERSION, "source": source, "root": str(root.resolve()), "cursor": cursor})
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(body)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+    fsync_dir(path.parent)

@@ -1,0 +1,168 @@
+"""Writing an importer's events through the public Store contract, counting what happened.
+
+Messages are appended in batches per session; append is idempotent by uid, so a message
+already stored is returned as it is and counted as skipped. A message is new when the
+store gave it an id above the session's last one; only a new message's usage is
+recorded, so importing twice never counts a model call twice. Running totals (a tool
+that keeps per-session counters) are recorded by their growth since the last import,
+remembered in the session's metadata. A batch the store refuses for one message (its
+source changed since it was stored, or it is not valid input) is written one message at
+a time, so that message is reported and the others are kept.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable
+
+from ..errors import InvalidInput, MessageConflict, NotFound, TitleConflict
+from ..store.contract import Store
+from .core import Conversation, Entry, Event, ImportReport, Malformed, Mark, Totals
+
+BATCH = 500
+USAGE_THREADS = 8
+USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
+#: Session metadata key holding the running totals already recorded (see Totals).
+RECORDED = "imported_usage"
+
+
+class Writer:
+    def __init__(self, store: Store, report: ImportReport, progress: Callable[[ImportReport], None] | None = None):
+        self.store, self.report, self.progress = store, report, progress
+        self.seen: dict[str, Conversation] = {}  # the last version of each conversation written
+        self.last_id: dict[str, int] = {}  # the session's highest message id, once looked up
+        self.metadata: dict[str, dict[str, Any]] = {}
+        self.pending: dict[str, list[Entry]] = {}
+
+    def handle(self, event: Event) -> None:
+        if isinstance(event, Entry):
+            self._conversation(event.conversation)
+            batch = self.pending.setdefault(event.conversation.id, [])
+            batch.append(event)
+            if len(batch) >= BATCH:
+                self._flush(event.conversation.id)
+        elif isinstance(event, Conversation):
+            self._conversation(event)
+        elif isinstance(event, Totals):
+            self._conversation(event.conversation)
+            self._flush(event.conversation.id)
+            self._totals(event)
+        elif isinstance(event, Malformed):
+            self.report.malformed.append({"file": event.file, "line": event.line, "reason": event.reason})
+        elif isinstance(event, Mark):
+            self.finish()
+            event.apply()  # only now: everything before the mark is stored
+
+    def finish(self) -> None:
+        for session_id in list(self.pending):
+            self._flush(session_id)
+
+    # --- sessions ---------------------------------------------------------------------
+
+    def _conversation(self, conv: Conversation) -> None:
+        before = self.seen.get(conv.id)
+        if before == conv:
+            return
+        if before is None:
+            self.report.saw(conv.id)
+            try:
+                session = self.store.get_session(conv.id)
+            except NotFound:
+                session = self._create(conv)
+            self.metadata[conv.id] = dict(session.metadata)
+            stored_title = session.title
+        else:
+            stored_title = before.title
+        changed = {k: v for k, v in conv.metadata.items() if v is not None and self.metadata[conv.id].get(k) != v}
+        if changed:
+            self.metadata[conv.id] = dict(self.store.update_metadata(conv.id, changed).metadata)
+        if conv.title and not stored_title:
+            try:
+                self.store.set_title(conv.id, conv.title)
+            except TitleConflict:
+                pass  # titles are unique in a store; the source's title stays in the metadata
+        self.seen[conv.id] = conv
+
+    def _create(self, conv: Conversation):
+        parent = conv.parent_id
+        if parent is not None:
+            try:
+                self.store.get_session(parent)
+            except NotFound:
+                parent = None  # its parent was not imported (yet): the link stays in the metadata
+        session = self.store.create_session(
+            conv.source, session_id=conv.id, model=conv.model,
+            metadata={k: v for k, v in conv.metadata.items() if v is not None},
+            parent_session_id=parent, parent_relation=conv.parent_relation if parent else None)
+        self.report.sessions_created += 1
+        self.last_id[conv.id] = 0
+        return session
+
+    # --- messages and usage -----------------------------------------------------------
+
+    def _flush(self, session_id: str) -> None:
+        batch = self.pending.pop(session_id, None)
+        if not batch:
+            return
+        if session_id not in self.last_id:
+            last = self.store.transcript(session_id, include_compacted=True, order="desc", limit=1)
+            self.last_id[session_id] = last[0].id if last else 0
+        calls: list[dict[str, Any]] = []  # the usage of the batch's new messages
+        try:
+            stored = self.store.append(session_id, [e.message for e in batch])
+        except (MessageConflict, InvalidInput):
+            for entry in batch:  # find the one refused; keep the rest
+                self._one(session_id, entry, calls)
+        else:
+            for entry, message in zip(batch, stored):
+                self._stored(session_id, entry, message, calls)
+        self._record(session_id, calls)
+        if self.progress:
+            self.progress(self.report)
+
+    def _record(self, session_id: str, calls: list[dict[str, Any]]) -> None:
+        """Record one usage row per model call. Submitted together from a few threads, the
+        store's writer commits them in a few group commits instead of one fsync each."""
+        if len(calls) <= 1:
+            for usage in calls:
+                self.store.record_usage(session_id, **usage)
+        else:
+            with ThreadPoolExecutor(USAGE_THREADS) as pool:
+                list(pool.map(lambda usage: self.store.record_usage(session_id, **usage), calls))
+        self.report.usage_calls += len(calls)
+
+    def _one(self, session_id: str, entry: Entry, calls: list[dict[str, Any]]) -> None:
+        try:
+            (message,) = self.store.append(session_id, [entry.message])
+        except MessageConflict:
+            self.report.conflicts += 1
+        except InvalidInput as exc:
+            file, line = entry.where
+            self.report.malformed.append({"file": file, "line": line, "reason": str(exc)})
+        else:
+            self._stored(session_id, entry, message, calls)
+
+    def _stored(self, session_id: str, entry: Entry, message, calls: list[dict[str, Any]]) -> None:
+        if message.id <= self.last_id[session_id]:
+            self.report.skipped += 1
+            return
+        self.last_id[session_id] = message.id
+        self.report.messages += 1
+        if entry.usage and entry.usage.get("model"):
+            calls.append(entry.usage)
+
+    def _totals(self, event: Totals) -> None:
+        session_id = event.conversation.id
+        usage = dict(event.usage)
+        model = str(usage.pop("model", "") or "unknown")
+        recorded = dict(self.metadata[session_id].get(RECORDED) or {})
+        before = recorded.get(event.counter) or {}
+        growth = {k: max(0, int(usage.get(k) or 0) - int(before.get(k) or 0)) for k in USAGE_FIELDS}
+        cost = max(0.0, float(usage.get("cost_usd") or 0) - float(before.get("cost_usd") or 0))
+        if not any(growth.values()) and not cost:
+            return
+        self.store.record_usage(session_id, model=model, provider=str(usage.get("provider") or ""),
+                                cost_usd=cost, **growth)
+        self.report.usage_calls += 1
+        recorded[event.counter] = {k: int(usage.get(k) or 0) for k in USAGE_FIELDS} | {"cost_usd": float(usage.get("cost_usd") or 0)}
+        self.metadata[session_id] = dict(self.store.update_metadata(session_id, {RECORDED: recorded}).metadata)

@@ -1,0 +1,123 @@
+"""What the recall server's tools do, as plain calls on a store (server.py exposes them over MCP).
+
+Results are small JSON-ready dicts an agent can read: times as ISO 8601 in UTC, tool
+output cut to a readable length, sessions with their source tool and project. Search
+finds compacted messages too (an agent needs most what was compacted out of its
+context) and says which hits were compacted.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from ..errors import InvalidInput
+from ..model import Message, Session
+from ..store.contract import Store
+
+TOOL_TEXT = 4000  # characters of a tool message's output returned
+MAX_SCAN = 1000  # hits or sessions looked at to apply a project filter
+
+
+def moment(value: str | float | None, what: str) -> float | None:
+    """Seconds since the epoch from an ISO 8601 date or date-time (UTC unless it says) or a number."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    try:
+        parsed = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInput(f"{what} must be an ISO 8601 date or date-time like 2026-11-20 or "
+                           f"2026-11-20T09:00:00Z, not {value!r}") from None
+    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)).timestamp()
+
+
+def iso(ts: float | None) -> str | None:
+    return None if ts is None else datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="seconds")
+
+
+def session_view(s: Session) -> dict[str, Any]:
+    meta = s.metadata or {}
+    return {"id": s.id, "title": s.title or meta.get("title"), "source": s.source, "project": meta.get("project"),
+            "original_id": meta.get("original_id"), "started_at": iso(s.started_at),
+            "last_active_at": iso(s.last_activity_at), "messages": s.message_count,
+            "parent_session_id": s.parent_session_id}
+
+
+def message_view(m: Message) -> dict[str, Any]:
+    text = m.text
+    if m.role == "tool" and len(text) > TOOL_TEXT:
+        text = text[:TOOL_TEXT] + f"… ({len(text) - TOOL_TEXT} more characters)"
+    view: dict[str, Any] = {"message_id": m.id, "role": m.role, "time": iso(m.timestamp), "text": text}
+    if m.tool_calls:
+        view["tool_calls"] = [{"id": c.get("id"), "name": (c.get("function") or {}).get("name"),
+                               "arguments": (c.get("function") or {}).get("arguments")} for c in m.tool_calls]
+    for name in ("tool_call_id", "tool_name", "reasoning", "display_kind"):
+        if getattr(m, name):
+            view[name] = getattr(m, name)
+    if m.state != "active":
+        view["state"] = m.state
+    return view
+
+
+class Recall:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._sessions: dict[str, Session] = {}
+
+    def _session(self, session_id: str) -> Session:
+        if session_id not in self._sessions:
+            self._sessions[session_id] = self.store.get_session(session_id)
+        return self._sessions[session_id]
+
+    def _in_project(self, session: Session, project: str | None) -> bool:
+        if not project:
+            return True
+        meta = session.metadata or {}
+        return any(project in str(meta.get(k) or "") for k in ("project", "cwd"))
+
+    def search(self, query: str, *, source: str | None = None, project: str | None = None, since: Any = None,
+               until: Any = None, role: str | None = None, include_tools: bool = False, limit: int = 20) -> list[dict]:
+        self._sessions.clear()  # sessions change between calls; within one, look each up once
+        hits = self.store.search(query, source=source or None, role=role or None, since=moment(since, "since"),
+                                 until=moment(until, "until"), include_tools=include_tools,
+                                 limit=MAX_SCAN if project else limit)
+        found = []
+        for hit in hits:
+            session = self._session(hit.session_id)
+            if not self._in_project(session, project):
+                continue
+            found.append({"session_id": hit.session_id, "message_id": hit.message_id, "role": hit.role,
+                          "time": iso(hit.timestamp), "snippet": hit.snippet, "compacted": hit.compacted,
+                          "session_title": session.title or (session.metadata or {}).get("title"),
+                          "source": hit.session_source, "project": (session.metadata or {}).get("project")})
+            if len(found) >= limit:
+                break
+        return found
+
+    def read(self, session: str, *, around: int | None = None, context: int = 5, limit: int = 100,
+             include_compacted: bool = True) -> dict[str, Any]:
+        found = self.store.find_session(session)
+        if around is None:
+            messages = self.store.transcript(found.id, include_compacted=include_compacted, limit=limit)
+        else:
+            before = self.store.transcript(found.id, include_compacted=True, before=around + 1, order="desc",
+                                           limit=context + 1)
+            after = self.store.transcript(found.id, include_compacted=True, after=around, limit=context)
+            messages = before[::-1] + after
+            if not any(m.id == around for m in before):
+                raise InvalidInput(f"message {around} is not in session {found.id}")
+        return {"session": session_view(found), "messages": [message_view(m) for m in messages]}
+
+    def list(self, *, source: str | None = None, project: str | None = None, since: Any = None,
+             until: Any = None, limit: int = 50) -> list[dict]:
+        page = self.store.list_sessions(source=source or None, since=moment(since, "since"),
+                                        until=moment(until, "until"), limit=MAX_SCAN if project else limit)
+        return [session_view(s) for s in page.items if self._in_project(s, project)][:limit]
+
+    def append(self, session: str | None, role: str, content: str, *, uid: str | None = None,
+               title: str | None = None) -> dict[str, Any]:
+        target = self.store.find_session(session) if session else self.store.create_session("mcp", title=title)
+        (stored,) = self.store.append(target.id, [{"uid": uid, "role": role, "content": content}])
+        return {"session_id": target.id, **message_view(stored)}

@@ -1,0 +1,84 @@
+"""The recall server: sessiondb's sessions as Model Context Protocol tools, over stdio.
+
+Built with the official `mcp` SDK (the optional `sessiondb[mcp]` extra, loaded only
+here). Its tools search every session (the store's query language, filters by source
+tool, project and time), read a transcript or the messages around a hit, and list
+sessions. It is read-only unless started with `allow_append`, which adds one tool that
+appends a message: an agent can remember, not rewrite.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import SessionDBError
+from ..store.contract import Store
+from .recall import Recall
+
+INSTRUCTIONS = (
+    "sessiondb holds the history of past agent sessions (Claude Code, Codex, llm, Hermes, OpenAI Agents, "
+    "LangChain and others), compacted parts included. Use search_sessions to find what was said or done "
+    "before, then read_transcript with the hit's session_id and message_id to read around it."
+)
+
+
+def build(store: Store, *, allow_append: bool = False) -> Any:
+    """The MCP server over `store` (an `mcp.server.mcpserver.MCPServer`), not yet running."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import ToolAnnotations
+
+    recall = Recall(store)
+    server = MCPServer("sessiondb", instructions=INSTRUCTIONS)
+    reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+    def answer(call, *args, **kwargs):
+        try:
+            return call(*args, **kwargs)
+        except SessionDBError as exc:  # the store's own words, for the model to act on
+            raise ToolError(" ".join(str(exc).split())) from None
+
+    @server.tool(annotations=reading)
+    def search_sessions(query: str, source: str | None = None, project: str | None = None,
+                        since: str | None = None, until: str | None = None, role: str | None = None,
+                        include_tools: bool = False, limit: int = 20) -> list[dict[str, Any]]:
+        """Search every stored session's messages, best first. Query language: words (all must
+        match), "quoted phrases", OR, -word to exclude, prefix*. Filters: source (the tool:
+        claude-code, codex, llm, hermes, openai-agents, langchain, cli...), project (part of
+        the project path or cwd), since/until (ISO 8601), role (user, assistant, system, tool).
+        Compacted history is included (hits say compacted: true); tool output only with
+        include_tools. Each hit has session_id and message_id for read_transcript."""
+        return answer(recall.search, query, source=source, project=project, since=since, until=until,
+                      role=role, include_tools=include_tools, limit=limit)
+
+    @server.tool(annotations=reading)
+    def read_transcript(session_id: str, around_message_id: int | None = None, context: int = 5,
+                        limit: int = 100, include_compacted: bool = True) -> dict[str, Any]:
+        """Read a session's messages in order. With around_message_id (a search hit's
+        message_id), the `context` messages before and after it; otherwise the first
+        `limit` messages. session_id may also be a unique id prefix or the exact title."""
+        return answer(recall.read, session_id, around=around_message_id, context=context, limit=limit,
+                      include_compacted=include_compacted)
+
+    @server.tool(annotations=reading)
+    def list_sessions(source: str | None = None, project: str | None = None, since: str | None = None,
+                      until: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+        """List sessions, most recently active first, with their source tool, project and title.
+        Filters as for search_sessions."""
+        return answer(recall.list, source=source, project=project, since=since, until=until, limit=limit)
+
+    if allow_append:
+        @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True))
+        def append_message(role: str, content: str, session_id: str | None = None, uid: str | None = None,
+                           title: str | None = None) -> dict[str, Any]:
+            """Append one message (role user, assistant, system or tool) to a session, or to a new
+            session (source mcp, with `title`) when session_id is left out. Giving a uid makes
+            the call safe to repeat: the same uid is stored once."""
+            return answer(recall.append, session_id, role, content, uid=uid, title=title)
+
+    return server
+
+
+def serve(store: Store, *, allow_append: bool = False) -> None:
+    """Run the recall server on stdin/stdout until the client disconnects."""
+    build(store, allow_append=allow_append).run("stdio")

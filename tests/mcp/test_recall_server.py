@@ -1,0 +1,120 @@
+"""`sessiondb mcp` over stdio, spoken to by the MCP SDK's client: search, read, list, and
+read-only unless started with --allow-append."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+import histories
+import sessiondb
+from sessiondb.importers import import_from
+
+pytest.importorskip("mcp")
+from mcp import Client  # noqa: E402
+from mcp.client.stdio import StdioServerParameters  # noqa: E402
+
+SESSIONDB = Path(sys.executable).with_name("sessiondb")
+
+
+@pytest.fixture
+def store_home(tmp_path, isolated_home, monkeypatch):
+    """A store holding a Claude Code and a Codex history, imported as a user would."""
+    user = tmp_path / "user"
+    user.mkdir()
+    monkeypatch.setenv("HOME", str(user))
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    histories.claude_code(user)
+    histories.codex(user)
+    with sessiondb.open_store() as store:
+        import_from(store, "claude-code")
+        import_from(store, "codex")
+        notes = store.create_session("cli", title="Notes")
+        store.append(notes.id, {"uid": "n1", "role": "user", "content": "Buy milk"})
+    return isolated_home
+
+
+def call(home: Path, steps, *args: str):
+    """Run `sessiondb mcp ARGS` and hand an open client to `steps` (a coroutine function)."""
+    params = StdioServerParameters(command=str(SESSIONDB), args=["--home", str(home), "mcp", *args],
+                                   env={"SESSIONDB_UNDER_TEST": "1"})
+
+    async def run():
+        async with Client(params) as client:
+            return await steps(client)
+
+    return asyncio.run(run())
+
+
+def data(result):
+    assert not result.is_error, result.content
+    if result.structured_content is not None:
+        value = result.structured_content
+        return value.get("result", value) if isinstance(value, dict) and set(value) == {"result"} else value
+    return json.loads(result.content[0].text)
+
+
+def test_an_agent_searches_every_tool_s_sessions_and_reads_around_a_hit(store_home):
+    async def steps(client):
+        tools = {t.name for t in (await client.list_tools()).tools}
+        hits = data(await client.call_tool("search_sessions", {"query": "finaliser"}))
+        first = hits[-1]
+        around = data(await client.call_tool("read_transcript", {"session_id": first["session_id"],
+                                                                 "around_message_id": first["message_id"],
+                                                                 "context": 1}))
+        codex = data(await client.call_tool("search_sessions", {"query": "rounding", "source": "codex"}))
+        by_project = data(await client.call_tool("search_sessions", {"query": "finaliser OR rounding",
+                                                                     "project": "billing"}))
+        compacted = data(await client.call_tool("search_sessions", {"query": "continued"}))
+        later = data(await client.call_tool("search_sessions", {"query": "finaliser", "since": "2026-11-21"}))
+        return tools, hits, around, codex, by_project, compacted, later
+
+    tools, hits, around, codex, by_project, compacted, later = call(store_home, steps)
+    assert tools == {"search_sessions", "read_transcript", "list_sessions"}  # read-only: no append tool
+    assert {h["source"] for h in hits} == {"claude-code"} and len(hits) >= 2
+    assert hits[0]["project"] == "/home/ana/upload-service"
+    ids = [m["message_id"] for m in around["messages"]]
+    assert len(around["messages"]) <= 3 and hits[-1]["message_id"] in ids
+    assert around["session"]["source"] == "claude-code"
+    assert codex and {h["source"] for h in codex} == {"codex"}
+    assert by_project and {h["project"] for h in by_project} == {"/home/ana/billing"}
+    assert any("continued" in h["snippet"] for h in compacted)  # the compaction summary is found
+    assert later == []  # the Claude Code session was on 2026-11-20
+
+
+def test_an_agent_lists_sessions_and_reads_a_whole_transcript(store_home):
+    async def steps(client):
+        listed = data(await client.call_tool("list_sessions", {"source": "claude-code"}))
+        main = next(s for s in listed if s["parent_session_id"] is None)
+        whole = data(await client.call_tool("read_transcript", {"session_id": main["id"]}))
+        missing = await client.call_tool("read_transcript", {"session_id": "no-such-session"})
+        return listed, whole, missing
+
+    listed, whole, missing = call(store_home, steps)
+    assert len(listed) == 2 and all(s["source"] == "claude-code" for s in listed)
+    assert [m["role"] for m in whole["messages"]][:4] == ["user", "assistant", "assistant", "tool"]
+    assert whole["messages"][2]["tool_calls"][0]["id"] == whole["messages"][3]["tool_call_id"] == "toolu_01"
+    assert missing.is_error and "no-such-session" in missing.content[0].text
+
+
+def test_appending_needs_the_flag_and_then_stores_once_by_uid(store_home):
+    async def refused(client):
+        return await client.call_tool("append_message", {"role": "user", "content": "remember this"})
+
+    assert call(store_home, refused).is_error
+
+    async def steps(client):
+        first = data(await client.call_tool("append_message", {"role": "user", "content": "Deploy on Fridays is banned.",
+                                                                "uid": "rule-1", "title": "Team rules"}))
+        again = data(await client.call_tool("append_message", {"session_id": first["session_id"], "role": "user",
+                                                                "content": "Deploy on Fridays is banned.", "uid": "rule-1"}))
+        return first, again
+
+    first, again = call(store_home, steps, "--allow-append")
+    assert first["message_id"] == again["message_id"]
+    with sessiondb.open_store() as store:
+        assert [m.text for m in store.transcript(first["session_id"])] == ["Deploy on Fridays is banned."]

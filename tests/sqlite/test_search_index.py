@@ -1,0 +1,105 @@
+"""How the SQLite search index (its own file) follows what the store logs (rows moved to new
+ids and sessions, edited text), indexes rows stored before the search migration, ranks
+within its window, keeps trigrams for CJK runs only, and serves Latin substrings by a
+scan. The search contract itself is tests/contract/test_search.py."""
+
+from __future__ import annotations
+
+import apsw
+import pytest
+
+import sessiondb
+from sessiondb.store.sqlite import migrations, search as search_module
+from sessiondb.store.sqlite.index.coverage import contents, differences
+from sessiondb.store.sqlite.index.schema import open_index
+
+
+@pytest.fixture
+def store(tmp_path):
+    with sessiondb.open_store(tmp_path / "search.db") as s:
+        yield s
+
+
+def sql(store, statement, params=()):
+    """A write the way internal write paths (compaction, rewind) make one: on the store's writer."""
+    return store.backend._file.writer.run(lambda conn: conn.execute(statement, params).fetchall())
+
+
+def check_indexes(store):
+    """The index, caught up, holds exactly what one rebuilt from nothing would."""
+    assert differences(store.backend.path) == []
+
+
+def uids(hits):
+    return [h.uid for h in hits]
+
+
+def test_the_indexes_follow_rows_moved_to_new_ids_and_sessions(store):
+    store.append(store.create_session("telegram").id, [
+        {"uid": "plan", "role": "user", "content": "Three days of temples."},
+        {"uid": "swap", "role": "user", "content": "Something quieter instead."},
+    ])
+    other = store.create_session("cli", title="Child")
+    # What compaction does: archive rows, re-sequence the tail under new ids elsewhere.
+    sql(store, "UPDATE messages SET id = id + 1000, session_id = ? WHERE uid = 'swap'", (other.id,))
+    sql(store, "UPDATE messages SET content = 'now about osaka' WHERE uid = 'plan'")
+    [hit] = store.search("quieter")
+    assert hit.session_id == other.id and hit.message_id > 1000
+    assert store.search("temples") == [] and uids(store.search("osaka")) == ["plan"]
+    check_indexes(store)
+
+
+def test_rows_stored_before_the_search_migration_are_indexed(tmp_path):
+    path = tmp_path / "old.db"
+    conn = apsw.Connection(str(path))
+    conn.execute("CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL) STRICT")
+    migrations._core(conn)
+    conn.execute("INSERT INTO schema_migrations VALUES ('0001_core', 0)")
+    conn.execute("INSERT INTO sessions(id, source, started_at) VALUES ('old', 'cli', 0)")
+    conn.execute("INSERT INTO messages(session_id, uid, seq, role, content, timestamp, state) VALUES "
+                 "('old', 'a', 1, 'user', 'legacy harbour talk', 1, 'active'), "
+                 "('old', 'b', 2, 'user', 'rewound harbour talk', 2, 'rewound')")
+    conn.close()
+    with sessiondb.open_store(path) as store:
+        assert uids(store.search("harbour")) == ["a"]
+        check_indexes(store)
+
+
+def test_hits_are_ranked_among_the_newest_matches(store, monkeypatch):
+    s = store.create_session("cli")
+    # The oldest message is the most relevant (shortest); newest first, the window of 2 ends at "b".
+    store.append(s.id, [{"uid": "a", "role": "user", "content": "marmalade"},
+                        {"uid": "b", "role": "user", "content": "marmalade on toast with butter and tea"},
+                        {"uid": "c", "role": "user", "content": "marmalade on toast with butter, tea and jam"}])
+    assert uids(store.search("marmalade"))[0] == "a"
+    monkeypatch.setattr(search_module, "RANK_WINDOW", 2)
+    assert uids(store.search("marmalade")) == ["b", "c"]
+    assert uids(store.search("marmalade", session_id=s.id, role="user")) == ["b", "c"]
+
+
+def test_latin_substrings_fold_ascii_case_but_not_accents(store):
+    # Deliberately changed with the index's move off the append path (issue 19): substring
+    # search over text outside the CJK scripts is a scan with LIKE, not a trigram index.
+    store.append(store.create_session("cli").id, [
+        {"uid": "plan", "role": "user", "content": "Temples and café food."},
+        {"uid": "day1", "role": "assistant", "content": "Fushimi Inari at dawn."},
+        {"uid": "swap", "role": "user", "content": "Fushimi was crowded."},
+    ])
+    assert uids(store.search("USHIM", substring=True)) == ["swap", "day1"]  # newest first, unranked
+    assert uids(store.search("café", substring=True)) == ["plan"]
+    assert store.search("cafe food", substring=True) == []  # accents are not folded in substrings
+    assert uids(store.search("cafe food")) == ["plan"]  # words still fold them
+
+
+def test_only_the_cjk_runs_of_a_message_go_into_the_trigram_index(store):
+    s = store.create_session("cli")
+    store.append(s.id, [{"uid": "en", "role": "user", "content": "plain english harbour text"},
+                        {"uid": "mixed", "role": "user", "content": "meet at 東京駅 tomorrow morning"}])
+    assert uids(store.search("東京駅")) == ["mixed"] and uids(store.search("harbour")) == ["en"]
+    assert store.search("東京駅 tomorrow") != [] and store.search("駅 tom", substring=True) != []
+    conn = open_index(store.backend.path, patience=5.0, vfs=None)
+    try:
+        trigrams = {term for term, *_ in contents(conn)["cjk"]}
+    finally:
+        conn.close()
+    assert trigrams == {"東京駅"}  # no trigram of the English words, nor of the one message without CJK
