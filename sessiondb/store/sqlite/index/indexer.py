@@ -267,13 +267,13 @@ def index_batch(conn: apsw.Connection, limit: int) -> bool:
         ), replace_to=seen_to)
         indexed_to = max(indexed_to, last)
         seen_to = max(seen_to, indexed_to)
-        if added < limit:
-            # SQLite gives a new row the highest id + 1, so an id above the store's highest
-            # (its rows deleted) can be taken again by a later row: the mark must stay at or
-            # below the highest id, or that row would never be indexed. Rows at or below
-            # seen_to replace what the index may still hold under their id.
-            (highest,) = conn.execute("SELECT coalesce(max(id), 0) FROM store.messages").fetchone()
-            indexed_to = min(indexed_to, highest)
+        # SQLite gives a new row the highest id + 1, so an id above the store's highest (its
+        # rows deleted) can be taken again by a later row: after every batch the mark is at
+        # or below the highest id of the batch's snapshot, or that row would never be
+        # indexed (an insert logs nothing). Rows at or below seen_to replace what the index
+        # may still hold under their id.
+        (highest,) = conn.execute("SELECT coalesce(max(id), 0) FROM store.messages").fetchone()
+        indexed_to = min(indexed_to, highest)
         conn.executemany("UPDATE state SET value = ? WHERE key = ?",
                          [(indexed_to, "indexed_to"), (touched_to, "touched_to"), (seen_to, "seen_to")])
     except BaseException:
