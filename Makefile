@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test reliability bench bench-growth bench-core bench-lineage bench-search bench-api clean
+.PHONY: run test reliability reliability-postgres bench bench-growth bench-core bench-lineage bench-search bench-api bench-fleet clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,10 @@ reliability: $(STAMP)
 	status=$$?; \
 	$(BIN)/python tests/reliability/render_figures.py $(FIGURES) docs/reliability.md $$(( $$(date +%s) - start )); \
 	exit $$status
+
+# The PostgreSQL server killed with SIGKILL mid-load, 100 times and more (tests/postgres, -m long).
+reliability-postgres: $(STAMP)
+	$(BIN)/python -m pytest -q tests/postgres -m long
 
 # Side by side with the peers (docs/benchmarks.md, .json and charts; about 10 minutes).
 # The peers and matplotlib live in their own venv, never in the project's dependencies.
@@ -70,6 +74,19 @@ bench-lineage: $(STAMP)
 
 bench-api: $(STAMP)
 	$(BIN)/python bench/bench_api.py
+
+# Writer processes on one PostgreSQL server against the raw psycopg loop, OpenAI's
+# SQLAlchemySession (asyncpg, in the peers' venv) and sessiondb on SQLite (docs/fleet.md).
+# The peer lives in a venv of its own, like the others, never in the project's dependencies.
+FLEET_PEER := bench/.venv-fleet
+$(FLEET_PEER)/.installed:
+	$(PYTHON) -m venv $(FLEET_PEER)
+	$(FLEET_PEER)/bin/pip install --quiet --upgrade pip
+	$(FLEET_PEER)/bin/pip install --quiet openai-agents "sqlalchemy[asyncio]" asyncpg || echo "bench: could not install the SQLAlchemySession peer (reported n/a)"
+	touch $@
+
+bench-fleet: $(STAMP) $(FLEET_PEER)/.installed
+	$(BIN)/python bench/bench_fleet.py --peer-python $(FLEET_PEER)/bin/python
 
 clean:
 	rm -rf $(VENV) build *.egg-info

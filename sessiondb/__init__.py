@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import os
-from typing import Callable
+from typing import Any, Callable
 
 from .errors import (
     Cause, Conflict, InvalidInput, MessageConflict, NotASessionStore, NotFound, SessionDBError,
@@ -21,7 +21,8 @@ from .model import Message, MessageLimits, MessageState, Page, Role, Session, Tu
 from .model import Lease
 from .store.aio import AsyncStore
 from .store import locations
-from .store.contract import Doctor, Maintainable, Salvageable, Store
+from .store.contract import Store
+from .store.optional import Doctor, Maintainable, Salvageable
 
 __all__ = [
     "open_store", "open_async_store", "open_doctor", "Store", "Maintainable", "Doctor", "Salvageable", "AsyncStore", "Session", "Message", "Role",
@@ -42,6 +43,7 @@ def open_store(
     vfs: str | None = None,
     clock: Callable[[], float] | None = None,
     limits: MessageLimits = MessageLimits(),
+    **options: Any,
 ) -> Store:
     """Open a profile's store, or the store at `location` (a file path or a URL).
 
@@ -53,12 +55,22 @@ def open_store(
     process's lock before StoreBusy. `limits` bounds one message, for append and import
     alike (MessageLimits: 16 MiB of content and 10,000 parts by default).
 
+    A `postgresql://` (or `postgres://`) URL is a store on a PostgreSQL server (the
+    `sessiondb[postgres]` extra): each profile is a schema of that database (`sessiondb`
+    for the default, `sessiondb_NAME` for profile NAME, or `schema=` to name one), created
+    and migrated on first open. There `patience` is how long a call keeps retrying while
+    the server is unreachable or restarting, `pool_size` (default 10) bounds this handle's
+    connections, and durability "normal" turns off the server's synchronous commit. With
+    no location, home or profile given at all, $SESSIONDB_URL, when set, is the location.
+
     Testing hooks, left None in real use: `vfs` names a registered SQLite VFS (an
     `apsw.VFS`) every connection goes through, so tests can inject I/O errors or record
     writes and syncs (tests/reliability/vfs.py); `clock` is the time source of the handle.
     """
+    if vfs is not None:
+        options["vfs"] = vfs
     return locations.open_store(location, home=home, profile=profile, clock=clock, limits=limits,
-                                durability=durability, patience=patience, vfs=vfs)
+                                durability=durability, patience=patience, **options)
 
 
 def open_async_store(*args, **kwargs) -> AsyncStore:

@@ -7,6 +7,7 @@ of what went wrong that the CLI, the HTTP service and guidance key their renderi
 
 from __future__ import annotations
 
+import re
 from enum import Enum
 
 
@@ -22,6 +23,12 @@ class Cause(str, Enum):
     DELETED_WAL = "deleted_wal"
     COMPRESSION_BUSY = "compression_busy"
     COMPRESSION_CLOSED = "compression_closed"
+    # Causes a database server brings (the PostgreSQL backend).
+    UNREACHABLE = "unreachable"
+    AUTH_FAILED = "auth_failed"
+    SERVER_DISK_FULL = "server_disk_full"
+    STANDBY = "standby"
+    STATEMENT_TIMEOUT = "statement_timeout"
     UNKNOWN = "unknown"
 
 
@@ -164,6 +171,36 @@ class StoreDamaged(StorageError):
         return cls(f"{error} Nothing was lost: the messages were kept in {spooled_to}.", error.cause, spooled_to)
 
 
+class ServerUnreachable(StorageError):
+    """The database server could not be reached (or stayed down) within the patience budget."""
+
+    cause = Cause.UNREACHABLE
+
+
+class AuthenticationFailed(StorageError):
+    """The database server refused the credentials or the role has no access."""
+
+    cause = Cause.AUTH_FAILED
+
+
+class ServerDiskFull(DiskFull):
+    """The database server's disk is full; the transaction was rolled back."""
+
+    cause = Cause.SERVER_DISK_FULL
+
+
+class ReadOnlyStandby(ReadOnlyStore):
+    """The server is a read-only standby (a replica, or a primary in recovery)."""
+
+    cause = Cause.STANDBY
+
+
+class StatementTimeout(StorageError):
+    """The server cancelled a statement that ran past its statement_timeout."""
+
+    cause = Cause.STATEMENT_TIMEOUT
+
+
 #: Causes that stop writes to a file for good in this process: refused appends are spooled.
 DAMAGE_CAUSES = frozenset({Cause.CORRUPT, Cause.REPLACED, Cause.DELETED_WAL})
 
@@ -182,6 +219,9 @@ class StoreHeld(SessionDBError):
 _SQLITE_CODES = {5: Cause.LOCKED, 6: Cause.LOCKED, 8: Cause.READ_ONLY, 11: Cause.CORRUPT,
                  13: Cause.DISK_FULL, 23: Cause.READ_ONLY, 26: Cause.CORRUPT}
 _SQLITE_CORRUPT_VTAB = 267
+# Extended codes whose primary code (IOERR) says less than they do: the -shm could not
+# grow (SQLITE_IOERR_SHMSIZE), which on a full disk fails even a read.
+_SQLITE_EXTENDED = {4874: Cause.DISK_FULL}
 _ERRNO_CAUSES = {28: Cause.DISK_FULL, 122: Cause.DISK_FULL, 30: Cause.READ_ONLY, 13: Cause.READ_ONLY,
                  1: Cause.READ_ONLY}
 # Message fragments, most specific first. Corruption is matched before disk-full because
@@ -197,9 +237,19 @@ _TEXT_CAUSES = (
     ("readonly", Cause.READ_ONLY),
     ("read-only", Cause.READ_ONLY),
 )
-# Names that tie a corruption report to the full-text indexes (messages_fts, messages_trigram
-# and their shadow tables, FTS5's own messages).
-_FTS_NAMES = ("fts", "trigram")
+#: sessiondb's full-text objects: the FTS5 tables and their shadow tables. Corruption whose
+#: text names one of them, exactly, is the index's (S-16); a word that merely contains
+#: "fts" ("drafts") names another object.
+FTS_TABLES = ("messages_fts", "messages_trigram")
+FTS_OBJECTS = frozenset(t + s for t in FTS_TABLES for s in ("", "_data", "_idx", "_docsize", "_config", "_content"))
+_NAMES = re.compile(r"[a-z0-9_]+")
+# A garbled schema entry is the schema's damage even when the entry is an index's: no
+# statement can be prepared until it is repaired, so writing on without the index cannot help.
+_SCHEMA_DAMAGE = "malformed database schema"
+
+
+def _names_the_index(text: str) -> bool:
+    return _SCHEMA_DAMAGE not in text and not FTS_OBJECTS.isdisjoint(_NAMES.findall(text))
 
 
 def classify(exc: BaseException) -> Cause:
@@ -215,15 +265,19 @@ def classify(exc: BaseException) -> Cause:
 
 
 def _classify_one(exc: BaseException) -> Cause:
-    if isinstance(exc, SessionDBError) and exc.cause is not Cause.UNKNOWN:
+    if isinstance(exc, SessionDBError):
+        # Our own errors say their cause; their text may quote a caller's words (a
+        # session id, a title), which must never read as a disk or database failure.
         return exc.cause
     text = str(exc).lower()
     extended = getattr(exc, "extendedresult", None)
     if isinstance(extended, int) and extended:
         if extended == _SQLITE_CORRUPT_VTAB:
             return Cause.FTS_INDEX
+        if extended in _SQLITE_EXTENDED:
+            return _SQLITE_EXTENDED[extended]
         cause = _SQLITE_CODES.get(extended & 0xFF)
-        if cause is Cause.CORRUPT and any(name in text for name in _FTS_NAMES):
+        if cause is Cause.CORRUPT and _names_the_index(text):
             return Cause.FTS_INDEX  # corruption that names the full-text index is the index's
         if cause is not None:
             return cause
@@ -231,7 +285,7 @@ def _classify_one(exc: BaseException) -> Cause:
         return _ERRNO_CAUSES[exc.errno]
     for fragment, cause in _TEXT_CAUSES:
         if fragment in text:
-            if cause is Cause.CORRUPT and any(name in text for name in _FTS_NAMES):
+            if cause is Cause.CORRUPT and _names_the_index(text):
                 return Cause.FTS_INDEX
             return cause
     return Cause.UNKNOWN

@@ -34,9 +34,8 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from . import guidance
 from .errors import InvalidInput, SessionDBError
-from .model import (
-    MessageLimits, check_count, check_label, check_session_id, check_stored_time, clean_title, dump_json, prepare_message,
-)
+from .model import MessageLimits, dump_json
+from .inputs import check_count, check_label, check_session_id, check_stored_time, clean_title, prepare_message
 
 FORMAT = "sessiondb-export"
 VERSION = 2

@@ -95,9 +95,45 @@ _TABLE: dict[Cause, tuple[str, str, int, int]] = {
     Cause.COMPRESSION_CLOSED: (
         "This session was closed by compaction and has no live continuation; refresh the "
         "session (resume or start it again) and send the message there.",
-        "The session ended with reason `compression` and no child session is open to take "
-        "late writes; `{cmd} sessions show ID` shows its lineage.",
+        "The session ended with reason `compression` and the session continuing it has ended "
+        "too (by another compaction or for any other reason), so none takes late writes; "
+        "`{cmd} sessions show ID` shows its lineage.",
         1, 409,
+    ),
+    Cause.UNREACHABLE: (
+        "The database server of {db} could not be reached within sessiondb's patience; "
+        "nothing acknowledged is lost, start or reach the server, then retry.",
+        "`pg_isready` with the URL's host and port tells whether the server accepts "
+        "connections; a server restart or a failover shows here until it is back.",
+        1, 503,
+    ),
+    Cause.AUTH_FAILED: (
+        "The database server of {db} refused sessiondb's credentials; nothing was written, "
+        "check the user and password in the store's URL.",
+        "The role needs CONNECT on the database and CREATE on it for the first migration; "
+        "the server's pg_hba.conf decides which hosts and methods it accepts.",
+        1, 503,
+    ),
+    Cause.SERVER_DISK_FULL: (
+        "The database server of {db} ran out of disk space, so the last write was rolled "
+        "back (everything acknowledged before it is safe); free space on the server, then retry.",
+        "The server's data directory (SHOW data_directory) and its WAL need room; a stuck "
+        "replication slot holding WAL is a common cause.",
+        1, 507,
+    ),
+    Cause.STANDBY: (
+        "The database server of {db} is a read-only standby, so nothing was written; point "
+        "the store's URL at the primary, then retry.",
+        "After a failover the old primary may come back as a standby; "
+        "`SELECT pg_is_in_recovery()` on the server says which it is.",
+        1, 503,
+    ),
+    Cause.STATEMENT_TIMEOUT: (
+        "The database server of {db} cancelled a statement that ran past its "
+        "statement_timeout; nothing of it was written, retry, or raise the timeout.",
+        "The server's or the role's statement_timeout applies to sessiondb's statements; "
+        "a lock held by a long transaction elsewhere is the usual reason a statement waits.",
+        1, 503,
     ),
     Cause.UNKNOWN: (
         "sessiondb hit an unexpected error on {db}; nothing saved is lost, run "

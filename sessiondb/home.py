@@ -11,6 +11,7 @@ drops the process's POSIX locks on it.
 from __future__ import annotations
 
 import functools
+import ntpath
 import os
 import re
 from pathlib import Path
@@ -170,7 +171,9 @@ def _runner_for(pid: int) -> str | None:
 def is_test_runner(argv: list[str]) -> bool:
     """Whether a command line runs a test runner: `pytest ...`, `python -m pytest ...`."""
     for i, arg in enumerate(argv[:3]):
-        if _TEST_RUNNER.fullmatch(os.path.basename(arg)):
+        # ntpath splits on both separators, so a Windows path (C:\venv\Scripts\pytest.exe)
+        # is read as it is on Windows whatever the OS this runs on; names there ignore case.
+        if _TEST_RUNNER.fullmatch(ntpath.basename(arg).lower()):
             return True
         if arg == "-m" and i + 1 < len(argv) and argv[i + 1] in ("pytest", "py.test", "unittest"):
             return True

@@ -1,17 +1,11 @@
-"""The data model: plain dataclasses and enums, and the validation of caller input.
-
-Nothing here does I/O. Input validation lives here so that every backend refuses the same
-bad input with the same message, before anything is written.
-"""
+"""The data model: plain dataclasses and enums, the bounds on what is stored, and the text
+and JSON forms every backend shares. Nothing here does I/O; the checks of caller input
+are in sessiondb.inputs."""
 
 from __future__ import annotations
 
 import json
-import math
-import re
-import uuid
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
 from enum import Enum
 from typing import Any, Mapping
 
@@ -92,6 +86,24 @@ class Message:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+class ModelMessage(dict):
+    """A message as a model provider takes it (what `resume` returns), carrying its identity.
+
+    The dict holds only the standard keys (role, content, tool_calls, tool_call_id, name,
+    reasoning), so json.dumps and provider SDKs see nothing internal; the stored uid rides
+    along as an attribute, which `append` and `flush` read back: a resumed conversation
+    handed to a write stores nothing twice (S-01, S-44). Copies made with copy or pickle
+    keep the uid; `dict(m)` or a JSON round trip drop it, and `flush` then matches the
+    message by its content and position instead.
+    """
+
+    __slots__ = ("uid",)
+
+    def __init__(self, fields: Mapping[str, Any], uid: str) -> None:
+        super().__init__(fields)
+        self.uid = uid
 
 
 @dataclass(frozen=True)
@@ -209,6 +221,21 @@ class Lease:
     acquired_at: float
     expires_at: float
     ttl: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Route:
+    """A routing entry as stored: the contract's RouteEntry."""
+
+    key: str
+    session_id: str
+    profile: str
+    state: str
+    turn_started_at: float | None
+    updated_at: float
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -371,261 +398,3 @@ def dump_json(value: Any, what: str) -> str:
         return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise InvalidInput(f"{what} is not JSON-serialisable: {exc}") from None
-
-
-def new_uid() -> str:
-    return uuid.uuid4().hex
-
-
-def new_session_id(now: float) -> str:
-    """A readable, time-sortable id: `20261129_101500_3f9a1c2b`."""
-    return f"{datetime.fromtimestamp(now).strftime('%Y%m%d_%H%M%S')}_{uuid.uuid4().hex[:8]}"
-
-
-# --- validation of caller input ------------------------------------------------------
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
-
-
-def clean_title(title: str | None) -> str | None:
-    """Sanitise a title: control and bidi characters removed, whitespace collapsed.
-
-    An empty result means "no title". Over-long titles are refused, not truncated, so two
-    long titles never collide silently.
-    """
-    if title is None:
-        return None
-    if not isinstance(title, str):
-        raise InvalidInput(f"title must be text, not {type(title).__name__}")
-    check_unicode(title, "title")
-    cleaned = " ".join(_CONTROL.sub(" ", title).split())
-    if len(cleaned) > MAX_TITLE_LENGTH:
-        raise InvalidInput(f"title is {len(cleaned)} characters; the limit is {MAX_TITLE_LENGTH}")
-    return cleaned or None
-
-
-def check_unicode(value: str, what: str) -> str:
-    """Refuse text SQLite cannot store: an unpaired surrogate (from a JSON "\\ud800" escape
-    or a surrogate-escaped file name) has no UTF-8 form."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidInput(f"{what} is not valid Unicode text: it holds an unpaired surrogate at "
-                           f"character {exc.start}") from None
-    return value
-
-
-def check_label(value: Any, what: str, *, required: bool = False) -> str | None:
-    """A short free-text label (source, model, chat id...): text, bounded, no NUL."""
-    if value is None:
-        if required:
-            raise InvalidInput(f"{what} is required")
-        return None
-    if not isinstance(value, str):
-        raise InvalidInput(f"{what} must be text, not {type(value).__name__}")
-    check_unicode(value, what)
-    if required and not value.strip():
-        raise InvalidInput(f"{what} must not be empty")
-    if len(value) > MAX_NAME_LENGTH or "\x00" in value:
-        raise InvalidInput(f"{what} must be at most {MAX_NAME_LENGTH} characters without NUL")
-    return value
-
-
-_ID_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f-\x9f/\\\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
-
-
-def check_session_id(value: Any, what: str = "session_id") -> str:
-    """A new session's id: 1-200 characters, not blank, no surrounding whitespace, no
-    control or bidi characters and no path separators (ids name files and appear in
-    terminals, URLs and download names)."""
-    if not isinstance(value, str):
-        raise InvalidInput(f"{what} must be text, not {type(value).__name__}")
-    check_unicode(value, what)
-    bad = _ID_FORBIDDEN.search(value)
-    if (not value.strip() or value != value.strip() or len(value) > MAX_SESSION_ID_LENGTH or bad
-            or value in (".", "..")):
-        raise InvalidInput(
-            f"{what} {value!r} is not a valid session id: use 1-{MAX_SESSION_ID_LENGTH} characters, not blank, "
-            "without surrounding spaces, control characters or '/' and '\\'")
-    return value
-
-
-def check_timestamp(value: Any, what: str) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            raise InvalidInput(f"{what} must be timezone-aware (or seconds since the epoch)")
-        return value.timestamp()
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise InvalidInput(f"{what} must be seconds since the epoch or an aware datetime")
-    return float(value)
-
-
-def check_stored_time(value: Any, what: str) -> float | None:
-    """A time to store: as check_timestamp, and between 1970 and the end of year 9999,
-    so that every stored time can be shown as a date."""
-    seconds = check_timestamp(value, what)
-    if seconds is not None and not 0 <= seconds <= MAX_TIMESTAMP:
-        raise InvalidInput(f"{what} must be a time between 1970 and the year 9999 "
-                           f"(0 to {MAX_TIMESTAMP:.0f} seconds since the epoch), not {seconds!r}")
-    return seconds
-
-
-def check_count(value: Any, what: str) -> int:
-    """A counter to store (a message's or a usage row's tokens): a non-negative integer up to MAX_COUNT."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
-        raise InvalidInput(f"{what} must be an integer from 0 to {MAX_COUNT:,}, not {value!r}")
-    return value
-
-
-def check_metadata(metadata: Any) -> str:
-    if metadata is None:
-        return "{}"
-    if not isinstance(metadata, Mapping):
-        raise InvalidInput(f"metadata must be a mapping, not {type(metadata).__name__}")
-    return dump_json(dict(metadata), "metadata")
-
-
-@dataclass(frozen=True)
-class NewMessage:
-    """A validated message ready to store; JSON columns are already canonical strings."""
-
-    uid: str
-    role: str
-    #: The text content; for a list of parts, their readable text (content_text), which
-    #: the search index reads from this column in one pass instead of walking the JSON.
-    content: str | None
-    parts: str | None  # JSON list, when the content is a list of parts
-    tool_calls: str | None
-    tool_call_id: str | None
-    tool_name: str | None
-    reasoning: str | None
-    finish_reason: str | None
-    token_count: int | None
-    timestamp: float | None  # None: stamped at commit
-    display_kind: str | None
-    state: str
-    tool_call_total: int  # how many tool calls this message makes
-
-    def same_payload(self, stored: Message) -> bool:
-        """Whether `stored` holds the same message (what was said, not when)."""
-        return (
-            self.role == stored.role
-            and (self.parts is not None or self.content == (stored.content if isinstance(stored.content, str) else None))
-            and self.parts == (None if not isinstance(stored.content, list) else dump_json(stored.content, "content"))
-            and self.tool_calls == (None if stored.tool_calls is None else dump_json(stored.tool_calls, "tool_calls"))
-            and self.tool_call_id == stored.tool_call_id
-            and self.tool_name == stored.tool_name
-            and self.reasoning == stored.reasoning
-        )
-
-
-# Fields of a stored Message that may ride along in input (a loaded transcript handed back)
-# and are ignored: the store assigns them.
-_ASSIGNED_FIELDS = frozenset({"id", "session_id", "seq"})
-_ROLES = frozenset(r.value for r in Role)
-_STATES = frozenset(s.value for s in MessageState)
-_ACTIVE = MessageState.ACTIVE.value
-_INPUT_FIELDS = frozenset(
-    {
-        "uid", "role", "content", "tool_calls", "tool_call_id", "tool_name", "reasoning",
-        "finish_reason", "token_count", "timestamp", "display_kind", "state",
-    }
-)
-
-
-def prepare_message(raw: Message | Mapping[str, Any], index: int = 0, limits: MessageLimits = MessageLimits(),
-                    *, where: str | None = None) -> NewMessage:
-    """Validate one message of an append or an import; `index` (or `where`) names it in errors."""
-    where = where or f"message {index}"
-    if isinstance(raw, Message):
-        data: Mapping[str, Any] = raw.to_dict()
-    elif isinstance(raw, Mapping):
-        data = raw
-    else:
-        raise InvalidInput(f"{where}: expected a dict or Message, not {type(raw).__name__}")
-    unknown = set(data) - _INPUT_FIELDS - _ASSIGNED_FIELDS
-    if unknown:
-        raise InvalidInput(f"{where}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
-
-    role = data.get("role")
-    if not isinstance(role, str) or role not in _ROLES:
-        raise InvalidInput(f"{where}: role must be one of system, user, assistant, tool (got {role!r})")
-    role = getattr(role, "value", role)  # a Role member becomes its plain string
-
-    uid = data.get("uid")
-    if uid is None:
-        uid = new_uid()
-    elif not isinstance(uid, str) or not uid or len(uid) > MAX_UID_LENGTH or "\x00" in uid:
-        raise InvalidInput(f"{where}: uid must be non-empty text of at most {MAX_UID_LENGTH} characters")
-    check_unicode(uid, f"{where}: uid")
-
-    content = data.get("content")
-    text: str | None = None
-    parts: str | None = None
-    if isinstance(content, str):
-        text = check_unicode(content, f"{where}: content")
-        size = len(text.encode("utf-8"))
-    elif isinstance(content, list):
-        if len(content) > limits.max_parts:
-            raise InvalidInput(f"{where}: content has {len(content):,} parts; the limit is {limits.max_parts:,} "
-                               "parts per message (MessageLimits.max_parts)")
-        parts = dump_json(content, f"{where}: content")
-        text = check_unicode(content_text(content), f"{where}: content")
-        size = len(parts.encode("utf-8"))
-    elif content is not None:
-        raise InvalidInput(f"{where}: content must be text, a list of parts or None")
-    else:
-        size = 0
-    if size > limits.max_content_bytes:
-        raise InvalidInput(f"{where}: content is {size:,} bytes; the limit is {limits.max_content_bytes:,} bytes "
-                           "per message (MessageLimits.max_content_bytes)")
-
-    tool_calls = data.get("tool_calls")
-    if tool_calls is not None and not isinstance(tool_calls, list):
-        raise InvalidInput(f"{where}: tool_calls must be a list")
-    tool_calls_json = None if tool_calls is None else dump_json(tool_calls, f"{where}: tool_calls")
-
-    token_count = data.get("token_count")
-    if token_count is not None:
-        check_count(token_count, f"{where}: token_count")
-
-    state = data.get("state") or _ACTIVE
-    if not isinstance(state, str) or state not in _STATES:
-        raise InvalidInput(f"{where}: state must be one of active, compacted, rewound")
-
-    reasoning = data.get("reasoning")
-    if reasoning is not None and not isinstance(reasoning, str):
-        raise InvalidInput(f"{where}: reasoning must be text")
-    if reasoning is not None:
-        check_unicode(reasoning, f"{where}: reasoning")
-
-    return NewMessage(
-        uid=uid,
-        role=role,
-        content=text,
-        parts=parts,
-        tool_calls=tool_calls_json,
-        tool_call_id=check_label(data.get("tool_call_id"), f"{where}: tool_call_id"),
-        tool_name=check_label(data.get("tool_name"), f"{where}: tool_name"),
-        reasoning=reasoning,
-        finish_reason=check_label(data.get("finish_reason"), f"{where}: finish_reason"),
-        token_count=token_count,
-        timestamp=check_stored_time(data.get("timestamp"), f"{where}: timestamp"),
-        display_kind=check_label(data.get("display_kind"), f"{where}: display_kind"),
-        state=getattr(state, "value", state),
-        tool_call_total=len(tool_calls) if tool_calls else 0,
-    )
-
-
-def prepare_messages(messages: Any, limits: MessageLimits = MessageLimits()) -> list[NewMessage]:
-    """Validate an append's input: one message or an iterable of them."""
-    if isinstance(messages, (Message, Mapping)):
-        messages = [messages]
-    elif isinstance(messages, (str, bytes)) or not hasattr(messages, "__iter__"):
-        raise InvalidInput(f"messages must be a message or a list of messages, not {type(messages).__name__}")
-    batch = [prepare_message(m, i, limits) for i, m in enumerate(messages)]
-    if not batch:
-        raise InvalidInput("no messages to append")
-    return batch

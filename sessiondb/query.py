@@ -16,7 +16,9 @@ Queries containing CJK text (or any query in substring mode) are substring searc
 each term is matched as a literal substring, `*` is literal and parentheses are kept.
 
 Nothing here does I/O; backends turn a Query into their own syntax (FTS5 strings, tsquery)
-with every term passed as data, never as syntax.
+with every term passed as data, never as syntax. The substring helpers at the end (a LIKE
+pattern with its wildcards escaped, a snippet around substring matches) are the same for
+every backend.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE = "<mark>", "</mark>"  # around each match in a snippet
+ELLIPSIS = "…"  # where a snippet cuts the text
+LIKE_SNIPPET_CONTEXT = 60  # characters either side of a substring match
 MAX_TERMS = 64  # a longer query keeps its first 64 terms
 MAX_TERM_LENGTH = 256
 
@@ -199,3 +204,45 @@ def _combine(tokens: list[_Token]) -> tuple[list[list[_Token]], list[_Token]]:
 
 def _as_term(token: _Token) -> Term:
     return Term(token.text, phrase=token.quoted, prefix=token.prefix)
+
+
+# --- substring matching, the same in every backend ---------------------------------------
+
+
+def like_pattern(text: str) -> str:
+    """A LIKE pattern matching `text` anywhere, with `\\`, `%` and `_` escaped (ESCAPE '\\')."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def like_snippet(text: str, needles: list[str]) -> str:
+    """A snippet around the first needle found in `text`, every occurrence highlighted."""
+    folded = _fold(text)
+    found = [(folded.find(_fold(n)), n) for n in needles if n]
+    found = [(at, n) for at, n in found if at >= 0]
+    if not found:
+        return text[: 2 * LIKE_SNIPPET_CONTEXT]
+    at, needle = min(found)
+    start = max(0, at - LIKE_SNIPPET_CONTEXT)
+    end = min(len(text), at + len(needle) + LIKE_SNIPPET_CONTEXT)
+    window, window_folded = text[start:end], folded[start:end]
+    marks: list[tuple[int, int]] = []
+    for n in needles:
+        n_folded, pos = _fold(n), 0
+        while n_folded and (pos := window_folded.find(n_folded, pos)) >= 0:
+            marks.append((pos, pos + len(n_folded)))
+            pos += len(n_folded)
+    out, cursor = [], 0
+    for begin, finish in sorted(marks):
+        if begin < cursor:
+            continue
+        out += [window[cursor:begin], HIGHLIGHT_OPEN, window[begin:finish], HIGHLIGHT_CLOSE]
+        cursor = finish
+    out.append(window[cursor:])
+    return (ELLIPSIS if start else "") + "".join(out) + (ELLIPSIS if end < len(text) else "")
+
+
+def _fold(text: str) -> str:
+    """Lower-cased, when that keeps every character's position (so offsets still match)."""
+    lowered = text.lower()
+    return lowered if len(lowered) == len(text) else text

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import os
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -38,3 +42,35 @@ class FakeClock:
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
+
+
+# --- a real PostgreSQL server for the PostgreSQL backend's tests --------------------------
+
+sys.path.insert(0, str(Path(__file__).parent))
+import pgserver  # noqa: E402  (tests/pgserver.py, found through the line above)
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """One PostgreSQL server for the whole run, from the machine's binaries (tests/pgserver.py).
+
+    Where none can be started the tests that need it fail under CI (CI=true) and are
+    skipped elsewhere, saying why."""
+    try:
+        server = pgserver.start_server()
+    except pgserver.ServerUnavailable as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"the PostgreSQL tests need a server and none could be started: {exc}")
+        pytest.skip(f"no PostgreSQL server here: {exc}")
+    yield server
+    server.destroy()
+
+
+@pytest.fixture
+def pg_schema(request):
+    """A schema name of this test's own, so every test starts from an empty store."""
+    digest = hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:12]
+    return f"t_{digest}_{next(_schemas)}"
+
+
+_schemas = itertools.count()

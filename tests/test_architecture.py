@@ -26,8 +26,8 @@ ALLOWED = {
     "user": {"leaf", "interface", "neutral", "package", "user"},
     "face": {"leaf", "interface", "neutral", "package", "user", "face"},
 }
-LEAVES = {"errors", "model", "home", "guidance", "query", "keys", "formats", "exports", "files"}
-INTERFACE = {"store.contract", "store.commands", "store.backend", "store.spool"}
+LEAVES = {"errors", "model", "inputs", "home", "guidance", "query", "keys", "formats", "exports", "files"}
+INTERFACE = {"store.contract", "store.optional", "store.commands", "store.backend", "store.spool", "store.listing"}
 BACKENDS = ("store.sqlite", "store.postgres")
 USERS = ("profiles", "usage", "gateway", "turns", "adapters", "importers")
 FACES = ("cli", "api", "mcp")

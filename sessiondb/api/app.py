@@ -19,6 +19,7 @@ from ..home import resolve_home
 from . import doctor, errors, search, sessions, turns, usage
 from .auth import TokenAuth
 from .guard import DEFAULT_MAX_BODY, Guard, allowed_hosts
+from .maintenance import router as maintenance_routes
 from .stores import Stores
 
 try:
@@ -71,6 +72,7 @@ def create_app(home: str | Path | None = None, *, token: str | None = None, host
     app.include_router(doctor.router, prefix="/api")
     app.include_router(usage.router, prefix="/api")
     app.include_router(turns.router, prefix="/api")
+    app.include_router(maintenance_routes, prefix="/api")
 
     @app.get("/", include_in_schema=False)
     async def dashboard() -> FileResponse:

@@ -13,7 +13,7 @@ import asyncio
 from fastapi import APIRouter, Query, Request
 
 from ..errors import StoreHeld
-from ..store.contract import Doctor
+from ..store.optional import Doctor
 from ..store.locations import open_doctor
 from .sessions import ProfileQuery, stores_of
 from .stores import Stores

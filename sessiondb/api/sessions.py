@@ -22,13 +22,13 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 from .. import exports
 from ..errors import InvalidInput, NotFound
 from ..store.aio import AsyncStore
+from ..store.arguments import MAX_PAGE
 from . import markdown
 from .stores import Stores
 
 router = APIRouter(tags=["sessions"])
 
 ProfileQuery = Query(None, description="The profile whose store to use (default: main).", max_length=64)
-MAX_PAGE = 1000
 MAX_BATCH = 1000  # messages in one POST
 OFF_LOOP = 64 * 1024  # bodies larger than this are parsed on a worker thread
 Body = TypeVar("Body", bound=BaseModel)

@@ -14,6 +14,7 @@ from .demo import demo
 from .doctor import doctor, recover
 from .gateway import gateway
 from .importing import import_history
+from .migrate import migrate
 from .recall import mcp
 from .profiles import profiles
 from .serve import serve
@@ -75,6 +76,7 @@ main.add_command(import_history)
 main.add_command(mcp)
 main.add_command(maintenance.backup)
 main.add_command(profiles)
+main.add_command(migrate)
 main.add_command(serve)
 main.add_command(sessions)
 main.add_command(turns)

@@ -17,7 +17,7 @@ import click
 
 from ..errors import SessionDBError, classify
 from ..guidance import error_code
-from ..store.contract import Doctor, Salvageable
+from ..store.optional import Doctor, Salvageable
 from ..store.locations import open_doctor
 from . import progress, render
 from .context import CliContext, CliError

@@ -23,8 +23,9 @@ from ..errors import CompressionClosed, NotFound, StorageError
 from ..guidance import turn_outcome
 from ..home import DEFAULT_PROFILE, resolve_home
 from ..keys import SessionKey, as_key
-from ..model import INTERNAL_NOTIFICATION, Message, Session, new_uid, prepare_messages
-from ..store.contract import RouteEntry
+from ..model import INTERNAL_NOTIFICATION, Message, Session
+from ..inputs import identity_of, new_uid, prepare_messages
+from ..store.optional import RouteEntry
 from ..turns.records import end_open_turn
 from . import recovery
 from .owners import DEFERRABLE, GatewayStore, OwnerUnavailable, Owners
@@ -382,9 +383,8 @@ def _prepare(messages: Any, internal: bool) -> Batch:
         if isinstance(data, dict):
             for assigned in ("id", "session_id", "seq"):
                 data.pop(assigned, None)
-            data.setdefault("uid", None)
-            if data["uid"] is None:
-                data["uid"] = new_uid()
+            uid = identity_of(m)  # a resumed message keeps its stored uid
+            data["uid"] = new_uid() if uid is None else uid
             if data.get("timestamp") is None:
                 data["timestamp"] = now
             if internal:

@@ -23,7 +23,8 @@ from .. import open_store
 from ..errors import InvalidInput, NotASessionStore, SessionDBError, StorageError, StoreClosed
 from ..home import DEFAULT_PROFILE, profile_dir, validate_profile
 from ..keys import SessionKey
-from ..store.contract import Routable, RoutingIndex, Store
+from ..store.contract import Store
+from ..store.optional import Routable, RoutingIndex
 
 #: Failures that make a write wait in the queue rather than reach the caller.
 DEFERRABLE = (StorageError, NotASessionStore, StoreClosed)

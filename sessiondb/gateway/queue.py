@@ -28,7 +28,7 @@ from typing import Any
 
 from ..home import fsync_dir
 from ..keys import SessionKey, parse
-from ..model import prepare_messages
+from ..inputs import prepare_messages
 from ..store import spool
 
 #: Where the gateway's spool lives under its home; spool.write puts files in `<anchor's dir>/spool`.

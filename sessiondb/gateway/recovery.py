@@ -22,7 +22,8 @@ from typing import Any
 
 from ..errors import NotFound
 from ..keys import SessionKey, parse
-from ..store.contract import RouteEntry, RoutingIndex, Store
+from ..store.contract import Store
+from ..store.optional import RouteEntry, RoutingIndex
 from ..turns.records import end_open_turn
 from .owners import DEFERRABLE, Owners
 from .policies import Policy, is_fresh

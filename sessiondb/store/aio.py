@@ -15,14 +15,15 @@ from itertools import islice
 from typing import Any
 
 from ..errors import StoreClosed
-from .contract import Maintainable, Store
+from .contract import Store
+from .optional import Maintainable
 
 # Concurrent calls in flight per store: enough for group commit to batch many appends.
 MAX_CONCURRENCY = 32
 
 METHODS = (
     "create_session", "get_session", "list_sessions", "end_session", "reopen_session",
-    "set_title", "set_flags", "update_metadata", "delete_session", "append", "transcript",
+    "set_title", "set_flags", "update_metadata", "delete_session", "append", "flush", "transcript",
     "record_usage", "usage",
     "begin_compaction", "refresh_compaction", "abort_compaction", "commit_compaction",
     "compaction_lease", "lineage", "tip", "resume", "rewind", "restore_rewound", "branch",

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InvalidInput
-from ..model import Lease, check_label
+from ..model import Lease
+from ..inputs import check_label
 
 MAX_PAGE = 1000  # rows a listing or a search returns at most
 MAX_TTL = 7 * 24 * 3600.0  # a compaction lease lasts at most a week between refreshes

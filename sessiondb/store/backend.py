@@ -20,7 +20,7 @@ from ..model import (
     ImportOutcome, Lease, Message, Page, SearchHit, Session, StoreStats, Turn, Usage, VerifyReport,
 )
 from . import commands as cmd
-from .contract import RoutingIndex
+from .optional import RoutingIndex
 
 
 @runtime_checkable
@@ -29,6 +29,9 @@ class Backend(Protocol):
 
     location: str  # a path, or an address without secrets
     spool_anchor: Path  # refused batches are kept in `<anchor's directory>/spool/`
+    # Optional: `generation`, the identity of the store this handle opened (a file's
+    # generation stamp); a batch it refused is spooled with it and replayed only into the
+    # same generation. A backend without one leaves it out.
 
     def close(self) -> None: ...
 

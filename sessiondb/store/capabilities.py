@@ -18,7 +18,7 @@ from . import arguments as arg
 from . import commands as cmd
 from .backend import Backend, MaintenanceBackend, RoutingBackend
 from .checked import CheckedStore
-from .contract import Doctor, Maintainable, RoutingIndex, Salvageable
+from .optional import Doctor, Maintainable, RoutingIndex, Salvageable
 
 __all__ = ["Doctor", "Maintainable", "Salvageable", "checked_store"]
 

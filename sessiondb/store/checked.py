@@ -4,9 +4,10 @@
 (store/backend.py). Each method checks and normalises its input on the caller's thread,
 turns it into a typed command (store/commands.py) and hands that to the backend; nothing
 reaches a backend unchecked. What every backend needs the same way lives here too:
-keeping a batch the store cannot take in the spool (S-13..S-15), shaping resumed
-messages for a model, and the in-memory size guard (S-42). Export and import are in
-store/transfer.py, turn records in store/turns.py; the optional capabilities in store/capabilities.py.
+keeping a batch the store cannot take in the spool (S-13..S-15) and the in-memory size
+guard (S-42). Export and import are in store/transfer.py; resume and flush, which keep
+a message's identity across what a model sees, in store/identity.py; turn records in
+store/turns.py; the optional capabilities in store/capabilities.py.
 """
 
 from __future__ import annotations
@@ -18,27 +19,28 @@ from typing import Any, Callable, Iterable, Mapping
 
 from .. import home as homes
 from .. import query as search_query
-from ..errors import DAMAGE_CAUSES, InvalidInput, SessionExists, SessionTooLarge, StorageError, StoreClosed, StoreDamaged
+from ..errors import DAMAGE_CAUSES, InvalidInput, SessionExists, StorageError, StoreClosed, StoreDamaged
 from ..model import (
-    INTERNAL_NOTIFICATION, MAX_TITLE_LENGTH, Lease, Message, MessageLimits, Page, Role, SearchHit, Session,
-    SpoolReport, StoreStats, Usage, VerifyReport, check_count, check_label, check_metadata, check_session_id,
-    check_timestamp, check_unicode, clean_title, new_session_id, prepare_messages,
+    MAX_TITLE_LENGTH, Lease, Message, MessageLimits, Page, Role, SearchHit, Session, SpoolReport, StoreStats, Usage, VerifyReport,
+)
+from ..inputs import (
+    NewMessage, check_count, check_label, check_metadata, check_session_id, check_timestamp, check_unicode, clean_title, new_session_id, prepare_messages,
 )
 from . import arguments as arg
 from . import commands as cmd
-from . import spool
+from . import handles, spool
 from .backend import Backend
 from .contract import MessageInput
+from .identity import Identity
 from .transfer import Transfer
 from .turns import Turns
 
-RESUME_LIMIT = 20_000  # active messages resume() hands over at most (S-42); 0 disables
 MINT_ATTEMPTS = 3  # minted session ids tried before a fourth, whose conflict is raised
 _ROLES = frozenset(r.value for r in Role)
 _MODES = ("in_place", "rotate")
 
 
-class CheckedStore(Transfer, Turns):
+class CheckedStore(Transfer, Identity, Turns):
     """A handle on one profile's store, over the backend that holds it."""
 
     def __init__(self, backend: Backend, *, profile: str | None, clock: Callable[[], float] | None = None,
@@ -52,6 +54,7 @@ class CheckedStore(Transfer, Turns):
         # here; handles on one store share the backend's writer, never the clock.
         self._clock = time.time if clock is None else clock
         self._closed = threading.Event()
+        self._release_if_dropped = handles.watch(self, backend)
         if spool.pending(backend.spool_anchor):
             # A healthy open replays what an earlier refusal kept; what still fails stays spooled.
             self.replay_spool()
@@ -70,6 +73,7 @@ class CheckedStore(Transfer, Turns):
         if self._closed.is_set():
             return
         self._closed.set()
+        self._release_if_dropped.detach()
         self.backend.close()
 
     def __enter__(self) -> "CheckedStore":
@@ -202,20 +206,25 @@ class CheckedStore(Transfer, Turns):
     # --- messages ----------------------------------------------------------------------
 
     def append(self, session_id: str, messages: MessageInput | Iterable[MessageInput]) -> list[Message]:
-        command = cmd.Append(arg.session_id(session_id), tuple(prepare_messages(messages, self._limits)), self._clock())
+        return self._append_batch(arg.session_id(session_id), tuple(prepare_messages(messages, self._limits)))
+
+    def _append_batch(self, session_id: str, batch: tuple[NewMessage, ...]) -> list[Message]:
+        command = cmd.Append(session_id, batch, self._clock())
         try:
             return self._open().append(command)
         except StorageError as exc:
             if exc.cause not in DAMAGE_CAUSES:
                 raise
             # The store cannot take writes; the messages are kept, never dropped (S-13..S-15).
-            kept = spool.write(self.backend.spool_anchor, command.session_id, list(command.batch), exc.cause.value)
+            kept = spool.write(self.backend.spool_anchor, command.session_id, list(command.batch), exc.cause.value,
+                               getattr(self.backend, "generation", None))
             raise StoreDamaged.spooled(exc, str(kept)) from exc
 
     def replay_spool(self) -> SpoolReport:
         """Append every spooled batch of this store, oldest first (see store/spool.py)."""
         report = SpoolReport()
-        for path, error in spool.replay(self.backend.spool_anchor, self.append):
+        generation = getattr(self.backend, "generation", None)
+        for path, error in spool.replay(self.backend.spool_anchor, self.append, generation):
             if error is None:
                 report.replayed.append(str(path))
             else:
@@ -273,14 +282,6 @@ class CheckedStore(Transfer, Turns):
 
     def tip(self, session_id: str) -> Session:
         return self._open().tip(arg.session_id(session_id))
-
-    def resume(self, session_id: str, *, max_messages: int = RESUME_LIMIT) -> list[dict[str, Any]]:
-        sid, limit = arg.session_id(session_id), arg.count(max_messages, "max_messages")
-        try:
-            _tip, messages = self._open().live_messages(sid, limit)
-        except SessionTooLarge as exc:
-            raise self._stream_instead(exc, "resume", sid) from None
-        return [model_message(m) for m in messages]
 
     def rewind(self, session_id: str, to_message_id: int) -> int:
         return self._open().rewind(cmd.Rewind(arg.session_id(session_id), arg.count(to_message_id, "to_message_id")))
@@ -360,17 +361,3 @@ class CheckedStore(Transfer, Turns):
     def verify(self) -> VerifyReport:
         return self._open().verify()
 
-
-def model_message(m: Message) -> dict[str, Any]:
-    """A stored message as a model provider takes it: nothing internal (S-09)."""
-    out: dict[str, Any] = {"role": Role.USER.value if m.display_kind == INTERNAL_NOTIFICATION else m.role,
-                           "content": m.content}
-    if m.tool_calls is not None:
-        out["tool_calls"] = m.tool_calls
-    if m.tool_call_id is not None:
-        out["tool_call_id"] = m.tool_call_id
-    if m.tool_name is not None and m.role == Role.TOOL.value:
-        out["name"] = m.tool_name
-    if m.reasoning is not None:
-        out["reasoning"] = m.reasoning
-    return out

@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..model import Lease, NewMessage
+from ..model import Lease
+from ..inputs import NewMessage
 from ..query import Query
 
 

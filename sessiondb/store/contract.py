@@ -8,8 +8,9 @@ Errors: every method raises only sessiondb errors (sessiondb.errors). Bad input 
 InvalidInput and writes nothing; an unknown session raises NotFound.
 
 `Store` is the core every backend has. What not every backend has is a capability of its
-own (`Maintainable`, `Doctor`, `Salvageable`, the gateway's routing index): ask with
-isinstance(); a store offers a capability's methods only when its backend has it.
+own (`Maintainable`, `Doctor`, `Salvageable`, the gateway's routing index), in
+store/optional.py: ask with isinstance(); a store offers a capability's methods only when
+its backend has it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Iterator, Mapping, Protocol, runtime_checkable
 
 from ..model import (
-    ImportReport, Lease, MaintenanceReport, Message, Page, SearchHit, Session, SpoolReport, StoreStats, Turn, Usage,
+    ImportReport, Lease, Message, Page, SearchHit, Session, SpoolReport, StoreStats, Turn, Usage,
     VerifyReport,
 )
 
@@ -106,7 +107,13 @@ class Store(Protocol):
         archived: bool | None = None,
         hidden: bool | None = None,
     ) -> Session:
-        """Set the flags given (None leaves a flag as it is). Not user activity."""
+        """Set the flags given (None leaves a flag as it is). Not user activity.
+
+        Flags belong to the conversation: they apply, in one write, to every session of
+        its compaction chain (the root and every session rotated out of it), whichever of
+        them is named, so a listing never shows the ancestors of a hidden tip (S-41).
+        Branches, resets and delegations are other conversations and keep their own.
+        """
 
     def update_metadata(self, session_id: str, patch: Mapping[str, Any]) -> Session:
         """Merge `patch` into the metadata (None removes a key). Not user activity."""
@@ -128,8 +135,28 @@ class Store(Protocol):
 
         A session closed by a compaction's rotation (end reason 'compression') passes
         the batch to its live tip within the same write, and the returned rows carry
-        the tip's id; with no live tip it raises CompressionClosed and writes nothing
-        (S-05). A uid already stored earlier in the lineage is not stored again.
+        the tip's id; when the tip has ended (closed by compaction or for any other
+        reason) it raises CompressionClosed and writes nothing (S-05). A uid already stored earlier in the lineage is not stored again.
+
+        Whatever a read returns is accepted back and stores nothing twice (S-01, S-44):
+        Message rows from transcript(), resume()'s dicts (their uid rides on them as an
+        attribute; a tool message's `name` is its tool_name), export records' messages
+        and export_session()'s (their `parts` is list content; `id`, `session_id` and
+        `seq` are assigned by the store and ignored).
+        """
+
+    def flush(self, session_id: str, conversation: MessageInput | Iterable[MessageInput]) -> list[Message]:
+        """Store what of an agent's whole conversation is not yet stored; return a row for each.
+
+        The call for an agent that keeps its conversation as one list and hands all of it
+        back after every turn (resumed, then added to, across compactions, rotations and
+        retries). A message with an identity (a uid field, a Message, a resume() dict) is
+        stored once by uid, as append() does, anywhere in the lineage. A message without
+        one (resume()'s dicts after a JSON round trip, or copied into plain dicts) is the
+        stored message at the same position of the tip's live transcript when it has the
+        same role, content and tool fields; otherwise it is new. The new messages are
+        appended as one atomic batch; when there are none nothing is written. Bad input
+        raises InvalidInput and writes nothing.
         """
 
     def transcript(
@@ -222,10 +249,13 @@ class Store(Protocol):
     def resume(self, session_id: str, *, max_messages: int = 20_000) -> list[dict[str, Any]]:
         """The tip's live conversation, ready to send to a model.
 
-        One plain dict per active message in order: role and content, plus tool_calls,
+        One dict per active message in order: role and content, plus tool_calls,
         tool_call_id, name (a tool message's tool) and reasoning when present. Nothing
-        internal (uids, ids, seq, state, timestamps, display kinds); an internal
-        notification is a plain user message (S-09). Above `max_messages` active messages
+        internal among its keys (uids, ids, seq, state, timestamps, display kinds), so
+        json.dumps and provider SDKs see only these; an internal notification is a plain
+        user message (S-09). Each is a `ModelMessage`, a dict that carries the stored uid
+        as its `uid` attribute: handing the list back to append() or flush() stores
+        nothing twice (S-44). Above `max_messages` active messages
         it raises SessionTooLarge naming the limit and the streaming export
         (`sessiondb sessions export`); 0 disables the guard (S-42).
         """
@@ -407,158 +437,3 @@ class Store(Protocol):
 
     def turns(self, session_id: str, *, limit: int = 100) -> list[Turn]:
         """The session's most recent turns (at most `limit`, 1..1000), oldest first."""
-
-
-# --- capabilities: what not every backend has ---------------------------------------------
-
-
-@runtime_checkable
-class Maintainable(Protocol):
-    """Backup and the maintenance that rewrites a store (S-19)."""
-
-    def backup(self, destination: str) -> int:
-        """Write a consistent copy of the store to a new file while writers run; returns its size.
-
-        Never a plain copy of the live file. The copy is a new generation: copied back over
-        a live store, it is recognised as a replacement.
-        """
-
-    def optimize(self, *, force: bool = False, dry_run: bool = False) -> MaintenanceReport:
-        """Merge the search index, refresh statistics, checkpoint.
-
-        Like vacuum and prune: refused with StoreHeld (listing every holder) while another
-        process holds the store, unless forced; a dry run is never refused (S-19).
-        """
-
-    def vacuum(self, *, force: bool = False, dry_run: bool = False) -> MaintenanceReport:
-        """Rewrite the store compactly (refused while held, like optimize)."""
-
-    def prune(
-        self,
-        *,
-        older_than: float | None = None,
-        never_active: bool = False,
-        include_pinned: bool = False,
-        include_archived: bool = False,
-        force: bool = False,
-        dry_run: bool = False,
-    ) -> MaintenanceReport:
-        """Delete sessions inactive for `older_than` seconds and/or never-active ones (S-40).
-
-        Never-active: open, keyed, no messages, usage, tool calls, activity or title, older
-        than 30 days, neither pinned nor archived. Refused while held, like optimize.
-        """
-
-
-@runtime_checkable
-class Doctor(Protocol):
-    """Examination and in-place repair of one store, without opening it as a store (a
-    damaged store must not get a writer). `sessiondb.open_doctor` returns one."""
-
-    @property
-    def location(self) -> str:
-        """The store examined."""
-
-    def examine(self, *, deep: bool = False) -> Any:
-        """A report (`damage`, `healthy`, `steps`, `to_dict()`); never writes. `deep` runs
-        the full integrity check however long it takes."""
-
-    def repair(self, *, deep: bool = False) -> Any:
-        """Heal what can be healed in place, after a forensic backup, within the repair
-        budget; refused (StoreHeld) while any other process holds the store (S-20..S-22)."""
-
-    def holders(self) -> list[Any]:
-        """The other processes holding the store now."""
-
-
-@runtime_checkable
-class Salvageable(Protocol):
-    """Recovery of a damaged store into a new one, never touching the source (S-23)."""
-
-    def recover(self, output: str | None, *, inspect_only: bool = False) -> Any:
-        """Rebuild what is readable into `output` (a new store); report kept and lost."""
-
-
-# The gateway's routing index.
-#
-# Not every backend needs one: only the store a gateway runs on keeps its routing index
-# (S-32), and the gateway looks a key's session up in its owner's store. A backend that
-# offers it is `Routable`; the gateway asks with isinstance and refuses a store without it.
-
-
-@runtime_checkable
-class RouteEntry(Protocol):
-    """One routing entry: which session serves a key, the profile that owns it, its turn state.
-
-    `state` is one of `idle`, `running` (a turn is in flight), `resume_pending` (a turn was
-    running when the process died) or `ended`.
-    """
-
-    @property
-    def key(self) -> str: ...
-
-    @property
-    def session_id(self) -> str:
-        """The session in the store of `profile`, not necessarily the index's own store."""
-
-    @property
-    def profile(self) -> str: ...
-
-    @property
-    def state(self) -> str: ...
-
-    @property
-    def turn_started_at(self) -> float | None: ...
-
-    @property
-    def updated_at(self) -> float: ...
-
-    def to_dict(self) -> dict[str, Any]:
-        """Every field by name (JSON-ready)."""
-
-
-@runtime_checkable
-class RoutingIndex(Protocol):
-    """The key → session index and the lookups a gateway runs on a key's owner store.
-
-    Writes are single-entry and never touch a session row, so a routing write never moves
-    `last_activity_at` (S-08). Bad input (an empty key, an unknown field or state) raises
-    InvalidInput and writes nothing.
-    """
-
-    def get(self, key: str) -> RouteEntry | None:
-        """The entry for `key`, or None."""
-
-    def put(self, key: str, session_id: str, profile: str) -> RouteEntry:
-        """Insert or rewrite the entry for `key`: a new session serves it, its turn `idle`."""
-
-    def update(self, key: str, *, expect: Mapping[str, Any] | None = None, **changes: Any) -> RouteEntry | None:
-        """Change the named fields of one entry and return it as it now is.
-
-        None, and nothing written, if the entry is absent or any field named in `expect`
-        differs from its stored value: a caller that read an entry never overwrites one a
-        live writer changed since (S-33, S-37). `updated_at` is set unless given.
-        """
-
-    def entries(self, *, profile: str | None = None, states: tuple[str, ...] | None = None) -> list[RouteEntry]:
-        """The entries, by key, optionally only those of `profile` and/or in one of `states`."""
-
-    def live_by_key(self, key: str) -> Session | None:
-        """The most recently active open session of this store whose session_key is `key`."""
-
-    def legacy_by_peer(self, platform: str, chat_type: str, chat_id: str,
-                       thread: str | None = None) -> Session | None:
-        """The most recently active open, unkeyed session for the peer tuple, or None.
-
-        `platform` matches the session's source. Only rows of this store's owner are
-        adopted (S-36): a DM's chat id is the same for every bot.
-        """
-
-
-@runtime_checkable
-class Routable(Protocol):
-    """A store that can hold a gateway's routing index."""
-
-    @property
-    def routing(self) -> RoutingIndex:
-        """This store's routing index and key/peer lookups."""

@@ -27,7 +27,13 @@ from .capabilities import Doctor, checked_store
 from .contract import Store
 
 #: Backend kind -> the module serving it. URL schemes name a kind directly.
-BACKENDS = {"sqlite": "sessiondb.store.sqlite"}
+BACKENDS = {
+    "sqlite": "sessiondb.store.sqlite",
+    "postgresql": "sessiondb.store.postgres",
+    "postgres": "sessiondb.store.postgres",  # the scheme libpq also accepts
+}
+#: The store opened when neither a location nor a home or profile is given, if set.
+URL_VARIABLE = "SESSIONDB_URL"
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")  # a scheme of two letters or more: not a drive letter
 
 
@@ -45,7 +51,11 @@ def locate(
     home: str | os.PathLike[str] | None = None,
     profile: str | None = None,
 ) -> Location:
-    """Resolve a path, URL or home/profile to a backend kind and its target (nothing opened)."""
+    """Resolve a path, URL or home/profile to a backend kind and its target (nothing opened).
+
+    With none of them given, $SESSIONDB_URL (when set) is the location."""
+    if location is None and home is None and profile is None and os.environ.get(URL_VARIABLE):
+        location = os.environ[URL_VARIABLE]
     if profile is not None:
         homes.validate_profile(profile)
     named = None if profile in (None, homes.DEFAULT_PROFILE) else profile

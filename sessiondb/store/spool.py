@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator
 
 from ..files import private_file
 from ..home import ensure_private_dir, fsync_dir
-from ..model import NewMessage
+from ..inputs import NewMessage
 
 SPOOL_DIR = "spool"
 FORMAT = "sessiondb-spool"
@@ -30,8 +30,15 @@ def spool_dir(db_path: Path) -> Path:
     return db_path.parent / SPOOL_DIR
 
 
-def write(db_path: Path, session_id: str, batch: list[NewMessage], cause: str) -> Path:
-    """Keep a refused batch on disk; returns the file it is in."""
+class WaitsForGeneration(Exception):
+    """A batch refused by another generation of the store (a file since replaced): it is
+    kept until that generation is back, never replayed into another file."""
+
+
+def write(db_path: Path, session_id: str, batch: list[NewMessage], cause: str,
+          generation: str | None = None) -> Path:
+    """Keep a refused batch on disk; returns the file it is in. `generation` names the
+    store file that refused it, when the backend can tell (it is replayed only there)."""
     directory = spool_dir(db_path)
     ensure_private_dir(directory)
     now = time.time()
@@ -41,6 +48,7 @@ def write(db_path: Path, session_id: str, batch: list[NewMessage], cause: str) -
         "store": str(db_path),
         "session_id": session_id,
         "cause": cause,
+        "generation": generation,
         "spooled_at": now,
         # Unstamped messages get the refusal time, so a later replay keeps when they happened.
         "messages": [_message_dict(m, now) for m in batch],
@@ -67,15 +75,21 @@ def read(path: Path) -> dict[str, Any]:
     return record
 
 
-def replay(db_path: Path, append: Callable[[str, list[dict[str, Any]]], object]) -> Iterator[tuple[Path, BaseException | None]]:
+def replay(db_path: Path, append: Callable[[str, list[dict[str, Any]]], object],
+           generation: str | None = None) -> Iterator[tuple[Path, BaseException | None]]:
     """Append each spooled batch in order, deleting its file once committed.
 
     Yields each file with the error that kept it (None when it was replayed). A batch
-    that fails stays on disk for the next replay; later batches still get their turn.
+    that fails stays on disk for the next replay; later batches still get their turn. A
+    batch refused by another `generation` of the store waits (WaitsForGeneration).
     """
     for path in pending(db_path):
         try:
             record = read(path)
+            refused_by = record.get("generation")
+            if refused_by and generation and refused_by != generation:
+                raise WaitsForGeneration(f"refused by another generation of this store ({refused_by}, a file since "
+                                         f"replaced by {generation}); it waits until that file is back")
             append(record["session_id"], record["messages"])
         except Exception as exc:  # noqa: BLE001 - reported to the caller, the file is kept
             yield path, exc

@@ -16,6 +16,7 @@ restore raise CheckpointRefused with the reason, the same words on every surface
 from __future__ import annotations
 
 import difflib
+import glob
 import logging
 import os
 import threading
@@ -25,7 +26,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import CheckpointRefused, InvalidInput, NotFound
-from ..home import INDEX_SUFFIXES, SIDECAR_SUFFIXES
 from ..store.contract import Store
 from ..store.spool import spool_dir
 from . import trees
@@ -114,15 +114,22 @@ class Checkpoints:
         self.objects = Objects(self.root)
         # sessiondb's own files are never a tree's: the checkpoints, and the store's
         # directory (its files and spool, by name, when that directory is the tree itself).
-        store_file = Path(os.path.realpath(store.location)) if os.path.isabs(store.location) else None
-        self._own = (Path(os.path.realpath(self.root)),) + (() if store_file is None else (
-            store_file.parent, spool_dir(store_file),
-            *(Path(f"{store_file}{suffix}") for suffix in ("", *SIDECAR_SUFFIXES, *INDEX_SUFFIXES))))
+        self._store_file = Path(os.path.realpath(store.location)) if os.path.isabs(store.location) else None
+        self._dirs = (Path(os.path.realpath(self.root)),) + (() if self._store_file is None else (
+            self._store_file.parent, spool_dir(self._store_file)))
         self.limits = limits
         self._backend = backend
         self._clock = clock
         self._lock = threading.Lock()  # one ledger or manifest update at a time in this process
         self._by_turn: dict[str, Checkpoint] = {}
+
+    def _own(self) -> tuple[Path, ...]:
+        """sessiondb's own files: the checkpoints, the store's directory and spool, and every
+        file named after the store (its sidecars, ledgers and records, whatever they are now)."""
+        if self._store_file is None:
+            return self._dirs
+        siblings = tuple(p for p in self._store_file.parent.glob(f"{glob.escape(self._store_file.name)}*"))
+        return self._dirs + siblings
 
     # --- where the tools run -----------------------------------------------------------------
 
@@ -159,7 +166,7 @@ class Checkpoints:
         return self._take(session_id, trees.resolve_tree(tree), label, None)
 
     def _take(self, session_id: str, tree: Path, label: str, turn_id: str | None) -> Checkpoint:
-        found = trees.scan(tree, self.limits, exclude=self._own)
+        found = trees.scan(tree, self.limits, exclude=self._own())
         files = {rel: {"sha256": self.objects.put(content), "size": len(content), "mode": mode}
                  for rel, (content, mode) in found.files.items()}
         with self._lock:
@@ -214,7 +221,7 @@ class Checkpoints:
         self._on_host(session_id, "a diff")
         checkpoint = self.get(session_id, checkpoint_id)
         tree = Path(checkpoint.tree)
-        now = trees.scan(tree, self.limits, exclude=self._own)
+        now = trees.scan(tree, self.limits, exclude=self._own())
         changes = []
         for rel in _changed(checkpoint, now):
             before = self.objects.get(checkpoint.files[rel]["sha256"]) if rel in checkpoint.files else None
@@ -237,7 +244,7 @@ class Checkpoints:
         self._on_host(session_id, "a restore")
         checkpoint = self.get(session_id, checkpoint_id)
         tree = Path(checkpoint.tree)
-        now = trees.scan(tree, self.limits, exclude=self._own)
+        now = trees.scan(tree, self.limits, exclude=self._own())
         ledger = self._ledger(session_id)
         report = RestoreReport(checkpoint.id, checkpoint.tree, force)
         refused = False

@@ -490,7 +490,7 @@ def test_pinning_a_session_moves_it_to_the_top(demo, served):
     page.click("[data-testid=session]:has-text('Trip to Kyoto')")
     page.click("[data-testid=pin]")
     page.wait_for_selector("[data-testid=pinned] [data-testid=session]:has-text('Trip to Kyoto')", state="attached")
-    assert page.locator("[data-testid=pin]").inner_text() == "Unpin"
+    expect(page.locator("[data-testid=pin]")).to_have_text("Unpin")  # the header is redrawn after the list
     assert page.evaluate("document.getElementById('pinned-title').hidden") is False
     with served.client() as api:
         pinned = api.get("/api/sessions", params={"profile": "demo", "pinned": "true"}).json()["items"]

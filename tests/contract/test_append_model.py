@@ -157,13 +157,17 @@ def make_machine(open_store):
     return AppendModel
 
 
-def test_appends_behave_like_a_plain_model(backend, tmp_path):
-    paths = (tmp_path / f"model-{i}.db" for i in itertools.count())
+def test_appends_behave_like_a_plain_model(backend, tmp_path, store_location):
+    location, defaults = store_location
+    if backend == "sqlite":
+        paths = (tmp_path / f"model-{i}.db" for i in itertools.count())
+    else:
+        paths = (f"{defaults['schema']}_{i}" for i in itertools.count())
 
     def open_store():
         if backend == "sqlite":
             return sessiondb.open_store(current[0])
-        raise NotImplementedError(backend)  # pragma: no cover - backends join here
+        return sessiondb.open_store(location, schema=current[0])
 
     current = [None]
     base = make_machine(open_store)

@@ -20,13 +20,12 @@ STORE_METHODS = sorted(
 
 
 @pytest.fixture
-def open_async(backend, tmp_path):
-    """Open an AsyncStore on this test's store (the same file the sync fixture uses)."""
+def open_async(store_location):
+    """Open an AsyncStore on this test's store (the same one the sync fixture uses)."""
 
     def open_(**options):
-        if backend == "sqlite":
-            return sessiondb.open_async_store(tmp_path / "contract.db", **options)
-        raise NotImplementedError(backend)  # pragma: no cover - backends join here
+        location, defaults = store_location
+        return sessiondb.open_async_store(location, **defaults, **options)
 
     return open_
 

@@ -6,7 +6,7 @@ import pytest
 
 from sessiondb import keys
 from sessiondb.errors import InvalidInput
-from sessiondb.store.contract import Routable, RouteEntry, RoutingIndex
+from sessiondb.store.optional import Routable, RouteEntry, RoutingIndex
 
 KEY = keys.build("work", "telegram", "dm", "1")
 OTHER = keys.build("main", "slack", "group", "C1", "T1")

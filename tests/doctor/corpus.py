@@ -7,6 +7,8 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import apsw
@@ -114,6 +116,86 @@ def zero_header(db: Path) -> Path:
 def truncate(db: Path) -> Path:
     os.truncate(db, (os.path.getsize(db) // 4096 // 2) * 4096)
     return db
+
+
+def _edit_schema(db: Path, sql: str) -> Path:
+    conn = apsw.Connection(str(db))
+    conn.execute("PRAGMA writable_schema=ON")
+    conn.execute(sql)
+    conn.close()
+    return db
+
+
+def duplicate_index_entry(db: Path) -> Path:
+    """An index named by two identical schema entries (a hand edit, a buggy tool)."""
+    return _edit_schema(db, "INSERT INTO sqlite_schema SELECT * FROM sqlite_schema WHERE name = 'messages_session'")
+
+
+def duplicate_table_entry(db: Path) -> Path:
+    return _edit_schema(db, "INSERT INTO sqlite_schema SELECT * FROM sqlite_schema WHERE name = 'usage'")
+
+
+def missing_index_entry(db: Path) -> Path:
+    """The unique index that makes appends idempotent, gone from the schema."""
+    return _edit_schema(db, "DELETE FROM sqlite_schema WHERE name = 'messages_uid'")
+
+
+def missing_trigger_entry(db: Path) -> Path:
+    return _edit_schema(db, "DELETE FROM sqlite_schema WHERE name = 'messages_search_gone'")
+
+
+def missing_table_entry(db: Path) -> Path:
+    return _edit_schema(db, "DELETE FROM sqlite_schema WHERE name = 'usage'")
+
+
+def half_migrated(db: Path) -> Path:
+    """The last migration's objects all there, its record gone."""
+    conn = apsw.Connection(str(db))
+    conn.execute("DELETE FROM schema_migrations WHERE name = (SELECT max(name) FROM schema_migrations)")
+    conn.close()
+    return db
+
+
+WRITE_AND_DIE = (
+    "import os, sys, sessiondb\n"
+    "s = sessiondb.open_store(sys.argv[1])\n"
+    "x = s.create_session('cli', title='only in the old WAL')\n"
+    "s.append(x.id, {'role': 'user', 'content': 'written just before the crash'})\n"
+    "os._exit(0)\n"
+)
+
+
+def foreign_wal(db: Path) -> Path:
+    """A WAL left by a writer that died, beside a main file another store was copied over."""
+    earlier = db.with_name("earlier.db")
+    with sessiondb.open_store(db) as store:
+        store.backup(earlier)  # another generation of the same sessions
+    subprocess.run([sys.executable, "-c", WRITE_AND_DIE, str(db)], check=True)
+    shutil.copyfile(earlier, db)
+    return db
+
+
+#: Every kind of damage: (the function that makes it, or None for a healthy store, the
+#: doctor's class, whether open refuses it). Open refuses what the header and schema show;
+#: damage only the integrity check sees is the doctor's, contained on the write path (an
+#: index's by S-16, a page's once a write meets it, S-15).
+KINDS = [
+    (None, "none", False),
+    ("garble_index_blocks", "index", False),
+    ("garble_index_pages", "index", False),
+    ("garble_schema_row", "schema", True),
+    ("garble_btree_index", "schema", False),
+    ("duplicate_index_entry", "schema", True),
+    ("duplicate_table_entry", "schema", True),
+    ("missing_index_entry", "schema", True),
+    ("missing_trigger_entry", "schema", True),
+    ("half_migrated", "schema", True),
+    ("garble_table_pages", "structural", False),
+    ("zero_header", "structural", True),
+    ("truncate", "structural", True),
+    ("foreign_wal", "none", False),  # not damage: the next open sets the WAL aside unreplayed
+    ("missing_table_entry", "structural", True),
+]
 
 
 def digest(db: Path) -> str:

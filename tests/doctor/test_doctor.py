@@ -16,18 +16,9 @@ from conftest import damaged
 from sessiondb.cli import main
 from sessiondb.store import spool
 from sessiondb.store.sqlite.safety import doctor
-from sessiondb.model import NewMessage
+from sessiondb.inputs import NewMessage
 
-CORPUS = [
-    (None, "none"),
-    ("garble_index_blocks", "index"),
-    ("garble_index_pages", "index"),
-    ("garble_schema_row", "schema"),
-    ("garble_btree_index", "schema"),
-    ("garble_table_pages", "structural"),
-    ("zero_header", "structural"),
-    ("truncate", "structural"),
-]
+CORPUS = [(how, cls) for how, cls, _refused in corpus.KINDS]
 HEALABLE = [how for how, cls in CORPUS if cls in ("index", "schema")]
 STRUCTURAL = [how for how, cls in CORPUS if cls == "structural"]
 

@@ -144,6 +144,20 @@ def test_only_the_three_newest_backups_are_kept_and_staging_debris_is_swept(stor
     assert len(leftovers) == 3 * 3  # main, -wal and manifest of each kept set
 
 
+def test_two_backups_of_different_content_in_the_same_second_are_both_kept(store, monkeypatch):
+    monkeypatch.setattr(forensics.time, "strftime", lambda fmt, t=None: "20260101T000000Z")
+    taken = {}
+    for version in ("first", "second"):
+        Path(f"{store}-wal").write_bytes(f"{version} wal".encode())
+        taken[version] = forensics.take(store, free_space=lambda d: (BIG_DISK, BIG_DISK))
+
+    assert taken["first"].name != taken["second"].name
+    assert [p.name for p in forensics.list_sets(store)] == [taken["first"].name, taken["second"].name]
+    for version, backup in taken.items():
+        assert Path(f"{backup.main}-wal").read_bytes() == f"{version} wal".encode()
+        assert corpus.digest(Path(f"{backup.main}-wal")) == backup.files["-wal"]
+
+
 def test_a_backup_that_fails_half_way_leaves_nothing_behind(store, monkeypatch):
     Path(f"{store}-wal").write_bytes(b"wal bytes")
     real_replace = os.replace

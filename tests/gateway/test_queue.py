@@ -10,7 +10,7 @@ from sessiondb import keys, open_store
 from sessiondb.gateway import Gateway
 from sessiondb.gateway.queue import SPOOL_ANCHOR
 from sessiondb.home import profile_dir
-from sessiondb.model import prepare_messages
+from sessiondb.inputs import prepare_messages
 from sessiondb.store import spool
 
 from .conftest import all_texts, make_profile

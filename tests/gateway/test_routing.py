@@ -175,6 +175,17 @@ def test_internal_turns_are_marked_and_reach_a_model_as_plain_user_turns(home, g
         assert store.resume(session_id) == [{"role": "user", "content": "background job done"}]
 
 
+def test_a_resumed_conversation_appended_through_the_gateway_is_stored_once(home, gateway):
+    key = keys.build("main", "telegram", "dm", "12")
+    gateway.append(key, [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}])
+    session_id = gateway.session_for(key).id
+    with open_store(home=home) as store:
+        conversation = store.resume(session_id)
+    gateway.append(key, [*conversation, {"role": "user", "content": "and now?"}])
+    with open_store(home=home) as store:
+        assert [m.content for m in store.transcript(session_id)] == ["hi", "hello", "and now?"]
+
+
 def test_bad_input_is_refused_and_never_queued(home, gateway):
     key = keys.build("ghost", "telegram", "dm", "1")
     with pytest.raises(InvalidInput):

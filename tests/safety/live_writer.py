@@ -5,7 +5,8 @@
 Prints `ready <session id>` once the store is open, then for each line `append UID` on
 stdin appends one message and prints one JSON line: {"ok": true} or the refusal's
 {"ok": false, "cause", "spooled_to", "guidance"}. `checkpoint` truncates the WAL;
-`reopen` opens (and closes) a second handle on the store; `search WORDS` prints
+`reopen` opens (and closes) a second handle on the store; `fresh UID` opens a new handle,
+lists its sessions' titles and appends UID in a new session there; `search WORDS` prints
 {"ok": true, "uids": [...]} or the refusal.
 """
 
@@ -40,6 +41,15 @@ for line in sys.stdin:
     elif command == "search":
         try:
             reply = {"ok": True, "uids": [h.uid for h in store.search(arg, limit=100)]}
+        except sessiondb.SessionDBError as exc:
+            reply = {"ok": False, "cause": exc.cause.value, "error": str(exc)}
+    elif command == "fresh":
+        try:
+            with sessiondb.open_store(home=home, profile=profile) as fresh:
+                sessions = fresh.list_sessions(limit=1000).items
+                titles = sorted(s.title or s.id for s in sessions)
+                fresh.append(fresh.create_session("cli").id, {"uid": arg, "role": "user", "content": "new"})
+            reply = {"ok": True, "titles": titles}
         except sessiondb.SessionDBError as exc:
             reply = {"ok": False, "cause": exc.cause.value, "error": str(exc)}
     elif command == "checkpoint":

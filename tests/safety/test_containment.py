@@ -8,11 +8,9 @@ profile's own command, and that nothing was written into the wrong file.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -23,30 +21,8 @@ from sessiondb.store import spool
 from sessiondb.store.sqlite.index.coverage import differences
 from sessiondb.store.sqlite.index.schema import SUFFIX
 
-WRITER = Path(__file__).with_name("live_writer.py")
-PROFILE = "work"
-
-
-class LiveWriter:
-    def __init__(self, home: Path) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, str(WRITER), str(home), PROFILE],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )
-        ready = self.proc.stdout.readline()
-        assert ready.startswith("ready"), ready + self.proc.stderr.read()
-
-    def send(self, command: str) -> dict:
-        self.proc.stdin.write(command + "\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
-        assert line, self.proc.stderr.read()
-        return json.loads(line)
-
-    def close(self) -> None:
-        if not self.proc.stdin.closed:
-            self.proc.stdin.close()
-        self.proc.wait(timeout=30)
+sys.path.insert(0, str(Path(__file__).parent))  # the writer process and helpers the safety tests share
+from writers import PROFILE, LiveWriter, another_store, assert_refused, digest, spooled_uids  # noqa: E402
 
 
 @pytest.fixture
@@ -59,26 +35,6 @@ def live(isolated_home):
 @pytest.fixture
 def db(isolated_home) -> Path:
     return isolated_home / "profiles" / PROFILE / "state.db"
-
-
-def digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else "absent"
-
-
-def another_store(isolated_home) -> Path:
-    with sessiondb.open_store(home=isolated_home, profile="other") as other:
-        other.create_session("cli", title="someone else's store")
-    return isolated_home / "profiles" / "other" / "state.db"
-
-
-def spooled_uids(db: Path) -> list[str]:
-    return [m["uid"] for p in spool.pending(db) for m in spool.read(p)["messages"]]
-
-
-def assert_refused(reply: dict, cause: str) -> None:
-    assert reply["ok"] is False, reply
-    assert reply["cause"] == cause, reply
-    assert f"-p {PROFILE}" in reply["guidance"] or cause == "compression_closed", reply["guidance"]
 
 
 def test_a_store_copied_over_a_live_writer_refuses_the_next_append_and_spools_it(live, db, isolated_home):
@@ -137,7 +93,7 @@ def test_a_refusal_is_sticky_for_every_later_write_of_the_process(live, db):
 def test_spooled_batches_are_replayed_in_order_at_the_next_healthy_open(db, isolated_home):
     with sessiondb.open_store(home=isolated_home, profile=PROFILE) as store:
         sid = store.create_session("gateway").id
-    from sessiondb.model import prepare_messages
+    from sessiondb.inputs import prepare_messages
 
     for i in range(3):
         spool.write(db, sid, prepare_messages({"uid": f"kept-{i}", "role": "user", "content": str(i)}), "replaced")
@@ -149,7 +105,7 @@ def test_spooled_batches_are_replayed_in_order_at_the_next_healthy_open(db, isol
 
 
 def test_a_spooled_batch_that_cannot_be_replayed_keeps_its_file(db, isolated_home):
-    from sessiondb.model import prepare_messages
+    from sessiondb.inputs import prepare_messages
 
     with sessiondb.open_store(home=isolated_home, profile=PROFILE) as store:
         kept = spool.write(db, "no-such-session", prepare_messages({"role": "user", "content": "x"}), "replaced")
@@ -159,7 +115,7 @@ def test_a_spooled_batch_that_cannot_be_replayed_keeps_its_file(db, isolated_hom
 
 
 def test_spool_files_are_private(db, isolated_home):
-    from sessiondb.model import prepare_messages
+    from sessiondb.inputs import prepare_messages
 
     kept = spool.write(db, "s", prepare_messages({"role": "user", "content": "x"}), "corrupt")
     assert oct(kept.stat().st_mode & 0o777) == "0o600"

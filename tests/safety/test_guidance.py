@@ -7,7 +7,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from sessiondb.errors import Cause, StoreBusy, classify
+from sessiondb.errors import Cause, NotFound, StoreBusy, classify
 from sessiondb.guidance import explain, for_error
 
 DEFAULT_HOME = Path.home() / ".sessiondb"
@@ -24,7 +24,8 @@ STORES = [
 def test_the_cause_names_are_exactly_the_documented_ones():
     assert [c.value for c in Cause] == [
         "locked", "disk_full", "read_only", "corrupt", "fts_index", "replaced", "deleted_wal",
-        "compression_busy", "compression_closed", "unknown",
+        "compression_busy", "compression_closed", "unreachable", "auth_failed", "server_disk_full",
+        "standby", "statement_timeout", "unknown",
     ]
 
 
@@ -65,7 +66,7 @@ def test_index_scoped_corruption_is_the_index_not_the_database():
     vtab = apsw.CorruptError("database disk image is malformed")
     vtab.extendedresult = 267  # SQLITE_CORRUPT_VTAB
     assert classify(vtab) is Cause.FTS_INDEX
-    assert classify(Exception("fts5: corruption found reading blocks")) is Cause.FTS_INDEX
+    assert classify(Exception('fts5: corruption found reading blob 137 from table "messages_fts"')) is Cause.FTS_INDEX
     bare = apsw.CorruptError("database disk image is malformed")
     bare.extendedresult = 11
     assert classify(bare) is Cause.CORRUPT
@@ -90,3 +91,7 @@ def test_errors_outside_the_table_keep_their_own_message():
 
     advice = for_error(NotFound("no session 'x' in this store"), db_path=Path("/h/state.db"), profile=None)
     assert advice.message == "no session 'x' in this store" and advice.http_status == 404
+
+
+def test_a_caller_error_quoting_alarming_words_keeps_its_own_cause():
+    assert classify(NotFound("no session 'readonly database disk is full'")) is Cause.UNKNOWN

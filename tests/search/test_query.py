@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st
 
-from sessiondb.query import MAX_TERMS, Term, has_cjk, parse
-from sessiondb.store.sqlite.search import fts_string, like_pattern
+from sessiondb.query import MAX_TERMS, Term, has_cjk, like_pattern, parse
+from sessiondb.store.sqlite.search import fts_string
 
 
 def words(query):

@@ -177,10 +177,17 @@ def test_rows_of_a_session_that_does_not_exist_are_reported(path, table, row):
 def test_damage_to_the_file_itself_is_reported_and_the_rows_left_to_the_doctor(path):
     with sessiondb.open_store(path) as store:
         store.create_session("cli", session_key="k")
-    # The key index now says it is over another column than it holds: the rows are intact,
-    # the file is not.
+    # A session written while the key index said it was over another column, then the
+    # schema put back: the index holds an entry its table does not match. The rows are
+    # intact and the schema is as the migrations made it (so the store opens, S-29); the
+    # file is not.
+    over_source = "UPDATE sqlite_schema SET sql = replace(sql, 'sessions(session_key)', 'sessions(source)') " \
+                  "WHERE name = 'sessions_key'"
+    corrupt(path, "PRAGMA writable_schema = ON", over_source)
+    corrupt(path, "INSERT INTO sessions(id, source, session_key, started_at, metadata) "
+                  "VALUES ('late', 'cli', 'k2', 0, '{}')")
     corrupt(path, "PRAGMA writable_schema = ON",
-            "UPDATE sqlite_schema SET sql = replace(sql, 'sessions(session_key)', 'sessions(source)') "
+            "UPDATE sqlite_schema SET sql = replace(sql, 'sessions(source)', 'sessions(session_key)') "
             "WHERE name = 'sessions_key'")
     with sessiondb.open_store(path) as store:
         report = store.verify()

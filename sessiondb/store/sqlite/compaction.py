@@ -26,13 +26,13 @@ its parent's.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Callable, Sequence
 
 import apsw
 
 from ...errors import InvalidInput, MessageConflict
-from ...model import COMPRESSION, MAX_TITLE_LENGTH, Lease, MessageState, NewMessage, Session, new_session_id
+from ...model import COMPRESSION, Lease, MessageState, Session
+from ...inputs import NewMessage, new_session_id, continuation_titles
 from . import leases, lineage, messages, sessions
 
 
@@ -168,18 +168,11 @@ def _rotate(conn: apsw.Connection, parent_id: str, now: float) -> str:
     return child_id
 
 
-_NUMBERED = re.compile(r"^(.*) #(\d+)$")
-
-
 def _next_title(conn: apsw.Connection, title: str | None) -> str | None:
     """'Trip' -> 'Trip #2' -> 'Trip #3': a free title for a continuation, or None."""
     if title is None:
         return None
-    match = _NUMBERED.match(title)
-    base, number = (match.group(1), int(match.group(2))) if match else (title, 1)
-    for n in range(number + 1, number + 100):
-        suffix = f" #{n}"
-        candidate = base[: MAX_TITLE_LENGTH - len(suffix)].rstrip() + suffix
+    for candidate in continuation_titles(title):
         if not conn.execute("SELECT 1 FROM sessions WHERE title = ?", (candidate,)).fetchone():
             return candidate
     return None

@@ -28,6 +28,7 @@ from ...errors import InvalidInput, UnsupportedSQLite
 MIN_SQLITE = (3, 51, 3)
 DURABILITY = {"full": "FULL", "normal": "NORMAL"}
 DEFAULT_PATIENCE = 30.0  # seconds a caller may wait for another process's lock
+WAL_SIZE_LIMIT = 16 * 1024 * 1024  # bytes a WAL keeps once reset after a checkpoint
 
 NETWORK_FILESYSTEMS = frozenset(
     {"nfs", "nfs4", "cifs", "smb", "smb2", "smb3", "smbfs", "9p", "virtiofs", "afs", "ceph",
@@ -110,12 +111,20 @@ def busy_handler(patience: float, sleep: Callable[[float], None] = time.sleep) -
     return handler
 
 
-def connect(path: Path, *, patience: float, vfs: str | None = None) -> apsw.Connection:
-    """Open a connection with the settings every sessiondb connection shares."""
+def connect(path: Path, *, patience: float, vfs: str | None = None, immutable: bool = False) -> apsw.Connection:
+    """Open a connection with the settings every sessiondb connection shares.
+
+    `immutable` reads the main file alone, read-only, with no locks, WAL or -shm: only for
+    a file that nothing is writing (the full-disk fallback, registry.py).
+    """
     # URI: so a connection can ATTACH the search index (or the store) through a VFS by name.
     flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE | apsw.SQLITE_OPEN_NOFOLLOW | apsw.SQLITE_OPEN_URI
+    name = str(path)
+    if immutable:
+        flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI | apsw.SQLITE_OPEN_NOFOLLOW
+        name = f"file:{file_uri_path(path)}?immutable=1"
     options = {"vfs": vfs} if vfs else {}
-    conn = apsw.Connection(str(path), flags=flags, statementcachesize=256, **options)
+    conn = apsw.Connection(name, flags=flags, statementcachesize=256, **options)
     try:
         conn.set_busy_handler(busy_handler(patience))
         # None of these returns a row, so one string runs them all (APSW runs a statement
@@ -127,6 +136,11 @@ def connect(path: Path, *, patience: float, vfs: str | None = None) -> apsw.Conn
     return conn
 
 
+def file_uri_path(path: Path) -> str:
+    """`path` escaped for an SQLite `file:` URI."""
+    return str(path).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+
+
 def configure_writer(conn: apsw.Connection, path: Path, durability: str) -> str:
     """Set the journal mode and durability of the writing connection; returns the mode."""
     current = conn.execute("PRAGMA journal_mode").fetchone()[0].lower()
@@ -135,6 +149,9 @@ def configure_writer(conn: apsw.Connection, path: Path, durability: str) -> str:
     else:
         mode = _set_journal_mode(conn, "wal")
     set_durability(conn, durability)
+    # When the WAL is reset after a checkpoint it is truncated to this, so space freed
+    # after a full disk (or a long reader) is not held by a WAL that once grew.
+    conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
     return mode
 
 

@@ -26,15 +26,23 @@ _BY_CLASS: tuple[tuple[type[BaseException], type[errors.SessionDBError], str], .
 )
 
 
+# An extended code that names a full disk outranks its class (IOError): the -shm could
+# not grow, which fails even a read.
+_SHM_FULL = (errors.DiskFull, "the disk is full: even the shared-memory file beside the store cannot grow; "
+                             "free space, then retry")
+
+
 def convert(exc: BaseException) -> BaseException:
     """The sessiondb error for `exc`; non-APSW exceptions are returned unchanged."""
     if not isinstance(exc, apsw.Error):
         return exc
-    for apsw_class, ours, advice in _BY_CLASS:
-        if isinstance(exc, apsw_class):
-            error = ours(f"{advice} ({exc})")
-            break
-    else:
-        error = errors.StorageError(f"the storage layer failed: {exc}")
+    kind = _kind_of(exc)
+    error = kind[0](f"{kind[1]} ({exc})") if kind else errors.StorageError(f"the storage layer failed: {exc}")
     error.__cause__ = exc
     return error
+
+
+def _kind_of(exc: apsw.Error) -> tuple[type[errors.SessionDBError], str] | None:
+    if isinstance(exc, apsw.IOError) and errors.classify(exc) is errors.Cause.DISK_FULL:
+        return _SHM_FULL
+    return next(((ours, advice) for apsw_class, ours, advice in _BY_CLASS if isinstance(exc, apsw_class)), None)

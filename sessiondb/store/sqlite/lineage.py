@@ -3,13 +3,15 @@
 A session rotated by a compaction ends with reason 'compression' and is continued by a
 child whose `parent_relation` is 'compression'. Those children form one conversation:
 `tip` follows them across any number of hops (bounded), preferring a continuation that
-is still live; a late write to a rotated session lands on that tip (S-05); and a uid
+is still live; a late write to a rotated session lands on that tip, and is refused when
+the tip has ended (S-05); and a uid
 stored anywhere in the chain is stored once: appending it again to a descendant returns
 the stored row instead of writing a copy (S-01 across rotations). Branches, resets and
 delegations are other relations and are never followed.
 
-Also here: rewind/restore (marking messages `rewound` and back), branch (a new session
-from a copy of another's messages), and resume (the model-ready conversation of the tip).
+Also here: flags that apply to the whole conversation (S-41), rewind/restore (marking
+messages `rewound` and back), branch (a new session from a copy of another's messages), and
+resume (the model-ready conversation of the tip).
 """
 
 from __future__ import annotations
@@ -20,9 +22,9 @@ from typing import Any, Sequence
 import apsw
 
 from ...errors import CompressionClosed, MessageConflict, NotFound, SessionTooLarge, StorageError
-from ...model import (
-    ACTIVITY_ROLES, BRANCH, COMPRESSION, INTERNAL_NOTIFICATION, Message, NewMessage, Session,
-)
+from ...model import ACTIVITY_ROLES, BRANCH, COMPRESSION, INTERNAL_NOTIFICATION, Message, Session
+from ...inputs import NewMessage
+from ..commands import SetFlags
 from . import messages, sessions
 
 #: Sessions a lineage walk visits at most (a guard against runaway chains).
@@ -76,12 +78,11 @@ def ancestors(conn: apsw.Connection, session_id: str) -> list[str]:
 
 
 def resolve(conn: apsw.Connection, session_id: str) -> tuple[list[str], bool]:
-    """The path from `session_id` down to its tip, and whether the tip is open for writes.
+    """The path from `session_id` down to its tip, and whether the tip is live (not ended).
 
     The tip is a session of the compression subtree with no compression child. Among
     several (a reopened, re-rotated parent), a live one (not ended) wins, then one ended
     for another reason, then one closed by compression (a dead end); then the newest.
-    Open means not closed by compression.
     """
     _head(conn, session_id)
     came_from: dict[str, str | None] = {session_id: None}
@@ -104,16 +105,15 @@ def resolve(conn: apsw.Connection, session_id: str) -> tuple[list[str], bool]:
                 end_reason, ended_at, started_at = conn.execute(
                     "SELECT end_reason, ended_at, started_at FROM sessions WHERE id = ?", (sid,)
                 ).fetchone()
-                closed = end_reason == COMPRESSION
-                rank = 0 if ended_at is None else (2 if closed else 1)
-                leaves.append(((-rank, started_at, sid), sid, not closed))
+                rank = 0 if ended_at is None else (2 if end_reason == COMPRESSION else 1)
+                leaves.append(((-rank, started_at, sid), sid, ended_at is None))
         frontier = next_frontier
-    _, tip, is_open = max(leaves)
+    _, tip, is_live = max(leaves)
     path = [tip]
     while came_from[path[-1]] is not None:
         path.append(came_from[path[-1]])
     path.reverse()
-    return path, is_open
+    return path, is_live
 
 
 def tip(conn: apsw.Connection, session_id: str) -> Session:
@@ -129,18 +129,55 @@ def lineage(conn: apsw.Connection, session_id: str) -> list[Session]:
 
 
 def writable(conn: apsw.Connection, session_id: str) -> str:
-    """The session a write addressed to `session_id` lands on: itself, or its live tip."""
+    """The session a write addressed to `session_id` lands on: itself, or its live tip.
+
+    A rotated session whose continuation has ended, for any reason, takes no late write:
+    it would land where nobody reads it (S-05 fails closed).
+    """
     end_reason = _head(conn, session_id)[0]
     if end_reason != COMPRESSION:
         return session_id
-    path, is_open = resolve(conn, session_id)
-    if not is_open:
+    path, is_live = resolve(conn, session_id)
+    if not is_live:
+        tip_reason = _head(conn, path[-1])[0]
+        ended = ("no live session continues it" if tip_reason == COMPRESSION else
+                 f"the session continuing it, {path[-1]}, has since ended (reason {tip_reason!r})")
         raise CompressionClosed(
             f"session {session_id} was closed when a compaction rotated it into a new session, and "
-            "no live session continues it. Nothing was written: refresh the session (reload it, "
-            "or start a new one) and write there"
+            f"{ended}. Nothing was written: refresh the session (reload it, or start a new one) and "
+            "write there"
         )
     return path[-1]
+
+
+def conversation(conn: apsw.Connection, session_id: str) -> list[str]:
+    """Every session of the compression tree `session_id` belongs to: its root and all the
+    root's compression descendants (bounded), root first."""
+    up = ancestors(conn, session_id)
+    root = up[-1] if up else session_id
+    rows = conn.execute(
+        """
+        WITH RECURSIVE down(id, depth) AS (
+            SELECT ?1, 0
+            UNION
+            SELECT s.id, down.depth + 1 FROM down
+            JOIN sessions AS s ON s.parent_session_id = down.id AND s.parent_relation = ?2
+            WHERE down.depth < ?3
+        )
+        SELECT id FROM down GROUP BY id ORDER BY min(depth)
+        """,
+        (root, COMPRESSION, MAX_HOPS),
+    ).fetchall()
+    return [sid for (sid,) in rows]
+
+
+def set_flags(conn: apsw.Connection, session_id: str, change: SetFlags) -> Session:
+    """Pin, archive and hide apply to the whole conversation (S-41): every session of its
+    compression tree, in this one write, so a listing never shows the ancestors of a
+    hidden tip. Not user activity."""
+    for sid in conversation(conn, session_id):
+        sessions.change(conn, sid, change)
+    return sessions.get(conn, session_id)
 
 
 # --- appends that follow the chain ---------------------------------------------------------

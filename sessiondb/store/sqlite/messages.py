@@ -12,7 +12,8 @@ from typing import Any, Sequence
 import apsw
 
 from ...errors import MessageConflict, NotFound
-from ...model import ACTIVITY_ROLES, INTERNAL_NOTIFICATION, Message, MessageState, NewMessage
+from ...model import ACTIVITY_ROLES, INTERNAL_NOTIFICATION, Message, MessageState
+from ...inputs import NewMessage
 from . import sessions
 
 COLUMNS = (

@@ -23,8 +23,14 @@ from typing import Callable, Iterator, TypeVar
 import apsw
 
 from ... import home as homes
-from .safety.containment import Containment, no_checkpoint_on_close, refuse_if_damaged
+from ...errors import Cause, DiskFull
+from .safety.holders import holders
+from .safety.containment import (
+    Containment, damaged_error, forget_replaced, no_checkpoint_on_close, refuse_if_damaged,
+)
 from .safety.probe import startup_probe, unclean_shutdown
+from .safety.schema import refuse_damaged_schema
+from .safety.walowner import set_aside_foreign_wal
 from .connect import configure_reader, configure_writer, connect, set_durability
 from .errors import convert
 from .index import schema as index_schema
@@ -52,12 +58,22 @@ class SharedFile:
         self._all_readers: list[apsw.Connection] = []
         self.journal_mode = ""
         self.containment = Containment(path)
-        self.writer = Writer(
-            lambda: self._open_writer(durability),
-            name=f"sessiondb-writer:{path}",
-            before_group=self.containment.before_group,
-            on_error=self.containment.on_error,
-        )
+        self.retired = False  # replaced underneath and closed: every handle left on it is refused
+        self.full: DiskFull | None = None  # opened for reading only, the disk being full
+        try:
+            self.writer: Writer | FullDisk = Writer(
+                lambda: self._open_writer(durability),
+                name=f"sessiondb-writer:{path}",
+                before_group=self.containment.before_group,
+                on_error=self.containment.on_error,
+            )
+        except DiskFull as full:
+            if not readable_from_the_main_file(path):
+                raise
+            # Reads need no room: the main file alone holds a cleanly closed store, read
+            # without the -shm that could not grow. Writes are refused with the same cause.
+            self.full = full
+            self.writer = FullDisk(full)
         # The search index, off the acknowledgement path (invariant 9): its own file and
         # thread; readers attach it (at the indexer's generation) when they search.
         self.indexer = Indexer(path, patience=patience, vfs=vfs)
@@ -80,10 +96,14 @@ class SharedFile:
         homes.ensure_private_dir(self.path.parent)
         conn = None
         try:
+            # Before SQLite sees the files: a WAL written for a file since replaced is set
+            # aside, never read over the main file that replaced it (S-13).
+            set_aside_foreign_wal(self.path)
             unclean = unclean_shutdown(self.path)  # a WAL left behind that nobody holds
             conn = connect(self.path, patience=self._patience, vfs=self._vfs)
             # Refuse a file that is not ours before changing anything about it.
             check_ownership(conn)
+            refuse_damaged_schema(conn, self.path)  # what the doctor would report, open refuses
             if unclean:
                 startup_probe(conn, self.path)  # structural damage stops us before any write
             # Tighten the file before the first write creates the WAL, which SQLite gives
@@ -125,7 +145,7 @@ class SharedFile:
 
     def _apply_if_changed(self, before: str) -> None:
         after = self._effective()
-        if after != before:
+        if after != before and self.full is None:
             self.writer.run(lambda conn: set_durability(conn, after), in_transaction=False)
 
     # --- reads -------------------------------------------------------------------------
@@ -138,7 +158,7 @@ class SharedFile:
             try:
                 conn = self._idle.get_nowait()
             except queue.Empty:
-                conn = connect(self.path, patience=self._patience, vfs=self._vfs)
+                conn = connect(self.path, patience=self._patience, vfs=self._vfs, immutable=self.full is not None)
                 configure_reader(conn)
                 with self._readers_lock:
                     self._all_readers.append(conn)
@@ -162,6 +182,17 @@ class SharedFile:
                     conn.execute("COMMIT")
         except apsw.Error as exc:
             raise convert(exc) from None
+
+    def retire(self) -> None:
+        """Stop serving a file found replaced, so that the file now at its path can be
+        opened: the connections close without a checkpoint (they hold the replaced file's
+        WAL and shared memory, which a new connection in this process would share)."""
+        self.retired = True
+        self.close()
+
+    def refuse_if_retired(self) -> None:
+        if self.retired:
+            raise damaged_error(self.path, self.containment.finding)
 
     def examine(self, work: Callable[[apsw.Connection, int], T]) -> T:
         """Like search, but the index is only caught up if it can be (a full disk cannot
@@ -246,6 +277,34 @@ def _detach_index(conn: apsw.Connection) -> None:
         pass
 
 
+class FullDisk:
+    """The writer of a file opened on a full disk: every write is refused as disk_full.
+    The handle reads; once space is freed, a store opened after every handle on the file
+    closed writes again."""
+
+    def __init__(self, full: DiskFull) -> None:
+        self._full = full
+
+    def run(self, work: Callable[[apsw.Connection], T], *, in_transaction: bool = True) -> T:
+        raise DiskFull(f"{self._full} The store was opened for reading only; close every handle on it once "
+                       "space is freed, then open it again to write.")
+
+    def stop(self) -> None:
+        pass
+
+
+def readable_from_the_main_file(path: Path) -> bool:
+    """Whether the main file alone holds the whole store: no WAL or journal content (a
+    clean close checkpointed everything) and no other process that could be writing."""
+    for suffix in ("-wal", "-journal"):
+        try:
+            if os.stat(f"{path}{suffix}").st_size:
+                return False
+        except FileNotFoundError:
+            continue
+    return path.exists() and not holders(path)
+
+
 _lock = threading.Lock()
 _files: dict[tuple[int, int], SharedFile] = {}
 _opening: dict[Path, threading.Lock] = {}
@@ -259,6 +318,7 @@ def acquire(path: Path, *, durability: str, patience: float, vfs: str | None = N
     # Opening a new file can wait on other processes (migrations take the write lock):
     # serialise per path only, so a slow store does not hold up opening the others.
     with path_lock:
+        _retire_replaced(path)
         refuse_if_damaged(path)
         with _lock:
             shared = _existing(path)
@@ -281,6 +341,20 @@ def acquire(path: Path, *, durability: str, patience: float, vfs: str | None = N
         with _lock:
             shared.hold(durability)
         return shared
+
+
+def _retire_replaced(path: Path) -> None:
+    """Retire the files open at `path` that were found replaced (S-13): their handles stay
+    refused while a new handle opens the generation now at the path."""
+    with _lock:
+        stale = [f for f in _files.values() if f.path == path and f.containment.finding is not None
+                 and f.containment.finding.cause is Cause.REPLACED]
+        for shared in stale:
+            del _files[shared.key]
+    for shared in stale:
+        shared.retire()
+    if stale:
+        forget_replaced(path)
 
 
 def release(shared: SharedFile, durability: str) -> None:

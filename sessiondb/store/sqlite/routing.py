@@ -20,7 +20,6 @@ runs them on the store that owns the key. `RoutingTable` is this backend's
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
 from functools import partial
 from collections.abc import Mapping
 from typing import Any, Callable, TypeVar
@@ -28,28 +27,13 @@ from typing import Any, Callable, TypeVar
 import apsw
 
 from ...errors import InvalidInput
-from ...model import Session
+from ...model import Route, Session
 from . import sessions
 
 T = TypeVar("T")
 
 STATES = ("idle", "running", "resume_pending", "ended")
 _FIELDS = ("session_id", "profile", "state", "turn_started_at", "updated_at")
-
-
-@dataclass(frozen=True)
-class Route:
-    """A routing entry as stored: the contract's RouteEntry."""
-
-    key: str
-    session_id: str
-    profile: str
-    state: str
-    turn_started_at: float | None
-    updated_at: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _route(row: tuple[Any, ...] | None) -> Route | None:

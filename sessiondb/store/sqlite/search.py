@@ -42,17 +42,16 @@ from typing import Any
 import apsw
 
 from ...model import SearchHit
-from ...query import Query, Term, cjk_runs
+from ...query import (
+    ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, LIKE_SNIPPET_CONTEXT, Query, Term, cjk_runs, like_pattern, like_snippet,
+)
 from .index.schema import CJK, TOOL_TEXT_LIMIT, WORDS, text_sql
 from .index.snippets import snippets
 
 __all__ = ["TOOL_TEXT_LIMIT", "search"]
 
 TRIGRAM = 3
-HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE = "<mark>", "</mark>"
-ELLIPSIS = "…"
 SNIPPET_TOKENS = {WORDS: 16, CJK: 40}
-LIKE_SNIPPET_CONTEXT = 60  # characters either side of a LIKE match
 RANK_WINDOW = 5000  # hits are the best-ranked of at most this many newest matches
 
 
@@ -70,12 +69,6 @@ def _fts_term(term: Term) -> str:
 
 def _fts_group(group: tuple[Term, ...]) -> str:
     return "(" + " OR ".join(_fts_term(t) for t in group) + ")"
-
-
-def like_pattern(text: str) -> str:
-    """A LIKE pattern matching `text` anywhere, with `\\`, `%` and `_` escaped (ESCAPE '\\')."""
-    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
 
 
 def _through_trigrams(term: Term) -> bool:
@@ -223,36 +216,3 @@ def _hit(row: tuple[Any, ...], snippet: str, score: float) -> SearchHit:
         session_id=sid, message_id=mid, uid=uid, role=role, timestamp=timestamp,
         snippet=snippet, score=score + 0.0, state=state, session_title=title, session_source=source,
     )
-
-
-def like_snippet(text: str, needles: list[str]) -> str:
-    """A snippet around the first needle found in `text`, every occurrence highlighted."""
-    folded = _fold(text)
-    found = [(folded.find(_fold(n)), n) for n in needles if n]
-    found = [(at, n) for at, n in found if at >= 0]
-    if not found:
-        return text[: 2 * LIKE_SNIPPET_CONTEXT]
-    at, needle = min(found)
-    start = max(0, at - LIKE_SNIPPET_CONTEXT)
-    end = min(len(text), at + len(needle) + LIKE_SNIPPET_CONTEXT)
-    window, window_folded = text[start:end], folded[start:end]
-    marks: list[tuple[int, int]] = []
-    for n in needles:
-        n_folded, pos = _fold(n), 0
-        while n_folded and (pos := window_folded.find(n_folded, pos)) >= 0:
-            marks.append((pos, pos + len(n_folded)))
-            pos += len(n_folded)
-    out, cursor = [], 0
-    for begin, finish in sorted(marks):
-        if begin < cursor:
-            continue
-        out += [window[cursor:begin], HIGHLIGHT_OPEN, window[begin:finish], HIGHLIGHT_CLOSE]
-        cursor = finish
-    out.append(window[cursor:])
-    return (ELLIPSIS if start else "") + "".join(out) + (ELLIPSIS if end < len(text) else "")
-
-
-def _fold(text: str) -> str:
-    """Lower-cased, when that keeps every character's position (so offsets still match)."""
-    lowered = text.lower()
-    return lowered if len(lowered) == len(text) else text

@@ -1,4 +1,4 @@
-"""Session rows: create, read, list with a cursor, change (end, reopen, title, flags, metadata), delete.
+"""Session rows: create, read, change (end, reopen, title, flags, metadata), delete (listing: store/listing.py).
 
 Functions take the connection they run on: the store runs writes on its writer thread
 (inside the group-commit transaction) and reads on a pooled read connection.
@@ -6,14 +6,14 @@ Functions take the connection they run on: the store runs writes on its writer t
 
 from __future__ import annotations
 
-import base64
 import json
 from typing import Any
 
 import apsw
 
-from ...errors import InvalidInput, NotFound, SessionExists, TitleConflict
-from ...model import Page, Session
+from ...errors import NotFound, SessionExists, TitleConflict
+from ...model import Session
+from ...inputs import patched_metadata
 from ..commands import EndSession, PatchMetadata, ReopenSession, SessionChange, SetFlags, SetTitle
 
 COLUMNS = (
@@ -57,66 +57,6 @@ def require(conn: apsw.Connection, session_id: str) -> None:
         raise NotFound(f"no session {session_id!r} in this store")
 
 
-def list_page(
-    conn: apsw.Connection,
-    *,
-    source: str | None,
-    include_archived: bool,
-    include_hidden: bool,
-    pinned: bool | None,
-    since: float | None,
-    until: float | None,
-    limit: int,
-    cursor: str | None,
-) -> Page:
-    """Sessions, most recently active first, `limit` at a time."""
-    where, params = [], []
-    if source is not None:
-        where.append("source = ?")
-        params.append(source)
-    if not include_archived:
-        where.append("archived = 0")
-    if not include_hidden:
-        where.append("hidden = 0")
-    if pinned is not None:
-        where.append("pinned = ?")
-        params.append(int(pinned))
-    if since is not None:
-        where.append("coalesce(last_activity_at, started_at) >= ?")
-        params.append(since)
-    if until is not None:
-        where.append("coalesce(last_activity_at, started_at) < ?")
-        params.append(until)
-    if cursor is not None:
-        active, sid = _decode_cursor(cursor)
-        where.append("(coalesce(last_activity_at, started_at), id) < (?, ?)")
-        params += [active, sid]
-    sql = f"SELECT {COLUMNS} FROM sessions"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    sql += " ORDER BY coalesce(last_activity_at, started_at) DESC, id DESC LIMIT ?"
-    rows = [from_row(r) for r in conn.execute(sql, (*params, limit + 1))]
-    more = len(rows) > limit
-    rows = rows[:limit]
-    next_cursor = _encode_cursor(rows[-1]) if more else None
-    return Page(rows, next_cursor)
-
-
-def _encode_cursor(last: Session) -> str:
-    position = [last.last_activity_at if last.last_activity_at is not None else last.started_at, last.id]
-    return base64.urlsafe_b64encode(json.dumps(position).encode()).decode()
-
-
-def _decode_cursor(cursor: str) -> tuple[float, str]:
-    try:
-        active, sid = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-        if isinstance(active, (int, float)) and isinstance(sid, str):
-            return float(active), sid
-    except (ValueError, TypeError):
-        pass
-    raise InvalidInput("the listing cursor is not one this store handed out; start the listing again")
-
-
 def change(conn: apsw.Connection, session_id: str, change: SessionChange) -> Session:
     """Apply one change to the session's row and return the row as it now is."""
     require(conn, session_id)
@@ -133,15 +73,9 @@ def change(conn: apsw.Connection, session_id: str, change: SessionChange) -> Ses
             # Column names come from a fixed set checked by the store, never from user text.
             assignments = ", ".join(f"{name} = ?" for name in flags)
             conn.execute(f"UPDATE sessions SET {assignments} WHERE id = ?", (*map(int, flags.values()), session_id))
-        case PatchMetadata(patch=patch):  # a None value removes the key; not user activity
-            current = get(conn, session_id).metadata
-            for key, value in patch.items():
-                if value is None:
-                    current.pop(key, None)
-                else:
-                    current[key] = value
+        case PatchMetadata(patch=patch):  # not user activity
             conn.execute("UPDATE sessions SET metadata = ? WHERE id = ?",
-                         (json.dumps(current, sort_keys=True, ensure_ascii=False), session_id))
+                         (patched_metadata(get(conn, session_id).metadata, patch), session_id))
     return get(conn, session_id)
 
 

@@ -23,10 +23,12 @@ from ...model import (
     VerifyReport,
 )
 from .. import commands as cmd
+from .. import listing
 from . import catalog, compaction, leases, lineage, maintenance, messages, registry, routing as routing_rows
 from . import search, sessions, transfer, turns, usage, verify
 from .connect import DEFAULT_PATIENCE, check_durability, check_sqlite_version
 from .errors import convert
+from .safety import copies
 
 T = TypeVar("T")
 
@@ -53,6 +55,11 @@ class SQLiteBackend:
         self._profile = profile
         self._closed = threading.Event()
         self._file = registry.acquire(path, durability=durability, patience=float(patience), vfs=vfs)
+
+    @property
+    def generation(self) -> str | None:
+        """The generation stamp of the file this handle opened (see Backend)."""
+        return self._file.containment.generation
 
     @property
     def journal_mode(self) -> str:
@@ -83,6 +90,7 @@ class SQLiteBackend:
     def _check_open(self) -> None:
         if self._closed.is_set():
             raise StoreClosed("this store handle is closed; open the store again")
+        self._file.refuse_if_retired()
 
     # --- sessions ----------------------------------------------------------------------
 
@@ -93,9 +101,13 @@ class SQLiteBackend:
         return self._read(partial(sessions.get, session_id=session_id))
 
     def list_sessions(self, query: cmd.ListSessions) -> Page:
-        return self._read(partial(sessions.list_page, **asdict(query)))
+        text, params = listing.sql(query, sessions.COLUMNS, "?")
+        return self._read(lambda conn: listing.page([sessions.from_row(r) for r in conn.execute(text, params)],
+                                                    query.limit))
 
     def change_session(self, session_id: str, change: cmd.SessionChange) -> Session:
+        if isinstance(change, cmd.SetFlags):
+            return self._write(partial(lineage.set_flags, session_id=session_id, change=change))
         return self._write(partial(sessions.change, session_id=session_id, change=change))
 
     def delete_session(self, session_id: str) -> None:
@@ -222,7 +234,9 @@ class SQLiteBackend:
             raise InvalidInput("the backup must go to a new file, not the store itself")
         self._check_open()
         with self._file.reader() as conn:
-            return maintenance.backup(conn, destination)
+            size = maintenance.backup(conn, destination)
+        copies.remember(self.path, destination, size)  # the doctor names it as a restore step
+        return size
 
     def optimize(self, *, force: bool, dry_run: bool) -> MaintenanceReport:
         """Bring the search index up to date and merge its segments (rebuilt from nothing if

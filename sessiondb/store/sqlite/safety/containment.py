@@ -5,7 +5,9 @@ transaction and told of every failure. The first sign of damage (a replaced file
 deleted WAL, structural corruption on a write) is sticky for that file in this process:
 every later write fails fast with the same cause, no handle in the process opens the
 path again, and closing skips the checkpoint, so a damaged file is never made worse by
-the process that noticed it.
+the process that noticed it. A replaced file is the exception to "no handle opens the
+path again": its old handles stay refused, and the file now at the path, another
+generation, is opened afresh by new handles (registry.py retires the old one first).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 import apsw
 
 from ....errors import Cause, StoreDamaged, classify
+from . import walowner
 from .identity import FileGuard, Finding, descriptors_of
 
 # Paths found damaged in this process, with what was found. Never cleared: the remedy is
@@ -28,10 +31,19 @@ def refuse_if_damaged(path: Path) -> None:
     with _lock:
         finding = _damaged.get(path)
     if finding is not None:
-        raise _error(path, finding)
+        raise damaged_error(path, finding)
 
 
-def _error(path: Path, finding: Finding) -> StoreDamaged:
+def forget_replaced(path: Path) -> None:
+    """A file found replaced stops being refused at its path once the handles on it are
+    retired: the path now holds another generation, which new handles open and check on
+    their own (S-13). Other findings stay sticky."""
+    with _lock:
+        if path in _damaged and _damaged[path].cause is Cause.REPLACED:
+            del _damaged[path]
+
+
+def damaged_error(path: Path, finding: Finding) -> StoreDamaged:
     return StoreDamaged(
         f"{finding.detail}; sessiondb stopped writing to {path} in this process ({finding.cause.value}).",
         finding.cause,
@@ -45,6 +57,7 @@ class Containment:
         self.path = path
         self.finding: Finding | None = None
         self._guard: FileGuard | None = None
+        self.generation: str | None = None  # the stamp of the file opened, once attached
         self._db_fds_before = set(descriptors_of(str(path)))
         self._conn: apsw.Connection | None = None
 
@@ -61,6 +74,9 @@ class Containment:
             self.path, db_fd=new_fds[0] if new_fds else None, generation=generation,
             identity_page=page, page_size=page_size, wal=journal_mode == "wal",
         )
+        self.generation = generation
+        if journal_mode == "wal":
+            walowner.record(self.path, generation, page, page_size)
 
     def before_group(self, conn: apsw.Connection) -> None:
         """Raise StoreDamaged if the file is (or has just been found) damaged."""
@@ -71,7 +87,7 @@ class Containment:
             if finding is not None:
                 self._mark(finding)
         if self.finding is not None:
-            raise _error(self.path, self.finding)
+            raise damaged_error(self.path, self.finding)
 
     def close(self) -> None:
         if self._guard is not None:
@@ -84,7 +100,10 @@ class Containment:
 
     def _moved_identity_page(self, conn: apsw.Connection) -> bool:
         page = conn.execute("SELECT rootpage FROM sqlite_schema WHERE name = 'store_identity'").fetchone()
-        return page is not None and self._guard.relocate(page[0])
+        moved = page is not None and self._guard.relocate(page[0])
+        if moved and self._guard.wal:
+            walowner.record(self.path, self.generation, page[0], self._guard.page_size)
+        return moved
 
     def _mark(self, finding: Finding) -> None:
         self.finding = finding

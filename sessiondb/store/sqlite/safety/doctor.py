@@ -14,9 +14,12 @@ Damage classes, worst first:
   messages...) or the freelist is damaged, or a table's schema entry is unreadable.
   Nothing in place can heal it; `recover` rebuilds what is readable into a new file.
 - `schema`: a schema object that the migrations can recreate is damaged: an index,
-  trigger or view whose entry in `sqlite_schema` is garbled or missing, or a b-tree
-  index whose content disagrees with its table. Repair rewrites the entry from the
-  migrations' own (frozen) SQL and rebuilds (REINDEX) the index.
+  trigger or view whose entry in `sqlite_schema` is garbled, missing or duplicated, an
+  object named twice by identical entries, a half-migrated file (a migration's objects
+  all there but its record missing), or a b-tree index whose content disagrees with its
+  table. Repair rewrites the entry from the migrations' own (frozen) SQL and rebuilds
+  (REINDEX) the index, deletes the extra identical entries, or writes the missing record
+  (schema.py).
 - `index`: the full-text search index is damaged: its own file (`<store>-search`) fails
   its integrity check, or, in a store before migration 0006, the in-file FTS5 tables
   (`messages_fts`, `messages_trigram` and their shadow tables) are damaged or marked
@@ -33,10 +36,11 @@ INSERT and needs a writable connection.
 
 from __future__ import annotations
 
-from .examine import QUICK_BUDGET, Report, examine, open_readonly, recover_steps, reference_schema
+from .examine import QUICK_BUDGET, Report, examine, open_readonly, recover_steps
 from .integrity import FTS_TABLES, INDEX, NONE, SCHEMA, SEVERITY, STRUCTURAL, classify_lines
 from .probe import STARTUP_BUDGET, startup_probe, unclean_shutdown
 from .repair import RepairRefused, Replay, repair, repair_connection
+from .schema import reference_schema
 
 __all__ = [
     "FTS_TABLES", "INDEX", "NONE", "QUICK_BUDGET", "SCHEMA", "SEVERITY", "STARTUP_BUDGET", "STRUCTURAL",

@@ -5,28 +5,28 @@ It opens the database read-only with APSW on a private connection, never through
 shared writer registry (which would start a writer, replay the spool and run migrations
 on a file that may be damaged). The only plain file I/O on the database is the ledger's
 head/tail sample, read through a descriptor SQLite already holds when this process has
-one (S-12, see ledger.py). The schema is compared with `reference_schema`: the frozen
-SQL of exactly the migrations the file records.
+one (S-12, see ledger.py). The schema is checked as open checks it (schema.py), so that
+whatever open refuses the doctor reports, with the class its repair acts on.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import apsw
 
 from ... import spool
-from ..connect import filesystem_type
-from ..migrations import MIGRATIONS
+from ..connect import file_uri_path, filesystem_type
 from ..index import schema as index_schema
-from . import forensics, ledger
+from . import copies, forensics, ledger, walowner
 from .holders import holders
 from .identity import SQLITE_MAGIC, descriptors_of
 from .integrity import INDEX, MAX_LINES, NONE, SCHEMA, STRUCTURAL, classify_lines, integrity_lines, worse
+from .schema import schema_findings
 
 QUICK_BUDGET = 10.0  # seconds a non-deep check may take before it stops (partial)
 STALE_KEY = "search_stale"  # store_meta's marker of a damaged in-file index (stores before 0006)
@@ -79,36 +79,12 @@ def open_readonly(db_path: Path, *, writable_schema: bool = False, quiet: bool =
     as immutable: a read-only WAL-mode connection would otherwise leave an empty -wal and a
     -shm behind, which it cannot remove, and examining a store must not change it.
     """
-    uri = f"file:{_uri_path(db_path)}?mode=ro" + ("&immutable=1" if quiet else "")
+    uri = f"file:{file_uri_path(db_path)}?mode=ro" + ("&immutable=1" if quiet else "")
     conn = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
     if writable_schema:
         # Lets a connection read sqlite_schema even when one of its entries cannot be parsed.
         conn.execute("PRAGMA writable_schema=ON")
     return conn
-
-
-def _uri_path(path: Path) -> str:
-    return str(path).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
-
-
-@lru_cache(maxsize=8)
-def reference_schema(applied: frozenset[str]) -> dict[str, tuple[str, str, str | None]]:
-    """name -> (type, tbl_name, sql) of a healthy store with exactly these migrations applied.
-
-    The migrations' SQL is frozen, so this is the schema the release that applied them
-    built; a file at an older version lacks the later objects and is not damaged for it.
-    Names this release does not know (a newer file) add nothing.
-    """
-    conn = apsw.Connection(":memory:")
-    try:
-        with conn:
-            for name, apply in MIGRATIONS:
-                if name in applied:
-                    apply(conn)
-        return {name: (kind, table, sql) for kind, name, table, sql in
-                conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_schema")}
-    finally:
-        conn.close()
 
 
 # --- examination -----------------------------------------------------------------------
@@ -142,11 +118,42 @@ def examine(db_path: Path | str, *, deep: bool = False, command: str = "sessiond
         _check_database(db_path, report, deep=deep, budget=None if deep else budget)
     if report.spool_pending:
         report.problems.append(f"{report.spool_pending} spooled batch(es) wait to be replayed")
+        _report_other_generations(db_path, report)
     if report.retired_wal:
         report.findings.append(f"{len(report.retired_wal)} retired-WAL capture(s) beside the store; keep them "
                                "until the store has been checked")
+        _report_replaced(report)
     advise(report, db_path, command)
     return report
+
+
+def _report_other_generations(db_path: Path, report: Report) -> None:
+    """Spooled batches refused by another generation of the store wait for it (S-13)."""
+    ours = report.identity.get("generation")
+    waiting = 0
+    for path in spool.pending(db_path):
+        try:
+            refused_by = spool.read(path).get("generation")
+        except (OSError, ValueError):
+            continue
+        waiting += bool(refused_by and ours and refused_by != ours)
+    if waiting:
+        report.findings.append(
+            f"{waiting} spooled batch(es) were refused by another generation of this store (a file since "
+            "replaced); they wait until that file is back and are never replayed into this one")
+
+
+def _report_replaced(report: Report) -> None:
+    """What a retired-WAL capture of a replaced file says happened."""
+    for folder in report.retired_wal:
+        try:
+            manifest = json.loads((Path(folder) / "manifest.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(manifest, dict) and manifest.get("cause") == "replaced":
+            report.findings.append(
+                f"the file was replaced while in use: the write-ahead log written for the old file "
+                f"({manifest.get('wal_generation')}) was set aside unreplayed in {folder}")
 
 
 def _check_header(db_path: Path, report: Report) -> None:
@@ -176,12 +183,20 @@ def _check_header(db_path: Path, report: Report) -> None:
 
 
 def _check_database(db_path: Path, report: Report, *, deep: bool, budget: float | None) -> None:
+    foreign = None if report.holders else walowner.foreign_wal(db_path)
+    if foreign is not None:
+        # Never read a WAL over a main file it does not belong to (S-13): examine the main
+        # file alone; the next open sets the WAL aside.
+        report.findings.append(
+            f"the write-ahead log beside the file was written for another file (generation {foreign[0]}, the "
+            f"file is {foreign[1]}): it was left by a file that was replaced, is not part of this store, and "
+            "the next open keeps it aside in a retired-wal folder without replaying it")
     try:
         # An immutable open takes no locks and so bypasses SQLite's sharing of descriptors
         # between connections: its close would drop this process's own locks (S-12). It is
         # used only when nothing, in this process or another, has the file open.
-        quiet = not report.holders and not descriptors_of(str(db_path)) \
-            and not any(os.path.exists(f"{db_path}{s}") for s in ("-wal", "-journal"))
+        quiet = not report.holders and not descriptors_of(str(db_path)) and (foreign is not None or not any(
+            os.path.exists(f"{db_path}{s}") for s in ("-wal", "-journal")))
         conn = open_readonly(db_path, writable_schema=True, quiet=quiet)
     except apsw.Error as exc:
         _damage(report, STRUCTURAL, f"the file cannot be opened as a database ({exc})")
@@ -199,7 +214,7 @@ def _inspect(conn: apsw.Connection, db_path: Path, report: Report, *, deep: bool
     report.page_count = conn.execute("PRAGMA page_count").fetchone()[0]
     report.free_pages = conn.execute("PRAGMA freelist_count").fetchone()[0]
     entries = conn.execute("SELECT type, name, tbl_name, rootpage, sql FROM sqlite_schema").fetchall()
-    schema_broken = _check_schema(conn, entries, report)
+    schema_broken = _check_schema(conn, report)
     names = {row[1]: row for row in entries}
     if "store_identity" in names and "store_identity" not in schema_broken:
         try:
@@ -249,33 +264,16 @@ def _check_search_index(db_path: Path, report: Report, *, deep: bool) -> None:
         _damage(report, INDEX, f"search index file {path.name}: {lines[0]}")
 
 
-def _check_schema(conn: apsw.Connection, entries: list[tuple], report: Report) -> set[str]:
-    """Compare the schema with the migrations' own; the names of broken entries."""
+def _check_schema(conn: apsw.Connection, report: Report) -> set[str]:
+    """The schema check open runs too (schema.py); the names of broken entries."""
     try:
-        applied = frozenset(r[0] for r in conn.execute("SELECT name FROM schema_migrations"))
+        findings = schema_findings(conn)
     except apsw.Error as exc:
         _damage(report, STRUCTURAL, f"the migration record cannot be read ({exc})")
         return set()
-    reference = reference_schema(applied)
-    present = {row[1]: row for row in entries}
-    broken = set()
-    for name, (kind, table, sql) in reference.items():
-        row = present.get(name)
-        if row is None:
-            if kind in ("index", "trigger", "view"):
-                _damage(report, SCHEMA, f"the {kind} {name} is missing from the schema")
-                broken.add(name)
-            else:
-                _damage(report, STRUCTURAL, f"the table {name} is missing from the schema")
-                broken.add(name)
-            continue
-        if row[0] != kind or row[4] != sql:
-            broken.add(name)
-            if kind in ("index", "trigger", "view") and row[0] == kind:
-                _damage(report, SCHEMA, f"the schema entry of the {kind} {name} is garbled")
-            else:
-                _damage(report, STRUCTURAL, f"the schema entry of the {kind} {name} is garbled")
-    return broken
+    for finding in findings:
+        _damage(report, finding.cls, finding.text)
+    return {f.name for f in findings}
 
 
 def _damage(report: Report, cls: str, finding: str) -> None:
@@ -285,11 +283,27 @@ def _damage(report: Report, cls: str, finding: str) -> None:
         report.problems.append(finding)
 
 
+def restore_step(db_path: Path) -> list[str]:
+    """Restoring a copy, when one exists: a `sessiondb backup` copy, else the newest forensic set."""
+    made = copies.existing(db_path)
+    if made:
+        return [f"If the backup {made[0]} (made with `sessiondb backup`) holds what you need, restore it instead "
+                f"of recovering: with every process stopped, move the damaged files aside ({db_path}, -wal, "
+                f"-shm) and copy {made[0]} to {db_path}."]
+    sets = forensics.list_sets(db_path)
+    if sets:
+        return [f"To go back to the state before the last repair, restore the forensic backup {sets[-1]}: with "
+                f"every process stopped, move the damaged files aside and copy it (and its -wal, if any) to "
+                f"{db_path} (and {db_path.name}-wal)."]
+    return []
+
+
 def recover_steps(db_path: Path, command: str) -> list[str]:
     new = db_path.with_name(db_path.name + ".recovered")
     return [
         "Quit every process using this store (gateway, desktop app, CLI, cron jobs); do not delete "
         f"{db_path.name}-wal or {db_path.name}-shm, and do not copy files over the store.",
+        *restore_step(db_path),
         f"Run `{command} recover --source {db_path} --output {new}`: it rebuilds what is readable into a "
         "new file and reports what it kept and lost; the damaged file is never touched.",
         f"With every process still stopped, move the damaged files aside ({db_path}, -wal, -shm) and move "

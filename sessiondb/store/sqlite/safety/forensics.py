@@ -7,6 +7,9 @@ A backup is a *set*: the main file and every sidecar that exists (`-wal`, `-shm`
     state.db.forensic-<UTC time>-<pid>-wal ...    its sidecars
     state.db.forensic-<UTC time>-<pid>.json       the manifest: sizes and SHA-256 of each
 
+(a set taken in the same second as an earlier one of this process adds `-0002`, `-0003`...
+to the stamp: no set ever replaces another).
+
 The copies are first written under a staging name outside that prefix
 (`.staging-<time>-<pid>-...`), fsynced, then renamed into place sidecars first, manifest
 next, main file last, so a set whose main file exists is complete. A failure anywhere
@@ -109,7 +112,8 @@ def take(db_path: Path, *, free_space: FreeSpace = statvfs_space) -> BackupSet:
         raise BackupRefused(f"{directory} has {free} bytes free; a forensic backup of {size} bytes needs "
                             f"{need} (the copy plus max(256 MiB, 2% of the volume)); free space, then retry. "
                             "No repair was attempted")
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{os.getpid()}"
+    second = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    stamp = _unused_stamp(directory, db_path.name, f"{second}-{os.getpid()}")
     name = f"{db_path.name}.forensic-{stamp}"
     staged: list[tuple[str, Path]] = []
     published: list[Path] = []
@@ -146,6 +150,18 @@ def take(db_path: Path, *, free_space: FreeSpace = statvfs_space) -> BackupSet:
         raise
     _prune(db_path)
     return BackupSet(name, directory, digests)
+
+
+def _unused_stamp(directory: Path, db_name: str, base: str) -> str:
+    """`base`, or `base-0002`, `base-0003`...: the first stamp no file of any set uses, so a
+    set taken within the same second as another never replaces it. The numbers sort in
+    the order the sets were taken."""
+    taken = {p.name for p in directory.iterdir()}
+    stamp, n = base, 1
+    while any(f"{db_name}.forensic-{stamp}{s}" in taken for s in ("", ".json") + SIDECAR_SUFFIXES):
+        n += 1
+        stamp = f"{base}-{n:04d}"
+    return stamp
 
 
 def _copy(source: Path, target: Path) -> str:

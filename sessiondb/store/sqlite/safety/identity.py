@@ -63,8 +63,8 @@ class FileGuard:
         self._db_fd = db_fd
         self._generation = generation.encode()
         self._page_offset = (identity_page - 1) * page_size
-        self._page_size = page_size
-        self._wal = wal
+        self.page_size = page_size
+        self.wal = wal
         self._wal_fd: int | None = None
         self._wal_identity: tuple[int, int] | None = None
         # Set up before the WAL's descriptor is first looked at, so nothing falls between.
@@ -74,7 +74,7 @@ class FileGuard:
 
     def relocate(self, identity_page: int) -> bool:
         """Follow the identity page to a new number (VACUUM renumbers pages); True if it moved."""
-        offset = (identity_page - 1) * self._page_size
+        offset = (identity_page - 1) * self.page_size
         moved = offset != self._page_offset
         self._page_offset = offset
         return moved
@@ -100,15 +100,15 @@ class FileGuard:
             finding = self._check_identity_page()
             if finding is not None:
                 return finding
-        return self._check_wal() if self._wal else None
+        return self._check_wal() if self.wal else None
 
     def _check_identity_page(self) -> Finding | None:
         fd = self._db_fd
         head = os.pread(fd, len(SQLITE_MAGIC), 0)
         if head and head != SQLITE_MAGIC:
             return Finding(Cause.REPLACED, f"{self.path} was overwritten with something that is not a database")
-        page = os.pread(fd, self._page_size, self._page_offset)
-        if len(page) < self._page_size or not page.strip(b"\x00"):
+        page = os.pread(fd, self.page_size, self._page_offset)
+        if len(page) < self.page_size or not page.strip(b"\x00"):
             return None  # not checkpointed into the main file yet: nothing to compare
         if self._generation not in page:
             return Finding(Cause.REPLACED, f"{self.path} was overwritten with another database while in use")

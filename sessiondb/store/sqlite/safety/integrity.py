@@ -15,9 +15,10 @@ import time
 
 import apsw
 
+from ....errors import FTS_TABLES
+
 NONE, INDEX, SCHEMA, STRUCTURAL = "none", "index", "schema", "structural"
 SEVERITY = {NONE: 0, INDEX: 1, SCHEMA: 2, STRUCTURAL: 3}
-FTS_TABLES = ("messages_fts", "messages_trigram")
 MAX_LINES = 50
 
 

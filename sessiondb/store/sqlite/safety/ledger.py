@@ -80,7 +80,12 @@ def _load(db_path: Path) -> dict:
 
 
 def _save(db_path: Path, data: dict) -> None:
-    with private_file(ledger_path(db_path)) as out:
+    save_json(ledger_path(db_path), data)
+
+
+def save_json(path: Path, data: object) -> None:
+    """Write `data` as JSON into `path`: private, whole, atomic (files.private_file)."""
+    with private_file(path) as out:
         json.dump(data, out, indent=2)
 
 

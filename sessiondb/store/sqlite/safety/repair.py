@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -29,10 +30,11 @@ from ....model import SpoolReport
 from ..index import schema as index_schema
 from ..connect import busy_handler
 from . import forensics, ledger
-from .examine import STALE_KEY, Report, advise, examine, recover_steps, reference_schema
+from .examine import STALE_KEY, Report, advise, examine, recover_steps
 from .holders import holders
 from .identity import descriptors_of
 from .integrity import INDEX, NONE, SCHEMA, STRUCTURAL
+from .schema import DEDUPE, RECORD, RECREATE, applied_migrations, reference_schema, schema_findings
 
 Replay = Callable[[], SpoolReport]
 
@@ -152,20 +154,26 @@ def _rebuild_in_file_indexes(conn: apsw.Connection) -> None:
 
 
 def _repair_schema(conn: apsw.Connection, report: Report, actions: list[str]) -> None:
-    """Drop the entries of damaged indexes, triggers and views and create them again from
-    the migrations' SQL. Entries are removed from sqlite_schema directly (DROP would have
-    to walk a damaged b-tree); the pages they leave behind are reclaimed by a VACUUM."""
+    """Act on each schema finding (schema.py): write a half-migrated file's missing records,
+    delete extra identical entries, and drop the entries of damaged indexes, triggers and
+    views to create them again from the migrations' SQL. Entries are removed from
+    sqlite_schema directly (DROP would have to walk a damaged b-tree); the pages they leave
+    behind are reclaimed by a VACUUM."""
     conn.execute("PRAGMA writable_schema=ON")
-    applied = frozenset(r[0] for r in conn.execute("SELECT name FROM schema_migrations"))
-    reference = reference_schema(applied)
-    present = {n: (t, s) for t, n, s in conn.execute("SELECT type, name, sql FROM sqlite_schema")}
-    damaged = set(_damaged_indexes(report))
-    redo = []
-    for name, (kind, _table, sql) in reference.items():
-        if kind not in ("index", "trigger", "view") or sql is None:
-            continue
-        if name not in present or present[name] != (kind, sql) or name in damaged:
-            redo.append((kind, name, sql))
+    findings = schema_findings(conn)
+    with conn:
+        for f in findings:
+            if f.action == RECORD:
+                conn.execute("INSERT INTO schema_migrations(name, applied_at) VALUES (?, ?)", (f.name, time.time()))
+                actions.append(f"recorded migration {f.name}, whose objects were all there")
+            elif f.action == DEDUPE:
+                conn.execute("DELETE FROM sqlite_schema WHERE name = ?1 AND rowid != "
+                             "(SELECT min(rowid) FROM sqlite_schema WHERE name = ?1)", (f.name,))
+                actions.append(f"deleted the extra entries of {f.name}")
+    reference = reference_schema(applied_migrations(conn) or frozenset())
+    damaged = set(_damaged_indexes(report)) | {f.name for f in findings if f.action == RECREATE}
+    redo = [(kind, name, sql) for name, (kind, _table, sql) in reference.items()
+            if kind in ("index", "trigger", "view") and sql is not None and name in damaged]
     autoindexes = sorted(n for n in damaged if n.startswith("sqlite_autoindex"))
     with conn:
         for kind, name, _sql in redo:

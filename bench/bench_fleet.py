@@ -1,0 +1,220 @@
+"""The fleet benchmark: writer processes appending to one PostgreSQL server (docs/fleet.md).
+
+    python bench/bench_fleet.py [--messages 300] [--search-corpus 200000] [--peer-python PY]
+
+Same run, same server (a fresh one from the machine's binaries, tests/pgserver.py, with
+fsync and synchronous_commit on): for 1, 2, 4 and 8 writer processes, each appending its
+own conversation one message at a time, the appends per second of all of them together
+and the p99 latency of one append, for
+
+- raw: psycopg, one INSERT and one COMMIT per message into a table without any index:
+  the server's own limit for durable single-row commits;
+- sessiondb on PostgreSQL (this backend, every index and check on);
+- OpenAI Agents' SQLAlchemySession on asyncpg (in its own venv: --peer-python);
+- sessiondb on SQLite (one file on the same disk, the embedded default).
+
+Then search: the p50 of sessiondb's search on PostgreSQL over a store of 200,000 messages.
+Prints the versions and the disk's fsync latency (pg_test_fsync) with the figures, and
+writes them to bench/results/fleet.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from importlib import metadata
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+import pgserver  # noqa: E402  (the suite's server, from the machine's binaries)
+
+WRITERS = (1, 2, 4, 8)
+SYSTEMS = ("raw", "sessiondb-postgres", "sqlalchemy-asyncpg", "sessiondb-sqlite")
+WORDS = ("kyoto temple garden market ramen station ticket hotel museum river bridge castle shrine "
+         "tea lunch dinner train bus taxi map rain sun cloud budget plan day night morning evening "
+         "agent tool search memory session message summary error retry deploy build test server").split()
+
+
+# --- one writer process ------------------------------------------------------------------
+
+
+def writer(system: str, target: str, name: str, count: int, start_at: float) -> dict:
+    """Append `count` messages one at a time; each append's latency in seconds."""
+    text = lambda i: f"{name} says {' '.join(random.Random(i).choices(WORDS, k=12))}"  # noqa: E731
+    latencies = []
+    if system == "raw":
+        import psycopg
+        conn = psycopg.connect(target)
+        wait(start_at)
+        for i in range(count):
+            t = time.perf_counter()
+            conn.execute("INSERT INTO raw_messages(session_id, role, content, created) VALUES (%s, %s, %s, %s)",
+                         (name, "user", text(i), time.time()))
+            conn.commit()
+            latencies.append(time.perf_counter() - t)
+    elif system.startswith("sessiondb"):
+        import sessiondb
+        options = {"schema": "bench_fleet"} if system == "sessiondb-postgres" else {}
+        with sessiondb.open_store(target, **options) as store:
+            sid = store.create_session("bench", title=None).id
+            wait(start_at)
+            for i in range(count):
+                t = time.perf_counter()
+                store.append(sid, {"role": "user", "content": text(i)})
+                latencies.append(time.perf_counter() - t)
+    else:
+        import asyncio
+        from agents.extensions.memory.sqlalchemy_session import SQLAlchemySession
+
+        async def run() -> None:
+            session = SQLAlchemySession.from_url(name, url=target, create_tables=True)
+            await session.get_items()  # creates the tables and connects before the clock starts
+            wait(start_at)
+            for i in range(count):
+                t = time.perf_counter()
+                await session.add_items([{"role": "user", "content": text(i)}])
+                latencies.append(time.perf_counter() - t)
+        asyncio.run(run())
+    return {"latencies": latencies, "started": started, "finished": time.time()}
+
+
+def wait(start_at: float) -> None:
+    global started
+    time.sleep(max(0.0, start_at - time.time()))
+    started = time.time()
+
+
+started = 0.0  # when this writer's clock started (after the barrier)
+
+
+# --- the driver ---------------------------------------------------------------------------
+
+
+def run_round(python: str, system: str, target: str, processes: int, count: int) -> dict:
+    start_at = time.time() + 8.0  # every writer connected and waiting before the clock starts
+    procs = [subprocess.Popen([python, __file__, "--worker", system, target, f"w{os.getpid()}-{processes}-{k}",
+                               str(count), repr(start_at)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}) for k in range(processes)]
+    results = []
+    for p in procs:
+        out, err = p.communicate(timeout=900)
+        if p.returncode:
+            return {"error": err.strip().splitlines()[-1] if err.strip() else f"exit {p.returncode}"}
+        results.append(json.loads(out.splitlines()[-1]))
+    latencies = sorted(x for r in results for x in r["latencies"])
+    elapsed = max(r["finished"] for r in results) - min(r["started"] for r in results)
+    return {"appends_per_s": round(len(latencies) / elapsed), "p99_ms": round(1000 * latencies[int(0.99 * len(latencies)) - 1], 2),
+            "p50_ms": round(1000 * statistics.median(latencies), 2)}
+
+
+def fsync_latency(directory: Path, bindir: Path) -> str:
+    probe = subprocess.run([str(bindir / "pg_test_fsync"), "-s", "2", "-f", str(directory / "fsync.probe")],
+                           capture_output=True, text=True)
+    for line in probe.stdout.splitlines():
+        if line.strip().startswith("fdatasync"):
+            return " ".join(line.split()[1:])
+    return "n/a"
+
+
+def search_p50(url: str, corpus: int) -> dict:
+    import sessiondb
+    rng = random.Random(7)
+    with sessiondb.open_store(url, schema="bench_search") as store:
+        t = time.perf_counter()
+        for s in range(corpus // 1000):
+            sid = store.create_session("bench").id
+            for chunk in range(0, 1000, 500):
+                store.append(sid, [{"role": "user" if i % 2 else "assistant",
+                                    "content": " ".join(rng.choices(WORDS, k=20)) + (" 東京の天気" if i % 97 == 0 else "")}
+                                   for i in range(chunk, chunk + 500)])
+        fill = time.perf_counter() - t
+        store.optimize()  # ANALYZE, as autovacuum does on a live server: the planner needs word statistics
+        size = store.stats().size_bytes
+        queries = ["kyoto", "ramen station", '"tea lunch"', "deploy*", "retry -error", "castle OR shrine",
+                   "東京の天", "budget plan night", "muse*", "summary"]
+        timings = {}
+        for q in queries:
+            store.search(q)  # warm
+            runs = []
+            for _ in range(5):
+                t = time.perf_counter()
+                store.search(q)
+                runs.append(time.perf_counter() - t)
+            timings[q] = round(1000 * statistics.median(runs), 2)
+        return {"messages": corpus, "fill_s": round(fill, 1), "bytes_per_message": round(size / corpus), "p50_ms": round(statistics.median(timings.values()), 2),
+                "per_query_ms": timings}
+
+
+def versions(url: str, peer_python: str | None) -> dict:
+    import psycopg
+    with psycopg.connect(url) as conn:
+        server = conn.execute("SHOW server_version").fetchone()[0]
+    found = {"postgresql": server, "python": sys.version.split()[0], "psycopg": metadata.version("psycopg"),
+             "psycopg_pool": metadata.version("psycopg-pool"), "sessiondb": metadata.version("sessiondb"),
+             "cpus": os.cpu_count()}
+    if peer_python:
+        probe = subprocess.run([peer_python, "-c", "from importlib import metadata as m; print(' '.join("
+                                "m.version(p) for p in ('openai-agents', 'sqlalchemy', 'asyncpg')))"],
+                               capture_output=True, text=True)
+        if probe.returncode == 0:
+            found.update(zip(("openai-agents", "sqlalchemy", "asyncpg"), probe.stdout.split()))
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--messages", type=int, default=300, help="appends per writer process")
+    parser.add_argument("--search-corpus", type=int, default=200_000)
+    parser.add_argument("--peer-python", default=None, help="a Python with openai-agents, sqlalchemy, asyncpg")
+    args = parser.parse_args()
+    server = pgserver.start_server()
+    work = Path(tempfile.mkdtemp(prefix="sessiondb-bench-fleet-", dir="/var/tmp"))
+    try:
+        url = server.url()
+        import psycopg
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE TABLE raw_messages (session_id text, role text, content text, created float8)")
+        sqlite_file = str(work / "fleet.db")
+        asyncpg_url = f"postgresql+asyncpg://postgres@/postgres?host={server.socket_dir}"
+        targets = {"raw": url, "sessiondb-postgres": url, "sqlalchemy-asyncpg": asyncpg_url,
+                   "sessiondb-sqlite": sqlite_file}
+        report = {"versions": versions(url, args.peer_python), "fsync": fsync_latency(work, server.bindir),
+                  "messages_per_writer": args.messages, "writes": {}}
+        print(json.dumps({"versions": report["versions"], "fsync": report["fsync"]}), flush=True)
+        for system in SYSTEMS:  # a warm-up creates each system's tables before writers race to
+            python = args.peer_python if system == "sqlalchemy-asyncpg" else sys.executable
+            if python is not None:
+                run_round(python, system, targets[system], 1, 5)
+        for processes in WRITERS:
+            for system in SYSTEMS:
+                python = args.peer_python if system == "sqlalchemy-asyncpg" else sys.executable
+                if python is None:
+                    figures = {"error": "no --peer-python with openai-agents (n/a)"}
+                else:
+                    figures = run_round(python, system, targets[system], processes, args.messages)
+                report["writes"].setdefault(system, {})[processes] = figures
+                print(f"{processes} writer(s)  {system:20} {figures}", flush=True)
+        report["search"] = search_p50(url, args.search_corpus)
+        print(f"search over {args.search_corpus:,} messages: {report['search']}", flush=True)
+        out = ROOT / "bench" / "results" / "fleet.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, indent=2))
+        print(f"written to {out}")
+    finally:
+        server.destroy()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        system, target, name, count, start_at = sys.argv[2:7]
+        print(json.dumps(writer(system, target, name, int(count), float(start_at))))
+    else:
+        main()

@@ -1,0 +1,339 @@
+"""Validation of caller input: what the store accepts, checked once, before anything is written.
+
+Every backend refuses the same bad input with the same message because the neutral layer
+(store/checked.py) and the export format (formats.py) check it here. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Mapping
+
+from .errors import InvalidInput
+from .model import (
+    INTERNAL_NOTIFICATION, MAX_COUNT, MAX_NAME_LENGTH, MAX_SESSION_ID_LENGTH, MAX_TIMESTAMP, MAX_TITLE_LENGTH,
+    MAX_UID_LENGTH, Message, MessageLimits, MessageState, ModelMessage, Role, content_text, dump_json,
+)
+
+
+def new_uid() -> str:
+    return uuid.uuid4().hex
+
+
+def new_session_id(now: float) -> str:
+    """A readable, time-sortable id: `20261129_101500_3f9a1c2b`."""
+    return f"{datetime.fromtimestamp(now).strftime('%Y%m%d_%H%M%S')}_{uuid.uuid4().hex[:8]}"
+
+
+# --- validation of caller input ------------------------------------------------------
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+
+
+def clean_title(title: str | None) -> str | None:
+    """Sanitise a title: control and bidi characters removed, whitespace collapsed.
+
+    An empty result means "no title". Over-long titles are refused, not truncated, so two
+    long titles never collide silently.
+    """
+    if title is None:
+        return None
+    if not isinstance(title, str):
+        raise InvalidInput(f"title must be text, not {type(title).__name__}")
+    check_unicode(title, "title")
+    cleaned = " ".join(_CONTROL.sub(" ", title).split())
+    if len(cleaned) > MAX_TITLE_LENGTH:
+        raise InvalidInput(f"title is {len(cleaned)} characters; the limit is {MAX_TITLE_LENGTH}")
+    return cleaned or None
+
+
+def check_unicode(value: str, what: str) -> str:
+    """Refuse text SQLite cannot store: an unpaired surrogate (from a JSON "\\ud800" escape
+    or a surrogate-escaped file name) has no UTF-8 form."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(f"{what} is not valid Unicode text: it holds an unpaired surrogate at "
+                           f"character {exc.start}") from None
+    return value
+
+
+def check_label(value: Any, what: str, *, required: bool = False) -> str | None:
+    """A short free-text label (source, model, chat id...): text, bounded, no NUL."""
+    if value is None:
+        if required:
+            raise InvalidInput(f"{what} is required")
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what} must be text, not {type(value).__name__}")
+    check_unicode(value, what)
+    if required and not value.strip():
+        raise InvalidInput(f"{what} must not be empty")
+    if len(value) > MAX_NAME_LENGTH or "\x00" in value:
+        raise InvalidInput(f"{what} must be at most {MAX_NAME_LENGTH} characters without NUL")
+    return value
+
+
+_ID_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f-\x9f/\\\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+
+
+def check_session_id(value: Any, what: str = "session_id") -> str:
+    """A new session's id: 1-200 characters, not blank, no surrounding whitespace, no
+    control or bidi characters and no path separators (ids name files and appear in
+    terminals, URLs and download names)."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what} must be text, not {type(value).__name__}")
+    check_unicode(value, what)
+    bad = _ID_FORBIDDEN.search(value)
+    if (not value.strip() or value != value.strip() or len(value) > MAX_SESSION_ID_LENGTH or bad
+            or value in (".", "..")):
+        raise InvalidInput(
+            f"{what} {value!r} is not a valid session id: use 1-{MAX_SESSION_ID_LENGTH} characters, not blank, "
+            "without surrounding spaces, control characters or '/' and '\\'")
+    return value
+
+
+def check_timestamp(value: Any, what: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise InvalidInput(f"{what} must be timezone-aware (or seconds since the epoch)")
+        return value.timestamp()
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InvalidInput(f"{what} must be seconds since the epoch or an aware datetime")
+    return float(value)
+
+
+def check_stored_time(value: Any, what: str) -> float | None:
+    """A time to store: as check_timestamp, and between 1970 and the end of year 9999,
+    so that every stored time can be shown as a date."""
+    seconds = check_timestamp(value, what)
+    if seconds is not None and not 0 <= seconds <= MAX_TIMESTAMP:
+        raise InvalidInput(f"{what} must be a time between 1970 and the year 9999 "
+                           f"(0 to {MAX_TIMESTAMP:.0f} seconds since the epoch), not {seconds!r}")
+    return seconds
+
+
+def check_count(value: Any, what: str) -> int:
+    """A counter to store (a message's or a usage row's tokens): a non-negative integer up to MAX_COUNT."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
+        raise InvalidInput(f"{what} must be an integer from 0 to {MAX_COUNT:,}, not {value!r}")
+    return value
+
+
+def check_metadata(metadata: Any) -> str:
+    if metadata is None:
+        return "{}"
+    if not isinstance(metadata, Mapping):
+        raise InvalidInput(f"metadata must be a mapping, not {type(metadata).__name__}")
+    return dump_json(dict(metadata), "metadata")
+
+
+def model_role(stored: Message) -> str:
+    """The role a model is shown: an internal notification is a plain user turn (S-09)."""
+    return Role.USER.value if stored.display_kind == INTERNAL_NOTIFICATION else stored.role
+
+
+@dataclass(frozen=True)
+class NewMessage:
+    """A validated message ready to store; JSON columns are already canonical strings."""
+
+    uid: str
+    role: str
+    #: The text content; for a list of parts, their readable text (content_text), which
+    #: the search index reads from this column in one pass instead of walking the JSON.
+    content: str | None
+    parts: str | None  # JSON list, when the content is a list of parts
+    tool_calls: str | None
+    tool_call_id: str | None
+    tool_name: str | None
+    reasoning: str | None
+    finish_reason: str | None
+    token_count: int | None
+    timestamp: float | None  # None: stamped at commit
+    display_kind: str | None
+    state: str
+    tool_call_total: int  # how many tool calls this message makes
+
+    def same_payload(self, stored: Message) -> bool:
+        """Whether `stored` holds the same message (what was said, not when)."""
+        return self.says(stored) and self.reasoning == stored.reasoning
+
+    def says(self, stored: Message) -> bool:
+        """Whether `stored` shows a model what this message does: role, content and tool
+        fields (not the reasoning, which a provider's SDK may drop)."""
+        return (
+            self.role in (stored.role, model_role(stored))  # a resumed notification says 'user' (S-09)
+            and (self.parts is not None or self.content == (stored.content if isinstance(stored.content, str) else None))
+            and self.parts == (None if not isinstance(stored.content, list) else dump_json(stored.content, "content"))
+            and self.tool_calls == (None if stored.tool_calls is None else dump_json(stored.tool_calls, "tool_calls"))
+            and self.tool_call_id == stored.tool_call_id
+            and self.tool_name == stored.tool_name
+        )
+
+
+# Fields of a stored Message that may ride along in input (a loaded transcript handed back)
+# and are ignored: the store assigns them.
+_ASSIGNED_FIELDS = frozenset({"id", "session_id", "seq"})
+# Fields other reads put on a message, read back as the stored field they spell: a resumed
+# tool message's `name` is its tool_name, an export record's `parts` is content as parts.
+_READ_FIELDS = frozenset({"name", "parts"})
+_ROLES = frozenset(r.value for r in Role)
+_STATES = frozenset(s.value for s in MessageState)
+_ACTIVE = MessageState.ACTIVE.value
+_INPUT_FIELDS = frozenset(
+    {
+        "uid", "role", "content", "tool_calls", "tool_call_id", "tool_name", "reasoning",
+        "finish_reason", "token_count", "timestamp", "display_kind", "state",
+    }
+)
+
+
+def identity_of(raw: Any) -> Any:
+    """The uid a message handed to a write already carries (given, or kept by a read), or None."""
+    if isinstance(raw, Message):
+        return raw.uid
+    if not isinstance(raw, Mapping):
+        return None
+    uid = raw.get("uid")
+    return raw.uid if uid is None and isinstance(raw, ModelMessage) else uid
+
+
+def prepare_message(raw: Message | Mapping[str, Any], index: int = 0, limits: MessageLimits = MessageLimits(),
+                    *, where: str | None = None) -> NewMessage:
+    """Validate one message of an append or an import; `index` (or `where`) names it in errors."""
+    where = where or f"message {index}"
+    if isinstance(raw, Message):
+        data: Mapping[str, Any] = raw.to_dict()
+    elif isinstance(raw, Mapping):
+        data = raw
+    else:
+        raise InvalidInput(f"{where}: expected a dict or Message, not {type(raw).__name__}")
+    unknown = set(data) - _INPUT_FIELDS - _ASSIGNED_FIELDS - _READ_FIELDS
+    if unknown:
+        raise InvalidInput(f"{where}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
+
+    role = data.get("role")
+    if not isinstance(role, str) or role not in _ROLES:
+        raise InvalidInput(f"{where}: role must be one of system, user, assistant, tool (got {role!r})")
+    role = getattr(role, "value", role)  # a Role member becomes its plain string
+
+    uid = identity_of(raw)
+    if uid is None:
+        uid = new_uid()
+    elif not isinstance(uid, str) or not uid or len(uid) > MAX_UID_LENGTH or "\x00" in uid:
+        raise InvalidInput(f"{where}: uid must be non-empty text of at most {MAX_UID_LENGTH} characters")
+    check_unicode(uid, f"{where}: uid")
+
+    content = data.get("content")
+    if data.get("parts") is not None:
+        # A read's record of list content: the parts, beside (for export records) their text.
+        parts_given = data["parts"]
+        if not isinstance(parts_given, list):
+            raise InvalidInput(f"{where}: parts must be a list")
+        if content is not None and content != content_text(parts_given):
+            raise InvalidInput(f"{where}: content and parts disagree; give one of them")
+        content = parts_given
+    text: str | None = None
+    parts: str | None = None
+    if isinstance(content, str):
+        text = check_unicode(content, f"{where}: content")
+        size = len(text.encode("utf-8"))
+    elif isinstance(content, list):
+        if len(content) > limits.max_parts:
+            raise InvalidInput(f"{where}: content has {len(content):,} parts; the limit is {limits.max_parts:,} "
+                               "parts per message (MessageLimits.max_parts)")
+        parts = dump_json(content, f"{where}: content")
+        text = check_unicode(content_text(content), f"{where}: content")
+        size = len(parts.encode("utf-8"))
+    elif content is not None:
+        raise InvalidInput(f"{where}: content must be text, a list of parts or None")
+    else:
+        size = 0
+    if size > limits.max_content_bytes:
+        raise InvalidInput(f"{where}: content is {size:,} bytes; the limit is {limits.max_content_bytes:,} bytes "
+                           "per message (MessageLimits.max_content_bytes)")
+
+    tool_calls = data.get("tool_calls")
+    if tool_calls is not None and not isinstance(tool_calls, list):
+        raise InvalidInput(f"{where}: tool_calls must be a list")
+    tool_calls_json = None if tool_calls is None else dump_json(tool_calls, f"{where}: tool_calls")
+
+    token_count = data.get("token_count")
+    if token_count is not None:
+        check_count(token_count, f"{where}: token_count")
+
+    state = data.get("state") or _ACTIVE
+    if not isinstance(state, str) or state not in _STATES:
+        raise InvalidInput(f"{where}: state must be one of active, compacted, rewound")
+
+    reasoning = data.get("reasoning")
+    if reasoning is not None and not isinstance(reasoning, str):
+        raise InvalidInput(f"{where}: reasoning must be text")
+    if reasoning is not None:
+        check_unicode(reasoning, f"{where}: reasoning")
+
+    tool_name = data.get("tool_name")
+    if data.get("name") is not None:
+        if role != Role.TOOL.value:
+            raise InvalidInput(f"{where}: name is taken only on a tool message (as its tool_name)")
+        if tool_name is not None and tool_name != data["name"]:
+            raise InvalidInput(f"{where}: name {data['name']!r} and tool_name {tool_name!r} disagree")
+        tool_name = data["name"]
+
+    return NewMessage(
+        uid=uid,
+        role=role,
+        content=text,
+        parts=parts,
+        tool_calls=tool_calls_json,
+        tool_call_id=check_label(data.get("tool_call_id"), f"{where}: tool_call_id"),
+        tool_name=check_label(tool_name, f"{where}: tool_name"),
+        reasoning=reasoning,
+        finish_reason=check_label(data.get("finish_reason"), f"{where}: finish_reason"),
+        token_count=token_count,
+        timestamp=check_stored_time(data.get("timestamp"), f"{where}: timestamp"),
+        display_kind=check_label(data.get("display_kind"), f"{where}: display_kind"),
+        state=getattr(state, "value", state),
+        tool_call_total=len(tool_calls) if tool_calls else 0,
+    )
+
+
+def prepare_messages(messages: Any, limits: MessageLimits = MessageLimits()) -> list[NewMessage]:
+    """Validate an append's input: one message or an iterable of them."""
+    if isinstance(messages, (Message, Mapping)):
+        messages = [messages]
+    elif isinstance(messages, (str, bytes)) or not hasattr(messages, "__iter__"):
+        raise InvalidInput(f"messages must be a message or a list of messages, not {type(messages).__name__}")
+    batch = [prepare_message(m, i, limits) for i, m in enumerate(messages)]
+    if not batch:
+        raise InvalidInput("no messages to append")
+    return batch
+
+
+_NUMBERED = re.compile(r"^(.*) #(\d+)$")
+
+
+def continuation_titles(title: str) -> list[str]:
+    """'Trip' -> ['Trip #2', 'Trip #3', ...]: the titles a continuation may take, in order,
+    each within MAX_TITLE_LENGTH (a backend takes the first that is free)."""
+    match = _NUMBERED.match(title)
+    base, number = (match.group(1), int(match.group(2))) if match else (title, 1)
+    return [base[: MAX_TITLE_LENGTH - len(f" #{n}")].rstrip() + f" #{n}" for n in range(number + 1, number + 100)]
+
+
+def patched_metadata(current: Mapping[str, Any], patch: Mapping[str, Any]) -> str:
+    """`current` with `patch` merged in (a None value removes the key), as canonical JSON."""
+    merged = dict(current)
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return json.dumps(merged, sort_keys=True, ensure_ascii=False)

@@ -1,0 +1,75 @@
+"""Identity on every read path: what a read returns can be written back without doubling.
+
+A message's identity is its uid. `transcript` and `export` return it as a field; `resume`
+returns model-ready dicts (`ModelMessage`) that carry it as an attribute a provider never
+sees; `append` reads it back from all of them (S-01, S-44). `flush` is the write an agent
+makes with its whole conversation: what carries an identity is stored once by uid, and
+what lost it on the way (a JSON round trip, a copy into a plain dict) is matched by what
+it says and its position against the tip's live transcript, so only the new is stored.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Mapping
+
+from ..errors import SessionTooLarge
+from ..model import Message, MessageLimits, ModelMessage, Role
+from ..inputs import NewMessage, identity_of, model_role, prepare_messages
+from . import arguments as arg
+from .backend import Backend
+from .contract import MessageInput
+
+
+RESUME_LIMIT = 20_000  # active messages resume() hands over at most (S-42); 0 disables
+
+
+class Identity:
+    """The resume and flush methods of CheckedStore."""
+
+    _open: Callable[[], Backend]  # CheckedStore's: the backend, or StoreClosed
+    _limits: MessageLimits
+    _append_batch: Callable[[str, tuple[NewMessage, ...]], list[Message]]
+    _stream_instead: Callable[[SessionTooLarge, str, str], SessionTooLarge]  # Transfer's
+
+    def resume(self, session_id: str, *, max_messages: int = RESUME_LIMIT) -> list[ModelMessage]:
+        sid, limit = arg.session_id(session_id), arg.count(max_messages, "max_messages")
+        try:
+            _tip, messages = self._open().live_messages(sid, limit)
+        except SessionTooLarge as exc:
+            raise self._stream_instead(exc, "resume", sid) from None
+        return [model_message(m) for m in messages]
+
+    def flush(self, session_id: str, conversation: MessageInput | Iterable[MessageInput]) -> list[Message]:
+        sid = arg.session_id(session_id)
+        items = [conversation] if isinstance(conversation, (Message, Mapping)) else conversation
+        if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
+            prepare_messages(items)  # raises the same InvalidInput as append
+        items = list(items)
+        batch = prepare_messages(items, self._limits)  # the whole conversation is checked before anything is read
+        _tip, live = self._open().live_messages(sid, 0)
+        given = [identity_of(raw) is not None for raw in items]
+        claimed = {m.uid for m, has in zip(batch, given) if has}
+        known: dict[int, Message] = {}
+        for i, (m, has) in enumerate(zip(batch, given)):
+            # A message without identity is the stored one at its place only if it says the
+            # same and no message of the conversation claims that row by uid.
+            if not has and i < len(live) and live[i].uid not in claimed and m.says(live[i]):
+                known[i] = live[i]
+        fresh = tuple(m for i, m in enumerate(batch) if i not in known)
+        written = iter(self._append_batch(sid, fresh) if fresh else ())
+        return [known[i] if i in known else next(written) for i in range(len(batch))]
+
+
+def model_message(m: Message) -> ModelMessage:
+    """A stored message as a model provider takes it: nothing internal (S-09), its uid kept
+    as an attribute."""
+    out: dict[str, Any] = {"role": model_role(m), "content": m.content}
+    if m.tool_calls is not None:
+        out["tool_calls"] = m.tool_calls
+    if m.tool_call_id is not None:
+        out["tool_call_id"] = m.tool_call_id
+    if m.tool_name is not None and m.role == Role.TOOL.value:
+        out["name"] = m.tool_name
+    if m.reasoning is not None:
+        out["reasoning"] = m.reasoning
+    return ModelMessage(out, m.uid)

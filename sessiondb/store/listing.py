@@ -1,0 +1,67 @@
+"""Listing sessions, the same way on every backend: the filter, the order, the cursor.
+
+A backend runs `sql(query, mark)` with its own placeholder and hands the rows it read
+(one more than the page) to `page`. The cursor is the position after a page's last
+session (its activity time and id), opaque to callers; `decode` refuses any other text.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from ..errors import InvalidInput
+from ..model import Page, Session
+from .commands import ListSessions
+
+_ACTIVE = "coalesce(last_activity_at, started_at)"
+
+
+def sql(query: ListSessions, columns: str, mark: str) -> tuple[str, list[Any]]:
+    """The page's SELECT (newest activity first) and its parameters, `mark` the placeholder."""
+    where, params = [], []
+    if query.source is not None:
+        where.append(f"source = {mark}")
+        params.append(query.source)
+    if not query.include_archived:
+        where.append("archived = 0")
+    if not query.include_hidden:
+        where.append("hidden = 0")
+    if query.pinned is not None:
+        where.append(f"pinned = {mark}")
+        params.append(int(query.pinned))
+    if query.since is not None:
+        where.append(f"{_ACTIVE} >= {mark}")
+        params.append(query.since)
+    if query.until is not None:
+        where.append(f"{_ACTIVE} < {mark}")
+        params.append(query.until)
+    if query.cursor is not None:
+        where.append(f"({_ACTIVE}, id) < ({mark}, {mark})")
+        params += list(decode(query.cursor))
+    text = f"SELECT {columns} FROM sessions" + (" WHERE " + " AND ".join(where) if where else "")
+    # Column names and clauses are fixed text; every value is a bound parameter.
+    return text + f" ORDER BY {_ACTIVE} DESC, id DESC LIMIT {mark}", [*params, query.limit + 1]
+
+
+def page(rows: list[Session], limit: int) -> Page:
+    """The page from the rows read (at most `limit` + 1) and the cursor to the next."""
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return Page(rows, encode(rows[-1]) if more else None)
+
+
+def encode(last: Session) -> str:
+    position = [last.last_activity_at if last.last_activity_at is not None else last.started_at, last.id]
+    return base64.urlsafe_b64encode(json.dumps(position).encode()).decode()
+
+
+def decode(cursor: str) -> tuple[float, str]:
+    try:
+        active, sid = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        if isinstance(active, (int, float)) and not isinstance(active, bool) and isinstance(sid, str):
+            return float(active), sid
+    except (ValueError, TypeError):
+        pass
+    raise InvalidInput("the listing cursor is not one this store handed out; start the listing again")

@@ -1,0 +1,188 @@
+"""Connections to one profile's schema: the pool, the schema's name, and units of work.
+
+A unit of work is a function of one connection run inside one transaction. When the
+connection breaks under it (killed while idle by a firewall or pgbouncer, the server
+restarting or failing over), the whole unit runs again on a fresh connection, with
+backoff, until the patience budget is spent; every write is idempotent (appends and
+imports by uid), so running one again never stores anything twice. Bad input and
+conflicts are not retried. A pool whose every connection stays busy past the budget is
+StoreBusy.
+
+Each profile's store is a schema of its own (docs/fleet.md says why); every connection
+of the pool has the schema, then the schema holding the search extensions, on its
+search_path, so the SQL modules name tables without qualifying them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+import time
+from typing import Callable, Iterator, TypeVar
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+import psycopg
+from psycopg import sql
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from ...errors import InvalidInput, SessionDBError
+from .errors import convert, retryable
+
+T = TypeVar("T")
+
+DEFAULT_PATIENCE = 30.0  # seconds a call may spend waiting for the server or the pool
+DEFAULT_POOL_SIZE = 10
+EXTENSIONS_SCHEMA = "sessiondb_extensions"  # unaccent and pg_trgm, shared by every profile's schema
+_SCHEMA = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_BACKOFF = (0.05, 1.0)  # first and longest pause between attempts
+
+
+def schema_for(profile: str | None) -> str:
+    """The schema of a profile: `sessiondb` for the default, `sessiondb_<name>` otherwise.
+
+    Profile names may hold '-' and run to 64 characters; PostgreSQL names run to 63 bytes,
+    so a name that would not fit keeps its start and gains a hash of the whole.
+    """
+    if profile is None or profile == "main":
+        return "sessiondb"
+    name = "sessiondb_" + profile.replace("-", "_")
+    if len(name) > 63 or name != "sessiondb_" + profile:
+        digest = hashlib.sha256(profile.encode()).hexdigest()[:10]
+        name = f"{name[:50]}_{digest}"
+    return name
+
+
+def check_schema(schema: str) -> str:
+    if not isinstance(schema, str) or not _SCHEMA.fullmatch(schema):
+        raise InvalidInput(f"a schema name is 1-63 lower-case letters, digits or '_' (got {schema!r})")
+    return schema
+
+
+def split_url(url: str) -> tuple[str, str, str | None]:
+    """(the conninfo to connect with, the location to show: no password, the `schema`
+    query parameter if given). `schema` is sessiondb's, so libpq never sees it."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    schema = next((v for k, v in query if k == "schema"), None)
+    query = [(k, v) for k, v in query if k != "schema"]
+    host = parts.netloc.rpartition("@")[2]
+    shown_netloc = f"{parts.username}@{host}" if parts.username else host
+    # %20, never '+', for a space: libpq reads a URL's query without turning '+' into one.
+    shown_query = urlencode([(k, v) for k, v in query if k != "password"], quote_via=quote)
+    shown = urlunsplit(("postgresql", shown_netloc, parts.path, shown_query, ""))
+    return urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(query, quote_via=quote), "")), shown, schema
+
+
+class Database:
+    """One pool on one server, serving one schema."""
+
+    def __init__(self, url: str, *, schema: str | None, profile: str | None, patience: float, pool_size: int,
+                 synchronous_commit: str) -> None:
+        if not (isinstance(patience, (int, float)) and not isinstance(patience, bool) and patience >= 0):
+            raise InvalidInput("patience must be a non-negative number of seconds")
+        if not (isinstance(pool_size, int) and not isinstance(pool_size, bool) and pool_size >= 1):
+            raise InvalidInput("pool_size must be a positive number of connections")
+        self.conninfo, self.location, in_url = split_url(url)
+        self.schema = check_schema(schema or in_url or schema_for(profile))
+        self.patience = float(patience)
+        self.synchronous_commit = synchronous_commit
+        self.pool = ConnectionPool(
+            self.conninfo, min_size=1, max_size=pool_size, open=False, configure=self._configure,
+            kwargs={"autocommit": True, "connect_timeout": max(1, int(min(self.patience, 10)) or 1)},
+            reconnect_timeout=max(self.patience, 1.0), name=f"sessiondb:{schema}",
+        )
+
+    def _configure(self, conn: psycopg.Connection) -> None:
+        conn.execute(sql.SQL("SET search_path TO {}, {}").format(
+            sql.Identifier(self.schema), sql.Identifier(EXTENSIONS_SCHEMA)))
+        conn.execute("SELECT set_config('synchronous_commit', %s, false)", (self.synchronous_commit,))
+
+    def open(self) -> None:
+        self.pool.open(wait=False)
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def run(self, work: Callable[[psycopg.Connection], T], *, read_only: bool = False) -> T:
+        """`work(conn)` in one transaction, retried whole on a broken connection (see above)."""
+        deadline = time.monotonic() + self.patience
+        pause = _BACKOFF[0]
+        while True:
+            try:
+                return self._attempt(work, deadline, read_only)
+            except SessionDBError:
+                raise
+            except Exception as exc:  # a driver error: convert it, or try again
+                left = deadline - time.monotonic()
+                if not retryable(exc) or left <= 0:
+                    raise _exhausted(exc, self.conninfo, self.location) from None
+                time.sleep(min(pause * (0.5 + random.random()), max(left, 0)))
+                pause = min(pause * 2, _BACKOFF[1])
+
+    def _attempt(self, work: Callable[[psycopg.Connection], T], deadline: float, read_only: bool) -> T:
+        timeout = max(deadline - time.monotonic(), 0.001)
+        with self.pool.connection(timeout=timeout) as conn:
+            try:
+                # A read runs in one REPEATABLE READ snapshot: its queries agree with each other.
+                isolation = psycopg.IsolationLevel.REPEATABLE_READ if read_only else None
+                conn.isolation_level = isolation
+                conn.read_only = read_only or None
+                with conn.transaction():
+                    return work(conn)
+            except psycopg.Error:
+                if conn.broken or conn.closed:
+                    self.pool.check()  # let the pool replace the connections a restart killed
+                raise
+
+    def stream(self, work: Callable[[psycopg.Connection], Iterator[T]]) -> Iterator[T]:
+        """The items `work(conn)` yields, read in one REPEATABLE READ snapshot. Not retried:
+        a caller that already holds some items cannot be handed them twice."""
+        try:
+            with self.pool.connection(timeout=max(self.patience, 0.001)) as conn:
+                conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+                conn.read_only = True
+                with conn.transaction():
+                    yield from work(conn)
+        except SessionDBError:
+            raise
+        except Exception as exc:
+            raise _exhausted(exc, self.conninfo, self.location) from None
+
+    def session(self, work: Callable[[psycopg.Connection], T]) -> T:
+        """`work(conn)` on a pooled connection without a transaction around it (migrations,
+        advisory locks), retried like `run`."""
+        deadline = time.monotonic() + self.patience
+        while True:
+            try:
+                with self.pool.connection(timeout=max(deadline - time.monotonic(), 0.001)) as conn:
+                    return work(conn)
+            except SessionDBError:
+                raise
+            except Exception as exc:
+                if not retryable(exc) or deadline <= time.monotonic():
+                    raise _exhausted(exc, self.conninfo, self.location) from None
+                time.sleep(_BACKOFF[0])
+
+
+def _exhausted(exc: BaseException, conninfo: str, location: str) -> BaseException:
+    """The error to raise once retrying is over. A pool that timed out may have waited on
+    a server it cannot reach (or that refuses us): one direct attempt tells which."""
+    if isinstance(exc, PoolTimeout):
+        try:
+            psycopg.connect(conninfo, connect_timeout=2).close()
+        except psycopg.Error as probe:
+            exc = probe
+    return convert(exc, location)
+
+
+def connect(conninfo: str, location: str, patience: float) -> psycopg.Connection:
+    """One connection outside the pool, retried while the server is starting or away."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            return psycopg.connect(conninfo, autocommit=True, connect_timeout=max(1, int(min(patience, 10))))
+        except psycopg.Error as exc:
+            if not retryable(exc) or deadline <= time.monotonic():
+                raise convert(exc, location) from None
+            time.sleep(_BACKOFF[0])

@@ -1,0 +1,226 @@
+"""Lineage: how sessions continue one another, and the reads and writes that follow it.
+
+The rules are the contract's (store/contract.py): a session rotated by a compaction ends
+with reason 'compression' and its child (relation 'compression') continues it; `tip`
+follows those children, preferring one still live; a late write to a rotated session
+lands on the tip; a uid stored anywhere up the chain is stored once. Branches, resets
+and delegations are never followed. Here each walk is one recursive query: the chain up
+from a session, or the compression subtree below it with what the tip is chosen by.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+import psycopg
+
+from ...errors import CompressionClosed, MessageConflict, NotFound, SessionTooLarge, StorageError
+from ...model import ACTIVITY_ROLES, BRANCH, COMPRESSION, INTERNAL_NOTIFICATION, Message, Session
+from ...inputs import NewMessage
+from . import messages, sessions
+
+MAX_HOPS = 1000  # sessions a walk visits at most (a guard against runaway chains)
+
+_UP = """
+WITH RECURSIVE up(id, parent, relation, depth, path) AS (
+    SELECT id, parent_session_id, parent_relation, 0, ARRAY[id] FROM sessions WHERE id = %(s)s
+    UNION ALL
+    SELECT s.id, s.parent_session_id, s.parent_relation, up.depth + 1, up.path || s.id
+    FROM up JOIN sessions AS s ON s.id = up.parent
+    WHERE up.relation = %(rel)s AND up.depth <= %(hops)s AND NOT s.id = ANY(up.path)
+)
+SELECT id FROM up WHERE depth > 0 ORDER BY depth
+"""
+# The compression subtree below a session: each member, whom it came from, and what
+# choosing the tip needs (leaves are members without a compression child).
+_DOWN = """
+WITH RECURSIVE down(id, came_from, depth, path) AS (
+    SELECT id, NULL::text, 0, ARRAY[id] FROM sessions WHERE id = %(s)s
+    UNION ALL
+    SELECT s.id, down.id, down.depth + 1, down.path || s.id
+    FROM down JOIN sessions AS s ON s.parent_session_id = down.id AND s.parent_relation = %(rel)s
+    WHERE down.depth <= %(hops)s AND NOT s.id = ANY(down.path)
+)
+SELECT d.id, d.came_from, s.end_reason, s.ended_at, s.started_at,
+       NOT EXISTS (SELECT 1 FROM down AS c WHERE c.came_from = d.id)
+FROM down AS d JOIN sessions AS s ON s.id = d.id
+"""
+
+
+def _too_long(session_id: str) -> StorageError:
+    return StorageError(f"the lineage of session {session_id} runs past {MAX_HOPS} sessions; it cannot be followed")
+
+
+def ancestors(conn: psycopg.Connection, session_id: str) -> list[str]:
+    """The compression ancestors of a session, nearest first."""
+    rows = conn.execute(_UP, {"s": session_id, "rel": COMPRESSION, "hops": MAX_HOPS}).fetchall()
+    if len(rows) > MAX_HOPS:
+        raise _too_long(session_id)
+    return [sid for (sid,) in rows]
+
+
+def resolve(conn: psycopg.Connection, session_id: str) -> tuple[list[str], bool]:
+    """The path from `session_id` down to its tip, and whether the tip is open for writes.
+
+    Among several leaves a live one (not ended) wins, then one ended for another reason,
+    then one closed by compression; then the newest. Open means not closed by compression.
+    """
+    rows = conn.execute(_DOWN, {"s": session_id, "rel": COMPRESSION, "hops": MAX_HOPS}).fetchall()
+    if not rows:
+        raise NotFound(f"no session {session_id!r} in this store")
+    if len(rows) > MAX_HOPS:
+        raise _too_long(session_id)
+    came_from = {sid: parent for sid, parent, *_ in rows}
+    leaves = []
+    for sid, _parent, end_reason, ended_at, started_at, is_leaf in rows:
+        if is_leaf:
+            closed = end_reason == COMPRESSION
+            rank = 0 if ended_at is None else (2 if closed else 1)
+            leaves.append(((-rank, started_at, sid), sid, not closed))
+    _, tip, is_open = max(leaves)
+    path = [tip]
+    while came_from[path[-1]] is not None:
+        path.append(came_from[path[-1]])
+    path.reverse()
+    return path, is_open
+
+
+def tip(conn: psycopg.Connection, session_id: str) -> Session:
+    path, _ = resolve(conn, session_id)
+    return sessions.get(conn, path[-1])
+
+
+def lineage(conn: psycopg.Connection, session_id: str) -> list[Session]:
+    """The compression chain through `session_id`: root first, tip last."""
+    path, _ = resolve(conn, session_id)
+    return [sessions.get(conn, sid) for sid in [*reversed(ancestors(conn, session_id)), *path]]
+
+
+def writable(conn: psycopg.Connection, session_id: str) -> str:
+    """The session a write addressed to a rotated session lands on: its live tip."""
+    path, is_open = resolve(conn, session_id)
+    if not is_open:
+        raise CompressionClosed(
+            f"session {session_id} was closed when a compaction rotated it into a new session, and "
+            "no live session continues it. Nothing was written: refresh the session (reload it, "
+            "or start a new one) and write there")
+    return path[-1]
+
+
+def lock(conn: psycopg.Connection, session_id: str) -> tuple[str | None, str | None, int]:
+    """Lock the session's row for this transaction: (end_reason, parent_relation, last seq).
+
+    The last seq is read by a statement of its own, after the lock is held: a statement
+    that waited for a lock still reads the snapshot it started with, which would not show
+    the messages the previous holder just committed."""
+    row = conn.execute("SELECT end_reason, parent_relation FROM sessions WHERE id = %s FOR NO KEY UPDATE",
+                       (session_id,)).fetchone()
+    if row is None:
+        raise NotFound(f"no session {session_id!r} in this store")
+    last = conn.execute("SELECT seq FROM messages WHERE session_id = %s ORDER BY id DESC LIMIT 1",
+                        (session_id,)).fetchone()
+    return row[0], row[1], last[0] if last else 0
+
+
+def append(conn: psycopg.Connection, session_id: str, batch: Sequence[NewMessage], now: float) -> list[Message]:
+    """An append addressed through the lineage (one transaction).
+
+    A session closed by rotation hands the batch to its live tip; the rows come back with
+    the tip's id. A uid already stored in a compression ancestor of the target is not
+    written again: its stored row is returned.
+    """
+    end_reason, relation, last_seq = lock(conn, session_id)
+    target = session_id
+    if end_reason == COMPRESSION:
+        target = writable(conn, session_id)
+        _, relation, last_seq = lock(conn, target)
+    if relation != COMPRESSION:
+        return messages.insert(conn, target, batch, now, last_seq)  # the common case
+    earlier = messages.by_uids(conn, ancestors(conn, target), [m.uid for m in batch])
+    kept: dict[int, Message] = {}
+    for index, m in enumerate(batch):
+        found = earlier.get(m.uid)
+        if found is not None:
+            if not m.same_payload(found):
+                raise MessageConflict(
+                    f"message uid {m.uid!r} is already stored in session {found.session_id} (an earlier "
+                    "part of this conversation) with different content; give the new message its own uid")
+            kept[index] = found
+    fresh = [m for i, m in enumerate(batch) if i not in kept]
+    stored = iter(messages.insert(conn, target, fresh, now, last_seq) if fresh else [])
+    return [kept[i] if i in kept else next(stored) for i in range(len(batch))]
+
+
+# --- rewind, restore, branch, resume -------------------------------------------------------
+
+
+def _require_message(conn: psycopg.Connection, session_id: str, message_id: int) -> None:
+    if conn.execute("SELECT 1 FROM messages WHERE id = %s AND session_id = %s",
+                    (message_id, session_id)).fetchone() is None:
+        raise NotFound(f"message {message_id} is not in session {session_id}")
+
+
+def rewind(conn: psycopg.Connection, session_id: str, to_message_id: int) -> int:
+    """Mark the session's active messages after `to_message_id` rewound; how many."""
+    lock(conn, session_id)
+    if to_message_id:
+        _require_message(conn, session_id, to_message_id)
+    changed = conn.execute("UPDATE messages SET state = 'rewound' WHERE session_id = %s AND state = 'active' "
+                           "AND id > %s", (session_id, to_message_id)).rowcount
+    if changed:
+        messages.recount(conn, session_id)
+    return changed
+
+
+def restore_rewound(conn: psycopg.Connection, session_id: str) -> int:
+    lock(conn, session_id)
+    changed = conn.execute("UPDATE messages SET state = 'active' WHERE session_id = %s AND state = 'rewound'",
+                           (session_id,)).rowcount
+    if changed:
+        messages.recount(conn, session_id)
+    return changed
+
+
+_COPIED = ("uid, seq, role, content, parts, tool_calls, tool_call_id, tool_name, reasoning, "
+           "finish_reason, token_count, timestamp, display_kind")
+
+
+def branch(conn: psycopg.Connection, session_id: str, at_message_id: int, values: dict[str, Any]) -> Session:
+    """A new session (relation 'branch') holding copies of the active messages up to the id;
+    copies keep uid, seq, payload and timestamps and get new ids."""
+    source = sessions.get(conn, session_id)
+    _require_message(conn, session_id, at_message_id)
+    child = {
+        "source": source.source, "profile": source.profile, "session_key": source.session_key,
+        "user_id": source.user_id, "chat_id": source.chat_id, "chat_type": source.chat_type,
+        "thread_id": source.thread_id, "model": source.model, "parent_session_id": session_id,
+        "parent_relation": BRANCH, "metadata": json.dumps(source.metadata, sort_keys=True, ensure_ascii=False),
+        **values,
+    }
+    sessions.create(conn, child)
+    conn.execute(f"INSERT INTO messages(session_id, {_COPIED}, state) SELECT %s, {_COPIED}, 'active' "
+                 "FROM messages WHERE session_id = %s AND state = 'active' AND id <= %s ORDER BY id",
+                 (child["id"], session_id, at_message_id))
+    messages.recount(conn, child["id"])
+    conn.execute("UPDATE sessions SET last_activity_at = (SELECT max(timestamp) FROM messages "
+                 "WHERE session_id = %(s)s AND role = ANY(%(roles)s) AND coalesce(display_kind, '') <> %(internal)s) "
+                 "WHERE id = %(s)s",
+                 {"s": child["id"], "roles": sorted(ACTIVITY_ROLES), "internal": INTERNAL_NOTIFICATION})
+    return sessions.get(conn, child["id"])
+
+
+def live_messages(conn: psycopg.Connection, session_id: str, max_messages: int) -> tuple[str, list[Message]]:
+    """The tip's id and its active messages in order; over `max_messages` (0: no limit)
+    SessionTooLarge before any is read."""
+    path, _ = resolve(conn, session_id)
+    tip_id = path[-1]
+    if max_messages:
+        count = conn.execute("SELECT count(*) FROM messages WHERE session_id = %s AND state = 'active'",
+                             (tip_id,)).fetchone()[0]
+        if count > max_messages:
+            raise SessionTooLarge(f"session {tip_id} holds {count:,} active messages",
+                                  limit=max_messages, count=count, session_id=tip_id)
+    return tip_id, [messages.from_row(r) for r in conn.execute(
+        f"SELECT {messages.COLUMNS} FROM messages WHERE session_id = %s AND state = 'active' ORDER BY id",
+        (tip_id,))]

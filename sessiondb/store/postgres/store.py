@@ -1,0 +1,236 @@
+"""PostgresBackend: the backend primitives (store/backend.py) on one profile's schema.
+
+A thin adapter: each primitive runs the SQL module that owns it as one unit of work
+(connect.Database.run: one transaction, retried whole when the connection breaks), reads
+in one REPEATABLE READ snapshot. Appends from concurrent callers of this process share
+transactions (batching.py). Input arrives validated, as typed commands, from the neutral
+layer (store/checked.py).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import asdict
+from functools import partial
+from pathlib import Path
+from typing import Any, Callable, Iterator, TypeVar
+
+import psycopg
+
+from ... import home as homes
+from ...errors import InvalidInput, StoreClosed
+from ...formats import SessionGroup
+from ...model import (
+    ImportOutcome, Lease, MaintenanceReport, Message, Page, SearchHit, Session, StoreStats, Usage, VerifyReport,
+)
+from .. import commands as cmd
+from .. import listing
+from . import compaction, lineage, maintenance, messages, migrations, search, sessions, transfer, usage, verify
+from .batching import AppendBatcher
+from .connect import DEFAULT_PATIENCE, DEFAULT_POOL_SIZE, EXTENSIONS_SCHEMA, Database, connect
+from .routing import RoutingTable
+
+T = TypeVar("T")
+#: durability -> the server's synchronous_commit: "normal" may lose the last commits of a
+#: server crash (never of a client's), "full" loses none.
+DURABILITY = {"full": "on", "normal": "off"}
+
+
+class PostgresBackend:
+    """One handle on one profile's store on a PostgreSQL server."""
+
+    def __init__(self, url: str, *, profile: str | None = None, schema: str | None = None,
+                 patience: float = DEFAULT_PATIENCE, pool_size: int = DEFAULT_POOL_SIZE,
+                 durability: str = "full") -> None:
+        if durability not in DURABILITY:
+            raise InvalidInput(f"durability must be 'full' or 'normal', not {durability!r}")
+        self._profile = profile
+        self._db = Database(url, schema=schema, profile=profile, patience=patience, pool_size=pool_size,
+                            synchronous_commit=DURABILITY[durability])
+        self.location = f"{self._db.location}#{self._db.schema}"
+        # Refused batches (damage only) are kept under the home, one folder per server and schema.
+        self.spool_anchor = homes.resolve_home() / "postgres" / _anchor_name(self._db.location, self._db.schema)
+        self._closed = threading.Event()
+        with connect(self._db.conninfo, self._db.location, self._db.patience) as conn:
+            migrations.migrate(conn, self._db.schema, EXTENSIONS_SCHEMA)
+        self._db.open()
+        self._appends = AppendBatcher(self._run, self._direct)
+
+    @property
+    def pool(self) -> Any:
+        """The connection pool (psycopg_pool.ConnectionPool), for tools and tests."""
+        return self._db.pool
+
+    @property
+    def schema(self) -> str:
+        return self._db.schema
+
+    @property
+    def routing(self) -> RoutingTable:
+        return RoutingTable(self._run, self._profile)
+
+    def close(self) -> None:
+        if not self._closed.is_set():
+            self._closed.set()
+            self._db.close()
+
+    def _run(self, work: Callable[[psycopg.Connection], T], *, read_only: bool = False) -> T:
+        if self._closed.is_set():
+            raise StoreClosed("this store handle is closed; open the store again")
+        return self._db.run(work, read_only=read_only)
+
+    def _direct(self, work: Callable[[psycopg.Connection], T]) -> T:
+        """`work` on a connection outside any transaction: each statement commits itself."""
+        if self._closed.is_set():
+            raise StoreClosed("this store handle is closed; open the store again")
+        return self._db.session(work)
+
+    def _read(self, work: Callable[[psycopg.Connection], T]) -> T:
+        return self._run(work, read_only=True)
+
+    # --- sessions ----------------------------------------------------------------------
+
+    def create_session(self, command: cmd.CreateSession) -> Session:
+        return self._run(partial(sessions.create, values=asdict(command)))
+
+    def get_session(self, session_id: str) -> Session:
+        return self._read(partial(sessions.get, session_id=session_id))
+
+    def list_sessions(self, query: cmd.ListSessions) -> Page:
+        text, params = listing.sql(query, sessions.COLUMNS, "%s")
+        return self._read(lambda conn: listing.page([sessions.from_row(r) for r in conn.execute(text, params)],
+                                                    query.limit))
+
+    def change_session(self, session_id: str, change: cmd.SessionChange) -> Session:
+        return self._run(partial(sessions.change, session_id=session_id, change=change))
+
+    def delete_session(self, session_id: str) -> None:
+        self._run(partial(sessions.delete, session_id=session_id))
+
+    def find_session(self, ref: str, title: str | None) -> Session:
+        return self._read(partial(sessions.find, ref=ref, title=title))
+
+    # --- messages, compaction and lineage ------------------------------------------------
+
+    def append(self, command: cmd.Append) -> list[Message]:
+        return self._appends.append(command)
+
+    def transcript(self, query: cmd.ReadTranscript) -> list[Message]:
+        def work(conn: psycopg.Connection) -> list[Message]:
+            sessions.require(conn, query.session_id)
+            return messages.transcript(conn, **asdict(query))
+        return self._read(work)
+
+    def begin_compaction(self, command: cmd.BeginCompaction) -> Lease:
+        return self._run(partial(compaction.begin, session_id=command.session_id, holder=command.holder,
+                                 ttl=command.ttl, clock=command.clock))
+
+    def refresh_compaction(self, command: cmd.RefreshCompaction) -> Lease:
+        return self._run(partial(compaction.refresh, lease=command.lease, ttl=command.ttl, clock=command.clock))
+
+    def abort_compaction(self, lease: Lease) -> None:
+        self._run(partial(compaction.release, lease=lease))
+
+    def commit_compaction(self, command: cmd.CommitCompaction) -> Session:
+        return self._run(partial(compaction.commit, lease=command.lease, batch=command.batch, mode=command.mode,
+                                 clock=command.clock))
+
+    def compaction_lease(self, session_id: str) -> Lease | None:
+        return self._read(partial(compaction.current, session_id=session_id))
+
+    def lineage(self, session_id: str) -> list[Session]:
+        return self._read(partial(lineage.lineage, session_id=session_id))
+
+    def tip(self, session_id: str) -> Session:
+        return self._read(partial(lineage.tip, session_id=session_id))
+
+    def live_messages(self, session_id: str, max_messages: int) -> tuple[str, list[Message]]:
+        return self._read(partial(lineage.live_messages, session_id=session_id, max_messages=max_messages))
+
+    def rewind(self, command: cmd.Rewind) -> int:
+        return self._run(partial(lineage.rewind, **asdict(command)))
+
+    def restore_rewound(self, session_id: str) -> int:
+        return self._run(partial(lineage.restore_rewound, session_id=session_id))
+
+    def branch(self, command: cmd.Branch) -> Session:
+        values = {"id": command.new_id, "title": command.title, "started_at": command.started_at}
+        return self._run(partial(lineage.branch, session_id=command.session_id,
+                                 at_message_id=command.at_message_id, values=values))
+
+    # --- usage, search, statistics, integrity --------------------------------------------
+
+    def record_usage(self, command: cmd.RecordUsage) -> None:
+        key = (command.model, command.provider, command.task)
+        self._run(partial(usage.record, session_id=command.session_id, key=key, amounts=command.amounts))
+
+    def usage(self, session_id: str) -> Usage:
+        return self._read(partial(usage.total, session_id=session_id))
+
+    def search(self, query: cmd.Search) -> list[SearchHit]:
+        fields = {name: getattr(query, name) for name in query.__slots__}
+        return self._read(partial(search.search, **fields))
+
+    def stats(self) -> StoreStats:
+        def work(conn: psycopg.Connection) -> StoreStats:
+            size = conn.execute(
+                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class AS c "
+                "WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'S')").fetchone()[0]
+            return StoreStats(location=self.location, **usage.counts(conn), size_bytes=int(size), wal_bytes=0)
+        return self._read(work)
+
+    def verify(self) -> VerifyReport:
+        return self._read(verify.verify)
+
+    # --- transfer ------------------------------------------------------------------------
+
+    def missing_sessions(self, session_ids: list[str]) -> list[str]:
+        return self._read(partial(transfer.missing_sessions, session_ids=session_ids))
+
+    def session_ids(self) -> Iterator[str]:
+        after = 0
+        while page := self._read(partial(transfer.session_page, after=after)):
+            for _created, sid in page:
+                yield sid
+            after = page[-1][0]
+
+    def session_records(self, session_id: str, max_messages: int = 0) -> Iterator[dict[str, Any]]:
+        # One snapshot per session, streamed: not retried once records were handed out.
+        if self._closed.is_set():
+            raise StoreClosed("this store handle is closed; open the store again")
+        yield from self._db.stream(partial(transfer.session_records, session_id=session_id,
+                                           max_messages=max_messages))
+
+    def import_session(self, group: SessionGroup, dry_run: bool) -> ImportOutcome:
+        return self._run(partial(transfer.write_group, group=group, dry_run=dry_run))
+
+    def relink(self, links: list[tuple[str, str]]) -> list[str]:
+        return self._run(partial(transfer.relink, links=links))
+
+    # --- maintenance (maintenance.py): online on a server, never refused while held ------
+
+    def backup(self, destination: Path) -> int:
+        raise InvalidInput(maintenance.backup_refusal(self._db.schema, destination))
+
+    def optimize(self, *, force: bool, dry_run: bool) -> MaintenanceReport:
+        return self._maintain("optimize", dry_run, lambda: self._db.session(
+            partial(maintenance.run_each_table, statement="ANALYZE")))
+
+    def vacuum(self, *, force: bool, dry_run: bool) -> MaintenanceReport:
+        return self._maintain("vacuum", dry_run, lambda: self._db.session(
+            partial(maintenance.run_each_table, statement="VACUUM")))
+
+    def prune(self, command: cmd.Prune) -> MaintenanceReport:
+        return self._maintain("prune", command.dry_run,
+                              lambda: self._run(partial(maintenance.prune, command=command)), always=True)
+
+    def _maintain(self, action: str, dry_run: bool, work: Callable[[], Any], always: bool = False) -> MaintenanceReport:
+        """`work` (which previews by itself when `always`), with the sizes before and after."""
+        before = self.stats().size_bytes
+        result = work() if always or not dry_run else None
+        return MaintenanceReport(action, dry_run, before, self.stats().size_bytes, sessions=result or [], warnings=[])
+
+
+def _anchor_name(location: str, schema: str) -> str:
+    keep = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in location.split("://", 1)[-1])
+    return f"{keep[:80]}-{schema}"

@@ -1,0 +1,67 @@
+"""Store.verify() on a profile's schema: every invariant the contract promises, checked
+by queries in one snapshot, each naming what broke. The server keeps its pages sound
+(checksums, WAL); what is checked here is sessiondb's own logic."""
+
+from __future__ import annotations
+
+import psycopg
+
+from ...model import COMPRESSION, VerifyReport
+
+# (what the invariant is, a query returning one row per offender: its description)
+_CHECKS = (
+    ("a uid is stored once across a compression lineage", f"""
+        WITH RECURSIVE root(id, root, depth) AS (
+            SELECT id, id, 0 FROM sessions WHERE parent_relation IS DISTINCT FROM '{COMPRESSION}'
+                OR parent_session_id IS NULL
+            UNION ALL
+            SELECT s.id, root.root, root.depth + 1 FROM root
+            JOIN sessions AS s ON s.parent_session_id = root.id AND s.parent_relation = '{COMPRESSION}'
+            WHERE root.depth < 1000
+        )
+        SELECT 'uid ' || m.uid || ' in ' || string_agg(DISTINCT m.session_id, ', ')
+        FROM messages AS m JOIN root ON root.id = m.session_id
+        GROUP BY root.root, m.uid HAVING count(*) > 1 LIMIT 20"""),
+    ("a session's counters equal its active rows", """
+        SELECT 'session ' || s.id || ' counts ' || s.message_count || ' messages and ' || s.tool_call_count
+               || ' tool calls, its rows ' || coalesce(c.n, 0) || ' and ' || coalesce(c.calls, 0)
+        FROM sessions AS s LEFT JOIN (
+            SELECT session_id, count(*) AS n,
+                   coalesce(sum(jsonb_array_length(json_value(tool_calls))) FILTER (WHERE tool_calls IS NOT NULL), 0)
+                   AS calls
+            FROM messages WHERE state = 'active' GROUP BY session_id) AS c ON c.session_id = s.id
+        WHERE s.message_count <> coalesce(c.n, 0) OR s.tool_call_count <> coalesce(c.calls, 0) LIMIT 20"""),
+    ("seq never goes down in commit order", """
+        SELECT 'session ' || session_id || ': message ' || id || ' has seq ' || seq || ' after ' || prev
+        FROM (SELECT session_id, id, seq, lag(seq) OVER (PARTITION BY session_id ORDER BY id) AS prev
+              FROM messages) AS ordered
+        WHERE seq < prev LIMIT 20"""),
+    ("the search words of every row are its text's", """
+        SELECT 'message ' || id || ' carries stale search words' FROM messages
+        WHERE words IS DISTINCT FROM to_tsvector('words', search_text(role, content, parts)) LIMIT 20"""),
+    ("every search index is valid", """
+        SELECT 'index ' || c.relname || ' is not valid' FROM pg_index AS i
+        JOIN pg_class AS c ON c.oid = i.indexrelid JOIN pg_class AS t ON t.oid = i.indrelid
+        WHERE t.relname = 'messages' AND t.relnamespace = current_schema()::regnamespace
+          AND NOT (i.indisvalid AND i.indisready)"""),
+    ("a lease's watermark and token are ones the store handed out", """
+        SELECT 'the lease on ' || l.session_id || ' has watermark ' || l.watermark || ' and token ' || l.token
+        FROM compaction_leases AS l
+        WHERE l.watermark > coalesce((SELECT max(id) FROM messages), 0)
+           OR l.token > (SELECT last_value FROM compaction_token) OR l.expires_at < l.acquired_at
+        LIMIT 20"""),
+    ("no row outlives its session (the foreign keys hold)", """
+        SELECT 'constraint ' || conname || ' on ' || conrelid::regclass || ' is not validated'
+        FROM pg_constraint WHERE contype = 'f' AND connamespace = current_schema()::regnamespace
+          AND NOT convalidated"""),
+)
+
+
+def verify(conn: psycopg.Connection) -> VerifyReport:
+    problems: list[str] = []
+    for invariant, query in _CHECKS:
+        problems += [f"{invariant}: {row[0]}" for row in conn.execute(query)]
+    sessions_n, messages_n, leases_n = conn.execute(
+        "SELECT (SELECT count(*) FROM sessions), (SELECT count(*) FROM messages), "
+        "(SELECT count(*) FROM compaction_leases)").fetchone()
+    return VerifyReport(problems=problems, checked={"sessions": sessions_n, "messages": messages_n, "leases": leases_n})

@@ -1,0 +1,59 @@
+"""S-05 fails closed: a late write to a session closed by rotation lands on its live
+continuation, and when that continuation has ended, for any reason, it is refused with the
+cause that says to refresh, never stored where nobody reads it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sessiondb import Cause, CompressionClosed
+from sessiondb.guidance import for_error
+
+
+def user(text):
+    return {"role": "user", "content": text}
+
+
+def rotate(store, sid):
+    lease = store.begin_compaction(sid)
+    return store.commit_compaction(lease, [{"role": "system", "content": "summary"}], mode="rotate").id
+
+
+def everything(store, sid):
+    return [(m.session_id, m.uid) for s in store.lineage(sid) for m in store.transcript(s.id, include_compacted=True)]
+
+
+@pytest.mark.parametrize("reason", ["user_closed", "idle_reset", "stale_turn"])
+def test_a_late_write_whose_continuation_ended_for_another_reason_is_refused(store, reason):
+    sid = store.create_session("cli").id
+    store.append(sid, user("before the rotation"))
+    child = rotate(store, sid)
+    grandchild = rotate(store, child)
+    store.end_session(grandchild, reason)
+    before = everything(store, sid)
+
+    with pytest.raises(CompressionClosed) as refused:
+        store.append(sid, user("late"))
+
+    assert refused.value.cause is Cause.COMPRESSION_CLOSED
+    text = str(refused.value)
+    assert "refresh" in text and grandchild in text and reason in text and "disk" not in text.lower()
+    assert everything(store, sid) == before
+    advice = for_error(refused.value, db_path=Path("/h/state.db"), profile=None)
+    assert "refresh" in advice.message and advice.http_status == 409
+    with pytest.raises(CompressionClosed):
+        store.append(child, user("late, from the middle of the chain"))
+    with pytest.raises(CompressionClosed):
+        store.begin_compaction(sid)
+    assert everything(store, sid) == before
+
+
+def test_a_late_write_lands_again_once_the_continuation_is_reopened(store):
+    sid = store.create_session("cli").id
+    child = rotate(store, sid)
+    store.end_session(child, "user_closed")
+    store.reopen_session(child)
+    [row] = store.append(sid, user("late"))
+    assert row.session_id == child
