@@ -1,18 +1,23 @@
 """The store calls of the two-process search property, and the second process that runs
 them (as a script: one JSON command per line in, one JSON reply per line out).
 
-    python peer.py
+    python peer.py [--unindexed]
 
-`open` opens a store at `path` (closing any previous one), `close` closes it; every other
+`--unindexed` keeps this process's own indexer from running after its writes (as if it had
+not got to them yet), so that what indexes them is the other process's, at the moment a
+test chooses. `open` opens a store at `path` (closing any previous one), `close` closes it; every other
 command is `call` on this process's own handle.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
+from pathlib import Path
 
 import sessiondb
+from sessiondb.store.sqlite.index.indexer import Indexer
 
 
 def call(store, op: str, args: dict):
@@ -40,6 +45,25 @@ def call(store, op: str, args: dict):
     raise ValueError(op)
 
 
+class Peer:
+    """This script running in another process, called like a function: `peer(op, **args)`."""
+
+    def __init__(self, *flags: str) -> None:
+        self.proc = subprocess.Popen([sys.executable, str(Path(__file__)), *flags], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+
+    def __call__(self, op: str, **args):
+        self.proc.stdin.write(json.dumps({"op": op, "args": args}) + "\n")
+        self.proc.stdin.flush()
+        reply = json.loads(self.proc.stdout.readline())
+        assert reply["ok"], reply["error"]
+        return reply["result"]
+
+    def stop(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
 def serve() -> None:
     store = None
     for line in sys.stdin:
@@ -62,4 +86,6 @@ def serve() -> None:
 
 
 if __name__ == "__main__":
+    if "--unindexed" in sys.argv[1:]:
+        Indexer.nudge = lambda self: None
     serve()

@@ -10,8 +10,6 @@ marked, deleted gone. At the end the index equals one rebuilt from nothing.
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -23,27 +21,10 @@ from sessiondb.store.sqlite.index.coverage import differences
 
 sys.path.insert(0, str(Path(__file__).parent))
 import peer as peer_calls  # noqa: E402
+from peer import Peer  # noqa: E402
 
-HERE = Path(__file__).parent
 SESSIONS = ["sa", "sb"]
 WORDS = ["kyoto", "harbour", "lantern", "東京の港"]  # the last one goes through the trigram index
-
-
-class Peer:
-    def __init__(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, str(HERE / "peer.py")], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True)
-
-    def __call__(self, op: str, **args):
-        self.proc.stdin.write(json.dumps({"op": op, "args": args}) + "\n")
-        self.proc.stdin.flush()
-        reply = json.loads(self.proc.stdout.readline())
-        assert reply["ok"], reply["error"]
-        return reply["result"]
-
-    def stop(self) -> None:
-        self.proc.stdin.close()
-        self.proc.wait(timeout=30)
 
 
 class Local:

@@ -143,8 +143,11 @@ def test_a_stored_message_missing_from_the_index_is_reported(path):
 
 def test_an_indexed_message_that_is_not_stored_is_reported(path):
     mid = message_id(path, "m0")  # compacted in the root: no counter counts it
-    # A delete the store did not log for the index (its trigger gone), by hand.
-    corrupt(path, "DROP TRIGGER messages_search_gone", "DELETE FROM messages WHERE uid = 'm0'")
+    # A delete the store did not log for the index (its trigger dropped for it, then put back).
+    conn = apsw.Connection(str(path))
+    (trigger,) = conn.execute("SELECT sql FROM sqlite_schema WHERE name = 'messages_search_gone'").fetchone()
+    conn.close()
+    corrupt(path, "DROP TRIGGER messages_search_gone", "DELETE FROM messages WHERE uid = 'm0'", trigger)
     assert problems(path) == [f"search: words holds message {mid}, which is not stored"]
 
 

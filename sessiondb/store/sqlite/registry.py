@@ -78,7 +78,8 @@ class SharedFile:
         # thread; readers attach it (at the indexer's generation) when they search.
         self.indexer = Indexer(path, patience=patience, vfs=vfs)
         self._attached: dict[int, int] = {}
-        self._adopt_index()
+        if self.full is None:
+            self._adopt_index()
 
     def _adopt_index(self) -> None:
         """Open the index now, before this process writes: an index left ahead of the store
@@ -229,17 +230,28 @@ class SharedFile:
                     return work(conn, indexed[1])
             finally:
                 conn.execute("COMMIT")
+            if self.full is not None:
+                if best_effort:
+                    return self._read_index(conn, work)
+                # Read from its main file like the store, the index is behind (it is caught
+                # up at every clean close): its next batch needs room.
+                raise DiskFull(f"{self.full} The search index is behind the store and cannot be brought up "
+                               "to date until space is freed.")
             try:
                 self.indexer.catch_up(target)
             except apsw.Error:
                 if not best_effort:
                     raise
             self._attach_index(conn)  # a rebuild may have made a new file meanwhile
-            conn.execute("BEGIN")
-            try:
-                return work(conn, conn.execute(INDEX_MARKS).fetchone()[1])
-            finally:
-                conn.execute("COMMIT")
+            return self._read_index(conn, work)
+
+    @staticmethod
+    def _read_index(conn: apsw.Connection, work: Callable[[apsw.Connection, int], T]) -> T:
+        conn.execute("BEGIN")
+        try:
+            return work(conn, conn.execute(INDEX_MARKS).fetchone()[1])
+        finally:
+            conn.execute("COMMIT")
 
     def _attach_index(self, conn: apsw.Connection) -> None:
         generation = self.indexer.generation
@@ -247,13 +259,17 @@ class SharedFile:
             return
         if id(conn) in self._attached:
             conn.execute("DETACH idx")
-        self.indexer.marks()  # opens (creates) the index file first
-        conn.execute("ATTACH ? AS idx", (index_schema.uri(index_schema.path_of(self.path), self._vfs),))
+        if self.full is None:
+            self.indexer.marks()  # opens (creates) the index file first
+        conn.execute("ATTACH ? AS idx", (index_schema.uri(index_schema.path_of(self.path), self._vfs,
+                                                          immutable=self.full is not None),))
         self._attached[id(conn)] = generation
 
     def close(self) -> None:
         if self.containment.finding is not None:
             self.indexer.close_without_checkpoint()
+        elif self.full is None and not self.retired:
+            self.indexer.settle()  # a clean close leaves the index caught up with the store
         self.indexer.stop()
         self.writer.stop()
         self.containment.close()

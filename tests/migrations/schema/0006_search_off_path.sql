@@ -57,11 +57,20 @@ WHEN old.id IS NOT new.id OR old.role IS NOT new.role OR old.content IS NOT new.
 BEGIN
     INSERT INTO search_touched(id) VALUES (old.id);
     INSERT INTO search_touched(id) SELECT new.id WHERE new.id IS NOT old.id;
+    UPDATE search_freed SET id = old.id WHERE id < old.id AND new.id IS NOT old.id;
 END;
 
 -- trigger messages_search_gone on messages
 CREATE TRIGGER messages_search_gone AFTER DELETE ON messages BEGIN
     INSERT INTO search_touched(id) VALUES (old.id);
+    UPDATE search_freed SET id = old.id WHERE id < old.id;
+END;
+
+-- trigger messages_search_reused on messages
+CREATE TRIGGER messages_search_reused AFTER INSERT ON messages
+WHEN new.id <= (SELECT id FROM search_freed)
+BEGIN
+    INSERT INTO search_touched(id) VALUES (new.id);
 END;
 
 -- index messages_session on messages
@@ -72,6 +81,11 @@ CREATE UNIQUE INDEX messages_uid ON messages(session_id, uid);
 
 -- table schema_migrations on schema_migrations
 CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL) STRICT;
+
+-- table search_freed on search_freed
+CREATE TABLE search_freed (
+    id INTEGER NOT NULL
+) STRICT;
 
 -- table search_touched on search_touched
 CREATE TABLE search_touched (

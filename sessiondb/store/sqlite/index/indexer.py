@@ -44,6 +44,12 @@ _STORE_MARKS = (
     "(SELECT coalesce(max(seq), 0) FROM {db}search_touched)"
 )
 STORE_MARKS = _STORE_MARKS.format(db="")  # read on a store connection
+# The highest message id the store ever held and the highest seq its log ever gave out
+# (the log's swept rows included): an index past either follows commits the store lost.
+_STORE_EVER = (
+    "SELECT max((SELECT coalesce(max(id), 0) FROM store.messages), (SELECT id FROM store.search_freed)), "
+    "coalesce((SELECT seq FROM store.sqlite_sequence WHERE name = 'search_touched'), 0)"
+)
 _INDEX_MARKS = "SELECT (SELECT value FROM {db}state WHERE key = 'indexed_to'), " \
                "(SELECT value FROM {db}state WHERE key = 'touched_to')"
 INDEX_MARKS = _INDEX_MARKS.format(db="idx.")  # read on a store connection with the index attached
@@ -70,6 +76,15 @@ class Indexer:
     def nudge(self) -> None:
         """Messages may have been written: index them soon (never waits)."""
         self._wake.set()
+
+    def settle(self) -> None:
+        """Catch up before the store closes, so that the index's file covers the store's
+        (a store on a full disk is read from its files as they are); a failure is only
+        logged: the next search catches up."""
+        try:
+            self.catch_up()
+        except apsw.Error as exc:
+            log.warning("search index of %s not brought up to date at close: %s", self.store, exc)
 
     def stop(self) -> None:
         self._stopping.set()
@@ -207,23 +222,18 @@ def _begin(conn: apsw.Connection) -> None:
 
 def _adopt(conn: apsw.Connection) -> None:
     """Make sure the index describes this store: one built for another file (a different
-    generation stamp) or for a later state of it (marks past the store's) starts over."""
+    generation stamp), or for a later state of it, starts over. A later state is one the
+    store lost (a power cut at durability normal): the index has applied logged changes or
+    indexed ids the store never gave out as far as it now knows, and those ids will be
+    given out again without a log entry."""
     _begin(conn)
     try:
         (generation,) = conn.execute("SELECT value FROM state WHERE key = 'generation'").fetchone()
         (ours,) = conn.execute("SELECT generation FROM store.store_identity").fetchone()
-        (store_max, store_touched), (indexed_to, touched_to) = (
-            conn.execute(_STORE_MARKS.format(db="store.")).fetchone(), _index_marks(conn))
-        if generation != ours or store_touched < touched_to:
-            # Another file, or the store lost logged deletions the index applied (a power cut
-            # at durability normal): what the index removed may exist again.
+        (highest, logged), (indexed_to, touched_to) = conn.execute(_STORE_EVER).fetchone(), _index_marks(conn)
+        if generation != ours or highest < indexed_to or logged < touched_to:
             _reset(conn)
             conn.execute("UPDATE state SET value = ? WHERE key = 'generation'", (ours,))
-        elif store_max < indexed_to:
-            # The store's last rows are gone (deleted, or lost to a power cut at durability
-            # normal): their ids may be taken again, so the mark comes down (seen_to keeps
-            # the stale entries replaced, not duplicated).
-            conn.execute("UPDATE state SET value = ? WHERE key = 'indexed_to'", (store_max,))
     except BaseException:
         conn.execute("ROLLBACK")
         raise
@@ -233,24 +243,28 @@ def _adopt(conn: apsw.Connection) -> None:
 def _reset(conn: apsw.Connection) -> None:
     for name in schema.TOKENIZERS:
         conn.execute(f"INSERT INTO {name}({name}) VALUES ('delete-all')")
-    conn.execute("UPDATE state SET value = 0 WHERE key IN ('indexed_to', 'touched_to', 'seen_to')")
+    conn.execute("UPDATE state SET value = 0 WHERE key IN ('indexed_to', 'touched_to')")
 
 
 def index_batch(conn: apsw.Connection, limit: int) -> bool:
     """One transaction of the index file: apply up to `limit` logged ids, index up to
-    `limit` new messages, and move the marks with them. True when that was everything."""
+    `limit` new messages, and move the marks with them. True when that was everything.
+
+    The marks only rise. Every id up to `indexed_to` was indexed as its row was then, and
+    any later change to a row at such an id is in the store's log: a delete or a change of
+    text by the triggers, and an insert that takes a freed id too (migration 0006); an
+    insert the log does not hold is above every id the store ever held, so above the mark,
+    and the scan of new ids finds it. Nothing above the mark is in the index."""
     text = schema.text_sql("m")
     _begin(conn)
     try:
         indexed_to, touched_to = _index_marks(conn)
-        (seen_to,) = conn.execute("SELECT value FROM state WHERE key = 'seen_to'").fetchone()
         touched = conn.execute(
             "SELECT seq, id FROM store.search_touched WHERE seq > ? ORDER BY seq LIMIT ?", (touched_to, limit)
         ).fetchall()
         if touched:
-            # Deleted or changed rows leave the index; one that still exists (an id reused,
-            # a text changed) is indexed again as it is now. Ids above indexed_to are new
-            # to the index anyway and come below.
+            # Logged rows leave the index; those that exist now (an id reused, a text
+            # changed) are indexed again as they are. Ids above indexed_to come below.
             ids = sorted({mid for _, mid in touched})
             for name in schema.TOKENIZERS:
                 conn.executemany(f"DELETE FROM {name} WHERE rowid = ?", [(mid,) for mid in ids])
@@ -264,18 +278,9 @@ def index_batch(conn: apsw.Connection, limit: int) -> bool:
             touched_to = touched[-1][0]
         added, last = _add(conn, conn.cursor().execute(
             f"SELECT m.id, {text} FROM store.messages AS m WHERE m.id > ? ORDER BY m.id LIMIT ?", (indexed_to, limit)
-        ), replace_to=seen_to)
-        indexed_to = max(indexed_to, last)
-        seen_to = max(seen_to, indexed_to)
-        # SQLite gives a new row the highest id + 1, so an id above the store's highest (its
-        # rows deleted) can be taken again by a later row: after every batch the mark is at
-        # or below the highest id of the batch's snapshot, or that row would never be
-        # indexed (an insert logs nothing). Rows at or below seen_to replace what the index
-        # may still hold under their id.
-        (highest,) = conn.execute("SELECT coalesce(max(id), 0) FROM store.messages").fetchone()
-        indexed_to = min(indexed_to, highest)
+        ))
         conn.executemany("UPDATE state SET value = ? WHERE key = ?",
-                         [(indexed_to, "indexed_to"), (touched_to, "touched_to"), (seen_to, "seen_to")])
+                         [(max(indexed_to, last), "indexed_to"), (touched_to, "touched_to")])
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
@@ -284,15 +289,11 @@ def index_batch(conn: apsw.Connection, limit: int) -> bool:
     return len(touched) < limit and added < limit
 
 
-def _add(conn: apsw.Connection, rows: Iterable[tuple[int, str]], replace_to: int = 0) -> tuple[int, int]:
-    """Index rows as they are read (a batch of long texts is never all in memory), first
-    removing what the index holds under ids up to `replace_to`; returns how many and the
-    last id."""
+def _add(conn: apsw.Connection, rows: Iterable[tuple[int, str]]) -> tuple[int, int]:
+    """Index rows as they are read (a batch of long texts is never all in memory); returns
+    how many and the last id."""
     count = last = 0
     for mid, text in rows:
-        if mid <= replace_to:
-            for name in schema.TOKENIZERS:
-                conn.execute(f"DELETE FROM {name} WHERE rowid = ?", (mid,))
         conn.execute(f"INSERT INTO {schema.WORDS}(rowid, text) VALUES (?, ?)", (mid, text))
         runs = cjk_runs(text)
         if runs:

@@ -14,12 +14,10 @@ What it holds (contentless FTS5: no copy of the text, which stays in `messages` 
   one place the word tokenizer cannot split words. Trigrams of whole messages would be
   most of the index's bytes.
 - `state`: how far the index has followed the store, written in the same transaction as
-  the index content it describes: `indexed_to` (every message id up to it is indexed; never
-  above the store's highest id, since SQLite gives a new row the highest id + 1),
-  `touched_to` (the store's `search_touched` log is applied up to this seq), `seen_to` (the
-  highest id ever indexed: a row at or below it replaces what the index holds under its
-  id) and the store's
-  generation stamp (an index built for another store file is rebuilt, never trusted).
+  the index content it describes: `indexed_to` (every message id up to it is indexed, and
+  nothing above it; it only rises), `touched_to` (the store's `search_touched` log is
+  applied up to this seq) and the store's generation stamp (an index built for another
+  store file is rebuilt, never trusted).
 
 Every message is indexed whatever its state: the state is joined in from `messages` at
 query time (rewound rows filtered out, compacted ones marked), so rewinding, restoring and
@@ -53,7 +51,7 @@ _LAYOUT = "".join(
     for name, tokenizer in TOKENIZERS.items()
 ) + (
     "CREATE TABLE state (key TEXT PRIMARY KEY, value ANY NOT NULL) STRICT;"
-    "INSERT INTO state VALUES ('indexed_to', 0), ('touched_to', 0), ('seen_to', 0), ('generation', '');"
+    "INSERT INTO state VALUES ('indexed_to', 0), ('touched_to', 0), ('generation', '');"
 )
 
 
@@ -61,9 +59,11 @@ def path_of(store: Path) -> Path:
     return Path(f"{store}{SUFFIX}")
 
 
-def uri(path: Path, vfs: str | None) -> str:
-    """An ATTACH-able URI for `path` (through the store's VFS when it has one)."""
-    return f"file:{quote(str(path))}" + (f"?vfs={quote(vfs)}" if vfs else "")
+def uri(path: Path, vfs: str | None, *, immutable: bool = False) -> str:
+    """An ATTACH-able URI for `path` (through the store's VFS when it has one; `immutable`:
+    the main file alone, read-only, for a file nothing writes)."""
+    options = ([f"vfs={quote(vfs)}"] if vfs else []) + (["immutable=1"] if immutable else [])
+    return f"file:{quote(str(path))}" + (f"?{'&'.join(options)}" if options else "")
 
 
 def text_sql(row: str) -> str:

@@ -5,9 +5,15 @@ store/sqlite/index/); the acknowledged transaction writes message rows only. Thi
 what 0002_search built (its triggers made every append index its text inside the
 transaction) and adds the one piece of bookkeeping the index needs from the store: a log
 of the message ids whose row was deleted or changed in anything the index reads, so the
-indexer can remove (and, if the id was reused, re-index) them. Appends write nothing
-here; the index follows them by id (its high-water mark). State changes are not logged:
-the state is joined in at query time.
+indexer can remove (and, if the id was reused, re-index) them. State changes are not
+logged: the state is joined in at query time.
+
+Appends write nothing here, save one kind: SQLite gives a new row the highest id + 1, so
+once the newest rows are deleted a new row takes an id the index may already have passed
+(the index follows appends by id, with a high-water mark that only rises). The highest id
+ever freed is kept in `search_freed`, and an insert at or below it is logged like a
+change: an unlogged insert is then always above every id the store ever held, and so
+above the index's mark, by construction.
 
 Frozen: every statement is spelled out here.
 """
@@ -31,8 +37,14 @@ CREATE TABLE search_touched (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     id  INTEGER NOT NULL
 ) STRICT;
+-- One row: the highest message id ever deleted (or moved away from).
+CREATE TABLE search_freed (
+    id INTEGER NOT NULL
+) STRICT;
+INSERT INTO search_freed(id) VALUES (0);
 CREATE TRIGGER messages_search_gone AFTER DELETE ON messages BEGIN
     INSERT INTO search_touched(id) VALUES (old.id);
+    UPDATE search_freed SET id = old.id WHERE id < old.id;
 END;
 CREATE TRIGGER messages_search_changed AFTER UPDATE OF id, role, content, parts ON messages
 WHEN old.id IS NOT new.id OR old.role IS NOT new.role OR old.content IS NOT new.content
@@ -40,6 +52,12 @@ WHEN old.id IS NOT new.id OR old.role IS NOT new.role OR old.content IS NOT new.
 BEGIN
     INSERT INTO search_touched(id) VALUES (old.id);
     INSERT INTO search_touched(id) SELECT new.id WHERE new.id IS NOT old.id;
+    UPDATE search_freed SET id = old.id WHERE id < old.id AND new.id IS NOT old.id;
+END;
+CREATE TRIGGER messages_search_reused AFTER INSERT ON messages
+WHEN new.id <= (SELECT id FROM search_freed)
+BEGIN
+    INSERT INTO search_touched(id) VALUES (new.id);
 END;
 """
 
