@@ -103,3 +103,22 @@ def test_only_the_cjk_runs_of_a_message_go_into_the_trigram_index(store):
     finally:
         conn.close()
     assert trigrams == {"東京駅"}  # no trigram of the English words, nor of the one message without CJK
+
+
+def test_an_index_over_a_swept_log_is_kept_at_the_next_open(tmp_path):
+    # optimize sweeps the log rows the index applied; the index is not thereby ahead of the
+    # store, and the next open keeps it instead of starting it over.
+    path = tmp_path / "state.db"
+    with sessiondb.open_store(path) as s:
+        for name in ("kept", "gone"):
+            s.append(s.create_session("cli", session_id=name).id, {"role": "user", "content": f"{name} words"})
+        s.delete_session("gone")
+        s.optimize()
+    conn = open_index(path, patience=5.0, vfs=None)
+    before = conn.execute("SELECT key, value FROM state WHERE key IN ('indexed_to', 'touched_to')").fetchall()
+    conn.close()
+    with sessiondb.open_store(path):
+        conn = open_index(path, patience=5.0, vfs=None)
+        after = conn.execute("SELECT key, value FROM state WHERE key IN ('indexed_to', 'touched_to')").fetchall()
+        conn.close()
+    assert dict(before)["touched_to"] > 0 and after == before
