@@ -41,7 +41,8 @@ from ..connect import connect
 
 FILES = INDEX_SUFFIXES  # beside the store file: the index, its WAL, shared memory, journal
 SUFFIX = FILES[0]
-VERSION = 1  # PRAGMA user_version of the index file's layout
+VERSION = 2  # PRAGMA user_version of the index file's layout (2: marks that only rise; a file of
+# another layout is index damage, rebuilt)
 TOOL_TEXT_LIMIT = 8192  # characters of a tool message's output that are indexed
 WORDS, CJK = "words", "cjk"
 TOKENIZERS = {WORDS: "unicode61 remove_diacritics 2", CJK: "trigram remove_diacritics 1"}
