@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test reliability reliability-postgres bench bench-core bench-lineage bench-search bench-api bench-fleet clean
+.PHONY: run test reliability reliability-postgres bench bench-growth bench-core bench-lineage bench-search bench-api bench-fleet clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,8 +37,11 @@ reliability-postgres: $(STAMP)
 
 # Side by side with the peers (docs/benchmarks.md, .json and charts; about 10 minutes).
 # The peers and matplotlib live in their own venv, never in the project's dependencies.
+# OpenAI Agents gets its own venv: hermes-agent's pins hold openai-agents back to an old
+# release when both share one, and each peer runs at its current release.
 PEERS := bench/.venv-peers
-PEER_PACKAGES := hermes-agent==0.19.0 openai-agents langchain-community greenlet matplotlib
+PEER_PACKAGES := hermes-agent==0.19.0 langchain-community greenlet matplotlib
+OPENAI := bench/.venv-openai
 $(PEERS)/.installed:
 	$(PYTHON) -m venv $(PEERS)
 	$(PEERS)/bin/pip install --quiet --upgrade pip
@@ -46,8 +49,19 @@ $(PEERS)/.installed:
 	  $(PEERS)/bin/pip install --quiet "$$p" || echo "bench: could not install $$p (reported n/a)"; done
 	touch $@
 
-bench: $(STAMP) $(PEERS)/.installed
+$(OPENAI)/.installed:
+	$(PYTHON) -m venv $(OPENAI)
+	$(OPENAI)/bin/pip install --quiet --upgrade pip
+	$(OPENAI)/bin/pip install --quiet --upgrade openai-agents || echo "bench: could not install openai-agents (reported n/a)"
+	touch $@
+
+bench: $(STAMP) $(PEERS)/.installed $(OPENAI)/.installed
 	$(BIN)/python bench/compare.py
+
+# How cost grows with 10k, 100k and 1M stored messages (docs/benchmarks-growth.md and a
+# chart; about 10 minutes, so not part of `make bench`).
+bench-growth: $(STAMP) $(PEERS)/.installed
+	$(BIN)/python bench/bench_growth.py
 
 bench-core: $(STAMP)
 	$(BIN)/python bench/bench_core.py

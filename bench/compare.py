@@ -34,6 +34,9 @@ import bench_core  # noqa: E402
 import bench_search  # noqa: E402
 
 PEERS_PY = HERE / ".venv-peers" / "bin" / "python"
+# Each peer at its current release: OpenAI Agents in its own venv (hermes-agent's pins
+# would hold it back in a shared one).
+INTERPRETERS = {"peers": PEERS_PY, "openai": HERE / ".venv-openai" / "bin" / "python"}
 DOCS = ROOT / "docs"
 
 # (key, adapter module, mode, label, interpreter)
@@ -42,10 +45,10 @@ SYSTEMS = [
     ("sessiondb-normal", "sessiondb_store", "normal", "sessiondb, durability normal", "project"),
     ("raw-full", "raw_apsw", "full", "raw limit: APSW, no index, sync FULL", "project"),
     ("raw-normal", "raw_apsw", "normal", "raw limit: APSW, no index, sync NORMAL", "project"),
-    ("raw-idx-full", "raw_indexed", "full", "raw APSW + sessiondb's indexes and FTS, sync FULL", "project"),
-    ("raw-idx-normal", "raw_indexed", "normal", "raw APSW + sessiondb's indexes and FTS, sync NORMAL", "project"),
+    ("raw-idx-full", "raw_indexed", "full", "raw APSW into sessiondb's schema (its b-tree indexes), sync FULL", "project"),
+    ("raw-idx-normal", "raw_indexed", "normal", "raw APSW into sessiondb's schema (its b-tree indexes), sync NORMAL", "project"),
     ("hermes", "hermes", "default", "Hermes Agent SessionDB (default = fsync per commit)", "peers"),
-    ("openai", "openai_agents", "default", "OpenAI Agents SQLiteSession (default = fsync per commit)", "peers"),
+    ("openai", "openai_agents", "default", "OpenAI Agents SQLiteSession (default = fsync per commit)", "openai"),
     ("langchain", "langchain", "default", "LangChain SQLChatMessageHistory (default = fsync per commit)", "peers"),
 ]
 STORES = ["sessiondb-full", "sessiondb-normal", "hermes", "openai", "langchain"]  # full stores (not raw)
@@ -55,7 +58,7 @@ SEARCH_QUERIES = ["kyoto", "flaky test", '"fushimi inari"', "sourdough OR dough"
 
 def run(system: tuple, workload: str, work: Path, **opts) -> dict:
     key, adapter, mode, _, interp = system
-    py = sys.executable if interp == "project" else str(PEERS_PY)
+    py = sys.executable if interp == "project" else str(INTERPRETERS[interp])
     cmd = [py, "-m", "peers.run", "--adapter", adapter, "--mode", mode, "--workload", workload]
     for k, v in opts.items():
         cmd += [f"--{k.replace('_', '-')}", str(v)]
@@ -156,7 +159,7 @@ def main() -> None:
     args = p.parse_args()
     if args.render_only:
         results = json.loads((args.docs / "benchmarks.json").read_text())
-        (args.docs / "benchmarks.md").write_text(render(results, draw(results, args.docs)))
+        (args.docs / "benchmarks.md").write_text(render(results, draw(results, args.docs), args.docs))
         return
     began = time.time()
     work = args.work
@@ -184,7 +187,7 @@ def main() -> None:
         raw.setdefault(workload, {}).setdefault(key, []).append(r)
         log(f"{workload:<8} {key:<17} {json.dumps(r)[:160]}")
 
-    for rnd in range(args.rounds):
+    def append_round(rnd: int) -> None:
         order = live if rnd % 2 == 0 else live[::-1]
         for s in order:
             record("one", s[0], run(s, "one", work, db=fresh(work, "one"), data=bodies_file, n=args.one))
@@ -193,6 +196,30 @@ def main() -> None:
                                         n=args.threads_n, workers=8))
             record("procs", s[0], run(s, "procs", work, db=fresh(work, "procs"), data=bodies_file,
                                       n=args.procs_n, workers=4))
+        s = next((s for s in stores if s[0] == "sessiondb-full"), None)
+        if s is not None:
+            record("searchable", s[0], run(s, "searchable", work, db=fresh(work, "searchable"), data=bodies_file,
+                                           n=args.one))
+
+    # The disk's fsync latency is measured before and after every round and printed; a round
+    # during which it moved by more than half (the machine is shared) is run again, once,
+    # and only the repeat is kept.
+    fsyncs: list[dict] = []
+    for rnd in range(args.rounds):
+        for attempt in (1, 2):
+            kept = {w: {k: list(v) for k, v in runs.items()} for w, runs in raw.items()}
+            before = fsync_ms(work)
+            append_round(rnd)
+            after = fsync_ms(work)
+            noisy = max(before, after) / max(min(before, after), 1e-6) > 1.5
+            fsyncs.append({"round": rnd + 1, "attempt": attempt, "before_ms": round(before, 3),
+                           "after_ms": round(after, 3), "noisy": noisy})
+            log(f"round {rnd + 1} attempt {attempt}: fsync {before:.3f} ms before, {after:.3f} ms after"
+                + (" (noisy)" if noisy else ""))
+            if not noisy or attempt == 2:
+                break
+            raw.clear()
+            raw.update(kept)  # the noisy round's figures are dropped; it runs again
 
     # Resume: one long session per store, built with its bulk path; loads in fresh processes.
     built = {}
@@ -224,10 +251,11 @@ def main() -> None:
 
     elapsed = time.time() - began
     results = summarize(raw, info, na, args, elapsed, machine(work))
+    results["fsync_rounds"] = fsyncs
     args.docs.mkdir(parents=True, exist_ok=True)
     (args.docs / "benchmarks.json").write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
     charts_ok = draw(results, args.docs)
-    (args.docs / "benchmarks.md").write_text(render(results, charts_ok))
+    (args.docs / "benchmarks.md").write_text(render(results, charts_ok, args.docs))
     shutil.rmtree(work, ignore_errors=True)
     log(f"wrote {args.docs / 'benchmarks.md'} in {elapsed / 60:.1f} min")
 
@@ -238,6 +266,8 @@ WORKLOADS = {
     "one": ("Append, one writer", "messages/s (higher is better)", "rate", True),
     "threads": ("Append, 8 writer threads on 8 sessions", "messages/s (higher is better)", "rate", True),
     "procs": ("Append, 4 writer processes", "messages/s (higher is better)", "rate", True),
+    "searchable": ("Acknowledgement to searchable, under the one-writer load, p99", "ms (lower is better)", "p99_ms",
+                   False),
     "resume": ("Resume a 20,000-message session (warm load, fresh process)", "ms (lower is better)", "warm_ms", False),
     "search": ("Search over 200,000 messages, p50", "ms (lower is better)", "p50_ms", False),
     "bytes": ("Bytes on disk per stored message, after a checkpoint", "bytes (lower is better)",
@@ -267,6 +297,9 @@ def summarize(raw, info, na, args, elapsed, mach) -> dict:
             if w == "search":
                 row["p99_ms"] = med([r["p99_ms"] for r in runs])
                 row["queries"] = runs[-1]["queries"]
+            if w == "searchable":
+                row["p50_ms"] = med([r["p50_ms"] for r in runs])
+                row["probes"] = sum(r["probes"] for r in runs)
             if w == "bytes":
                 row["payload_bytes_per_message"] = runs[0]["payload_bytes_per_message"]
                 row["build_s"] = runs[0]["build_s"]
@@ -293,23 +326,35 @@ def summarize(raw, info, na, args, elapsed, mach) -> dict:
         x, y = val(w, a), val(w, b)
         return x / y if x and y else None
 
-    procs_errors = table["procs"]["systems"].get("sessiondb-full", {}).get("errors")
+    def own(w, field="median"):
+        return table[w]["systems"].get("sessiondb-full", {}).get(field)
+
+    procs_errors = own("procs", "errors")
     t = []
-    for name, ratio, target, cmp in [
-        ("one-writer appends vs raw limit with the same indexes (both sync FULL)",
-         faster("one", "sessiondb-full", "raw-idx-full"), 0.8, ">="),
-        ("one-writer appends vs Hermes", faster("one", "sessiondb-full", "hermes"), 1.3, ">="),
-        ("8-thread appends vs Hermes", faster("threads", "sessiondb-full", "hermes"), 5.0, ">="),
-        ("4-process appends vs Hermes (and no error surfaced)", faster("procs", "sessiondb-full", "hermes"), 1.0, ">="),
-        ("resume speed vs Hermes", faster("resume", "sessiondb-full", "hermes"), 3.0, ">="),
-        ("search p50 speed vs Hermes", faster("search", "sessiondb-full", "hermes"), 5.0, ">="),
-        ("bytes per message vs Hermes", smaller("bytes", "sessiondb-full", "hermes"), 0.5, "<="),
-        ("peak memory while loading vs Hermes", smaller("memory", "sessiondb-full", "hermes"), 1.0, "<="),
+    # Exactly issue 19's targets (the growth target is `make bench-growth`'s, in its own file).
+    for name, ratio, target, cmp, unit in [
+        ("one writer vs the raw APSW limit without indexes (both sync FULL)",
+         faster("one", "sessiondb-full", "raw-full"), 0.8, ">=", "x"),
+        ("one writer vs OpenAI SQLiteSession", faster("one", "sessiondb-full", "openai"), 1.2, ">=", "x"),
+        ("one writer vs Hermes", faster("one", "sessiondb-full", "hermes"), 1.5, ">=", "x"),
+        ("8 threads vs OpenAI SQLiteSession", faster("threads", "sessiondb-full", "openai"), 2.0, ">=", "x"),
+        ("8 threads vs Hermes", faster("threads", "sessiondb-full", "hermes"), 3.0, ">=", "x"),
+        ("4 processes vs OpenAI SQLiteSession (and no error surfaced)",
+         faster("procs", "sessiondb-full", "openai"), 1.2, ">=", "x"),
+        ("acknowledgement to searchable p99 under the one-writer load", own("searchable"), 50, "<=", "ms"),
+        ("search p50 over 200,000 messages vs Hermes (times faster)", faster("search", "sessiondb-full", "hermes"),
+         8.0, ">=", "x"),
+        ("search p99 over 200,000 messages", own("search", "p99_ms"), 50, "<=", "ms"),
+        ("bytes per message, every file counted after a checkpoint, vs Hermes",
+         smaller("bytes", "sessiondb-full", "hermes"), 0.4, "<=", "x"),
+        ("resume of a 20,000-message session vs OpenAI get_items (times faster)",
+         faster("resume", "sessiondb-full", "openai"), 1.5, ">=", "x"),
+        ("peak memory while loading it vs Hermes", smaller("memory", "sessiondb-full", "hermes"), 1.0, "<=", "x"),
     ]:
         met = ratio is not None and (ratio >= target if cmp == ">=" else ratio <= target)
-        if name.startswith("4-process"):
+        if name.startswith("4 processes"):
             met = met and procs_errors == 0
-        t.append({"name": name, "ratio": None if ratio is None else round(ratio, 3),
+        t.append({"name": name, "ratio": None if ratio is None else round(ratio, 3), "unit": unit,
                   "target": f"{cmp} {target}", "met": met})
     return {
         "command": "make bench", "elapsed_s": round(elapsed, 1), "machine": mach,
@@ -359,42 +404,63 @@ def why_missed(r: dict) -> list[str]:
     def v(work, key):
         return w[work]["systems"].get(key, {}).get("median")
 
-    lines = ["### Why the missed targets are missed", ""]
+    lines = ["### Why the missed targets are missed (from this run's own figures)", ""]
     raw_full, raw_norm = v("one", "raw-full"), v("one", "raw-normal")
-    idx_full, idx_norm = v("one", "raw-idx-full"), v("one", "raw-idx-normal")
-    one, eight, hermes = v("one", "sessiondb-full"), v("threads", "sessiondb-full"), v("one", "hermes")
-    if raw_full and raw_norm and idx_full and idx_norm:
-        sync_ms = 1000 / raw_full - 1000 / raw_norm
-        index_ms = 1000 / idx_norm - 1000 / raw_norm
+    one, one_normal, eight = v("one", "sessiondb-full"), v("one", "sessiondb-normal"), v("threads", "sessiondb-full")
+    if raw_full and raw_norm:
         lines.append(
-            f"- **Where a commit's time goes here.** A durable commit costs about {sync_ms:.2f} ms on this "
-            f"disk (the raw loop at sync FULL against NORMAL; a bare 4 KiB fsync is {r['machine']['fsync_ms']:.2f} ms), "
-            f"while keeping the two full-text indexes (words and trigrams) costs about {index_ms:.2f} ms per "
-            "message (the raw loop into sessiondb's schema against the one with no index, both at NORMAL). "
-            "Hermes keeps the same two FTS5 indexes, so both stores are bound more by indexing than by fsync.")
-        if one:
-            lines.append(
-                f"- **One writer:** sessiondb spends {1000 / one - 1000 / idx_full:.2f} ms per append more than "
-                f"the raw loop with the same indexes ({one / idx_full:.2f}x its rate): it also reads the "
-                "session's last seq, checks the uid, updates the session's counters and checks the file's "
-                "identity before each group, all inside the write transaction, plus the Python around them.")
-        if eight and one and hermes:
-            lines.append(
-                f"- **Threads:** group commit lifts sessiondb from {one:,.0f} to {eight:,.0f} messages/s "
-                f"({eight / one:.1f}x). Sharing fsyncs can save at most the sync part of a commit: even with "
-                f"syncing free, the raw indexed loop reaches {idx_norm:,.0f}/s, {idx_norm / hermes:.1f}x Hermes's "
-                "one-writer rate, so 5x over Hermes needs cheaper per-message work (two cores, one GIL), not "
-                "fewer fsyncs. On a disk where fsync costs milliseconds the same design would pull ahead.")
-    lines.append(
-        "- **Bytes:** most of sessiondb's footprint per message is its trigram index (the one that finds "
-        "CJK text and substrings); the text itself is stored once.")
-    lines.append(
-        "- **Memory:** both processes grow by about the size of the 20,000 loaded dicts; sessiondb's "
-        "process starts a few MiB higher after importing APSW and the library.")
+            f"- **Where a commit's time goes here.** A durable commit costs about "
+            f"{1000 / raw_full - 1000 / raw_norm:.2f} ms on this disk (the raw loop at sync FULL against NORMAL; "
+            f"a bare 4 KiB fsync measured {r['machine']['fsync_ms']:.2f} ms). The search index is no longer in "
+            "the acknowledged transaction: an append writes the message row, its three b-tree index "
+            "entries and the session's counters.")
+    if one and raw_full and one_normal and raw_norm:
+        lines.append(
+            f"- **One writer:** sessiondb spends {1000 / one - 1000 / raw_full:.2f} ms per append more than the "
+            f"raw loop at FULL ({one / raw_full:.2f}x its rate) and {1000 / one_normal - 1000 / raw_norm:.2f} ms "
+            "more at NORMAL: the Python of the call (validation, the unit of work, the future), the session "
+            "row's head and counters, the uid index, and the indexer catching up on the other core.")
+    if eight and one:
+        lines.append(
+            f"- **Threads:** group commit lifts sessiondb from {one:,.0f} to {eight:,.0f} messages/s "
+            f"({eight / one:.1f}x); with two cores and one GIL the per-message Python bounds it once fsyncs "
+            "are shared. The profile below shows where one append's time goes: almost all of it in "
+            "SQLite's five statements, the COMMIT's fsync first; the message row carries three b-tree "
+            "indexes (uid, session order, active rows) that the raw loop without indexes does not write.")
+    queries = w["search"]["systems"].get("sessiondb-full", {}).get("queries") or {}
+    slow = sorted(queries.items(), key=lambda kv: -kv[1]["median_ms"])[:3]
+    if slow:
+        lines.append(
+            "- **Search p50:** the slowest queries are common words and OR groups ("
+            + ", ".join(f"`{q}` {v['median_ms']:.1f} ms" for q, v in slow)
+            + "): each ranks the newest 5,000 of its matches by bm25, a lookup into `messages` per match "
+            "for the state and filters. Reaching 8x Hermes needs a smaller ranking window or ranking from "
+            "the index alone, both changes of what ranking means; left for a decision.")
+    if v("resume", "sessiondb-full") and v("resume", "openai"):
+        lines.append(
+            "- **Resume and memory:** not changed by this work. `resume` builds a full `Message` per row and "
+            "then the model-shaped dict; OpenAI's `get_items` returns the stored JSON of each item. The same "
+            "objects are why the loading process grows more than Hermes's.")
     return lines + [""]
 
 
-def render(r: dict, charts: bool) -> str:
+def measured_elsewhere(docs: Path) -> list[str]:
+    """The figures other bench scripts left beside this page: the index placement A/B and
+    the profile of one writer's appends (each names the command that made it)."""
+    out = []
+    for name, title in (("benchmarks-placement.txt", "Where the index lives: in the store file or its own"),
+                        ("benchmarks-profile.txt", "Profile of one writer's appends (the missed one-writer targets)")):
+        path = docs / name
+        if path.exists():
+            lines = path.read_text().splitlines()
+            out += [f"## {title}", "", "```", *lines[:45], "```", ""]
+    growth = docs / "benchmarks-growth.md"
+    if growth.exists():
+        out += ["## How cost grows with the store", "", "`make bench-growth`: [benchmarks-growth.md](benchmarks-growth.md).", ""]
+    return out
+
+
+def render(r: dict, charts: bool, docs: Path = DOCS) -> str:
     m, sz = r["machine"], r["sizes"]
     systems = r["systems"]
     out = [
@@ -419,6 +485,10 @@ def render(r: dict, charts: bool) -> str:
         "costs at least; the smaller it is, the less group commit can save)",
         f"- sessiondb and the raw limit: SQLite {m['apsw_sqlite']} through APSW {m['apsw']}",
     ]
+    if r.get("fsync_rounds"):
+        out.append("- fsync latency during the run, before/after each round of appends (ms): " + "; ".join(
+            f"round {f['round']}{'' if f['attempt'] == 1 else ' again'} {f['before_ms']:.3f}/{f['after_ms']:.3f}"
+            + (" noisy, repeated" if f["noisy"] and f["attempt"] == 1 else "") for f in r["fsync_rounds"]))
     peers_sqlite = sorted({v.get("sqlite") for k, v in systems.items() if v.get("library", "").startswith("Python")} - {None})
     out.append(f"- Hermes, OpenAI Agents, LangChain: the standard `sqlite3` module, SQLite {', '.join(peers_sqlite) or '?'}")
     out += ["", "## Systems", "", "| system | version | library | journal and sync as run |", "|---|---|---|---|"]
@@ -433,7 +503,7 @@ def render(r: dict, charts: bool) -> str:
             "", "## Targets for sessiondb (durability full, its default)", "",
             "| target | ratio | wanted | met |", "|---|---|---|---|"]
     for t in r["targets"]:
-        ratio = "n/a" if t["ratio"] is None else f"{t['ratio']:.2f}x"
+        ratio = "n/a" if t["ratio"] is None else f"{t['ratio']:.2f}{' ms' if t.get('unit') == 'ms' else 'x'}"
         out.append(f"| {t['name']} | {ratio} | {t['target']} | {'met' if t['met'] else '**missed**'} |")
     out += ["", "Ratios above 1 mean sessiondb is faster for speed targets; for bytes and memory the ratio "
             "is sessiondb's figure over Hermes's (below 1 is smaller). In the tables below, the last column "
@@ -446,6 +516,10 @@ def render(r: dict, charts: bool) -> str:
         "procs": f"{sz['processes_messages']:,} messages, 4 processes each appending to its own session of one "
                  "file, released at the same instant; only acknowledged appends count. Errors surfaced to "
                  "the caller are counted.",
+        "searchable": f"{sz['one_writer_messages']:,} messages appended by one writer thread, each with a unique "
+                      "word; a searcher thread keeps searching for the newest acknowledged one until found. "
+                      "Latency from its acknowledgement to the search that returned it (sessiondb only: the "
+                      "target is its own).",
         "resume": f"One session of {sz['resume_messages']:,} messages, built through each system's bulk path "
                   "(sessiondb `append(list)` in batches of 1,000, Hermes `replace_messages` in one call (it replaces the session's rows), OpenAI `add_items`, "
                   "LangChain `add_messages`, in batches of 1,000), loaded in a fresh process: sessiondb `resume`, Hermes "
@@ -457,7 +531,8 @@ def render(r: dict, charts: bool) -> str:
                   f"then run {sz['search_repeat']} times; p50/p99 over every timed run. Systems with no "
                   "full-text search are n/a (not replaced by LIKE). sessiondb normal shares the same reads "
                   "and is not repeated.",
-        "bytes": "The resumed session's database (plus WAL or journal, if any) after `wal_checkpoint(TRUNCATE)`, "
+        "bytes": "Every file of the resumed session's store (database, WAL, journal, shared memory, and "
+                 "sessiondb's search index file) after `wal_checkpoint(TRUNCATE)`, "
                  "divided by the messages stored; the bodies themselves average the payload shown.",
         "memory": "Peak RSS (VmHWM) of the process that opened the store and loaded the session 4 times; "
                   "'at open' is the RSS after importing and opening, 'growth' is peak minus that.",
@@ -468,7 +543,7 @@ def render(r: dict, charts: bool) -> str:
         unit = spec["unit"]
         bv = rows.get(base, {}).get("median")
         out += [f"## {spec['title']}", "", notes[w], ""]
-        extra = {"resume": ["cold ms"], "search": ["p99 ms", "hits of first queries"],
+        extra = {"resume": ["cold ms"], "search": ["p99 ms", "hits of first queries"], "searchable": ["p50 ms"],
                  "memory": ["at open MiB", "growth MiB"], "bytes": ["payload bytes"]}.get(w, [])
         errs = w in ("one", "threads", "procs")
         head = ["system", unit] + extra + (["errors"] if errs else []) + ["sessiondb (full) vs this"]
@@ -485,6 +560,8 @@ def render(r: dict, charts: bool) -> str:
             cells = [label, fmt(v, unit)]
             if w == "resume":
                 cells.append(fmt(row.get("cold_ms"), "ms"))
+            if w == "searchable":
+                cells.append(fmt(row.get("p50_ms"), "ms"))
             if w == "search":
                 cells.append(fmt(row.get("p99_ms"), "ms"))
                 cells.append(", ".join(str(q["hits"]) for q in list(row["queries"].values())[:4]))
@@ -512,10 +589,13 @@ def render(r: dict, charts: bool) -> str:
         if charts:
             out += ["", f"![{spec['title']}](bench-{w}.png)"]
         out.append("")
+    out += measured_elsewhere(docs)
     out += ["## Reproduce", "", "```", "make bench", "```", "",
             "The target creates `bench/.venv-peers` (`python3 -m venv`, then `pip install hermes-agent==0.19.0 "
-            "openai-agents langchain-community greenlet matplotlib`; greenlet is what SQLAlchemy's asyncio "
-            "module, imported by LangChain's history, needs), then runs `bench/compare.py`. Figures for a program: "
+            "langchain-community greenlet matplotlib`; greenlet is what SQLAlchemy's asyncio "
+            "module, imported by LangChain's history, needs) and `bench/.venv-openai` (`pip install --upgrade "
+            "openai-agents`: in one venv with hermes-agent's pins it resolves to an old release), then runs "
+            "`bench/compare.py`. Figures for a program: "
             "`docs/benchmarks.json` (`targets` lists each target's ratio and whether it was met).", ""]
     return "\n".join(out)
 

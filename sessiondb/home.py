@@ -21,6 +21,8 @@ from .errors import InvalidInput, RealHomeRefused
 DEFAULT_PROFILE = "main"  # the root store's profile, as session keys spell it
 STORE_FILENAME = "state.db"
 SIDECAR_SUFFIXES = ("-wal", "-shm", "-journal")
+# The search index's own files beside a store (derived data: deletable, rebuilt from the store).
+INDEX_SUFFIXES = ("-search", "-search-wal", "-search-shm", "-search-journal")
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 

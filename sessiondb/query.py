@@ -34,10 +34,12 @@ MAX_TERM_LENGTH = 256
 
 # Scripts written without spaces between words (and Hangul, whose words carry particles):
 # the word tokenizer cannot split them, so they are searched as substrings.
-_CJK = re.compile(
+_CJK_CLASS = (
     "[\u2e80-\u2fdf\u3040-\u30ff\u3100-\u312f\u3190-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
     "\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f]"
 )
+_CJK = re.compile(_CJK_CLASS)
+_CJK_RUNS = re.compile(_CJK_CLASS + "+")
 
 _OPERATORS = frozenset({"OR", "AND", "NOT"})
 
@@ -45,6 +47,11 @@ _OPERATORS = frozenset({"OR", "AND", "NOT"})
 def has_cjk(text: str) -> bool:
     """Whether `text` contains characters of a script written without spaces."""
     return bool(_CJK.search(text))
+
+
+def cjk_runs(text: str) -> list[str]:
+    """The runs of characters of scripts written without spaces in `text`, in order."""
+    return _CJK_RUNS.findall(text)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
-"""The raw limit with sessiondb's schema: its tables, indexes and full-text triggers (created
-by opening a store once), written by plain APSW with one INSERT and COMMIT per message."""
+"""The raw limit with sessiondb's schema: its tables and b-tree indexes (created by opening a
+store once; the search index is not in the store file since migration 0005), written by
+plain APSW with one INSERT and COMMIT per message."""
 
 from __future__ import annotations
 

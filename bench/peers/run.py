@@ -40,7 +40,9 @@ def peak_rss_mib() -> float:
 
 
 def disk_bytes(db: Path) -> int:
-    return sum(p.stat().st_size for p in (db, Path(f"{db}-wal"), Path(f"{db}-journal")) if p.exists())
+    """Every file of the store: the database and whatever lives beside it under its name
+    (WAL, shared memory, journal, a search index's own files)."""
+    return sum(p.stat().st_size for p in db.parent.glob(f"{db.name}*") if p.is_file())
 
 
 def texts(args) -> list[str]:
@@ -158,6 +160,42 @@ def w_proc_worker(A, args) -> dict:
     return {"ok": len(bodies) - errors.count, "errors": errors.count, "first_error": errors.first, "end": end}
 
 
+def w_searchable(A, args) -> dict:
+    """Acknowledgement to searchable under the one-writer load: a writer thread appends n
+    messages, each with a unique word; a searcher keeps taking the newest acknowledged one
+    and searching for it until found. Latency: from its acknowledgement to the search that
+    returned it."""
+    bodies = texts(args)[: args.n]
+    store = A(args.db, args.mode)
+    sid = store.new_session("searchable")
+    acked: list[tuple[int, float]] = []
+    done = threading.Event()
+
+    def write() -> None:
+        for i, text in enumerate(bodies):
+            store.append(sid, ROLES[i % 2], f"{text} ackprobe{i}x")
+            acked.append((i, time.perf_counter()))
+        done.set()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    latencies, last = [], -1
+    while not done.is_set() or (acked and acked[-1][0] != last):
+        if not acked or acked[-1][0] == last:
+            time.sleep(0.001)
+            continue
+        i, at = acked[-1]
+        while not store.search(f"ackprobe{i}x"):
+            pass
+        latencies.append((time.perf_counter() - at) * 1000)
+        last = i
+    writer.join()
+    store.close()
+    latencies.sort()
+    return {"p50_ms": latencies[len(latencies) // 2], "p99_ms": latencies[min(len(latencies) - 1,
+            int(len(latencies) * 0.99))], "probes": len(latencies)}
+
+
 def w_build_long(A, args) -> dict:
     """One session of n messages through the system's bulk path; then a checkpoint and the
     bytes on disk per stored message."""
@@ -236,7 +274,7 @@ def w_search(A, args) -> dict:
 
 WORKLOADS = {
     "probe": w_probe, "one": w_one, "threads": w_threads, "procs": w_procs, "proc-worker": w_proc_worker,
-    "build-long": w_build_long, "resume": w_resume, "build-search": w_build_search, "search": w_search,
+    "searchable": w_searchable, "build-long": w_build_long, "resume": w_resume, "build-search": w_build_search, "search": w_search,
 }
 
 

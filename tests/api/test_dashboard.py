@@ -48,8 +48,9 @@ def _break_search_index(home: Path) -> None:
         for i in range(8):
             s = store.create_session("cli", title=f"session {i}")
             store.append(s.id, [{"role": "user", "content": f"message {i}.{j} " + "x" * 300} for j in range(40)])
-    conn = apsw.Connection(str(home / "profiles" / "wrecked" / "state.db"))
-    conn.execute("UPDATE messages_fts_data SET block = zeroblob(length(block)) WHERE id > 10")
+        store.search("message")  # the index (its own file) caught up
+    conn = apsw.Connection(str(home / "profiles" / "wrecked" / "state.db-search"))
+    conn.execute("UPDATE words_data SET block = zeroblob(length(block)) WHERE id > 10")
     conn.close()
 
 

@@ -14,6 +14,8 @@ from pathlib import Path
 import apsw
 
 import sessiondb
+from sessiondb.store.sqlite.index.indexer import Indexer
+from sessiondb.store.sqlite.index.schema import SUFFIX
 
 SESSIONS = 8
 MESSAGES = 40  # per session
@@ -28,14 +30,27 @@ def healthy(directory: Path) -> Path:
             session = store.create_session("cli", title=f"session {i}")
             store.append(session.id, [{"role": "user", "content": f"message {i}.{j} about kyoto " + "x" * 300}
                                       for j in range(MESSAGES)])
-    assert not Path(f"{db}-wal").exists()
+        store.search("kyoto")  # the search index (its own file) caught up
+    assert not Path(f"{db}-wal").exists() and _index(db).exists()
     return db
+
+
+def _index(db: Path) -> Path:
+    """The store's search index file, built first if a repair deleted it (by the indexer
+    alone: opening the store would replay its spool)."""
+    path = Path(f"{db}{SUFFIX}")
+    if db.exists() and not path.exists():
+        indexer = Indexer(db, patience=5.0, vfs=None)
+        indexer.catch_up()
+        indexer.stop()
+    return path
 
 
 def copy_of(template: Path, directory: Path) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     db = directory / "state.db"
     shutil.copyfile(template, db)
+    shutil.copyfile(_index(template), _index(db))
     return db
 
 
@@ -56,15 +71,15 @@ def _garble_page(db: Path, pageno: int, page_size: int = 4096) -> None:
 
 def garble_index_blocks(db: Path) -> Path:
     """The full-text index's own data blocks garbled (damage FTS5 attributes to itself)."""
-    conn = apsw.Connection(str(db))
-    conn.execute("UPDATE messages_fts_data SET block = zeroblob(length(block)) WHERE id > 10")
+    conn = apsw.Connection(str(_index(db)))
+    conn.execute("UPDATE words_data SET block = zeroblob(length(block)) WHERE id > 10")
     conn.close()
     return db
 
 
 def garble_index_pages(db: Path) -> Path:
-    """A b-tree page of the trigram index's shadow table overwritten."""
-    _garble_page(db, _pages(db, "messages_trigram_data")[2])
+    """A b-tree page of the word index's shadow table, in the index's own file, overwritten."""
+    _garble_page(_index(db), _pages(_index(db), "words_data")[2])
     return db
 
 
@@ -126,7 +141,7 @@ def missing_index_entry(db: Path) -> Path:
 
 
 def missing_trigger_entry(db: Path) -> Path:
-    return _edit_schema(db, "DELETE FROM sqlite_schema WHERE name = 'messages_search_insert'")
+    return _edit_schema(db, "DELETE FROM sqlite_schema WHERE name = 'messages_search_gone'")
 
 
 def missing_table_entry(db: Path) -> Path:

@@ -35,7 +35,12 @@ def test_recover_salvages_into_a_new_file_and_never_touches_the_source(store, is
     assert files(store) == before, "recover changed the source"
     assert report["sessions_kept"] == corpus.SESSIONS
     assert report["messages_kept"] > 0
-    assert report["messages_kept"] + report["messages_lost_estimate"] == TOTAL
+    if how == "truncate":
+        # The store file holds rows and their b-tree indexes only (the search index has its
+        # own file): the cut takes every index's count with it, so the loss is not estimated.
+        assert report["messages_kept"] + report["messages_lost_estimate"] <= TOTAL
+    else:
+        assert report["messages_kept"] + report["messages_lost_estimate"] == TOTAL
     with sessiondb.open_store(output) as salvaged:
         stats = salvaged.stats()
         assert (stats.sessions, stats.messages) == (corpus.SESSIONS, report["messages_kept"])

@@ -9,7 +9,8 @@ machine is, never before a worker has started. Acknowledgements are read from th
 output. After each round the store is opened again (an unclean shutdown: the startup
 probe runs) and must hold every acknowledged message exactly once, every acknowledged
 summary, no gap in any appender's sequence (only the one append in flight may be stored
-unacknowledged), and pass the integrity checks. Rounds accumulate on one store, and the
+unacknowledged), be found by search (the killed processes' index batches caught up), and
+pass the integrity checks (the index equal to one rebuilt from nothing). Rounds accumulate on one store, and the
 tier fails unless it verified its minimum of acknowledged appends.
 """
 
@@ -56,6 +57,11 @@ def acks(stdout: str) -> list[str]:
 def check_round(path: Path, session_ids: list[str], appended: dict[str, list[str]], summaries: list[str]) -> int:
     with sessiondb.open_store(path) as store:
         rows = [m for sid in session_ids for m in store.transcript(sid, include_compacted=True)]
+        # Acknowledged means searchable, from this process, after the writers were killed
+        # mid-batch: the search catches the index up first.
+        sample = [u for uids in appended.values() for u in uids[-5:]]
+        unfound = [u for u in sample if u not in {h.uid for h in store.search(f'"{u}"', limit=50)}]
+    assert unfound == [], f"acknowledged but not found by search: {unfound[:5]}"
     counts = Counter(m.uid for m in rows)
     twice = [u for u, n in counts.items() if n > 1]
     assert twice == [], f"stored twice: {twice[:5]}"

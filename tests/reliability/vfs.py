@@ -4,7 +4,8 @@ The library's only part in this is the testing hook `open_store(..., vfs=NAME)`,
 routes every connection of the store through the named VFS. Everything else lives here:
 
 - `FaultPlan`: fail the k-th write, sync or truncate (counted across the store's files)
-  with SQLITE_IOERR, once or from then on (persistent). With no target it only counts.
+  with SQLITE_IOERR, once or from then on (persistent). With no target it only counts;
+  with `only`, it counts (and fails) only the files whose name contains that text.
 - `Recorder`: keep every write, sync, truncate and delete of the database and its WAL
   or journal, in order, so that power-loss images can be rebuilt from the log
   (see test_power_loss.py). The test adds its own markers (acknowledgements) to the log.
@@ -38,11 +39,14 @@ class FaultPlan:
     op: str | None = None  # "write", "sync" or "truncate"
     k: int = 0
     persistent: bool = False
+    only: str | None = None  # e.g. "-search": the search index's files alone
     counts: dict[str, int] = field(default_factory=lambda: {"write": 0, "sync": 0, "truncate": 0})
     injected: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def check(self, op: str) -> None:
+    def check(self, op: str, name: str | None = None) -> None:
+        if self.only is not None and (name is None or self.only not in name):
+            return
         with self.lock:
             self.counts[op] += 1
             n = self.counts[op]
@@ -104,21 +108,21 @@ class ShimFile(apsw.VFSFile):
 
     def xWrite(self, data, offset):
         if self._plan is not None:
-            self._plan.check("write")
+            self._plan.check("write", self._name)
         super().xWrite(data, offset)
         if self._track():
             self._recorder.add(("write", self._name, offset, bytes(data)))
 
     def xSync(self, flags):
         if self._plan is not None:
-            self._plan.check("sync")
+            self._plan.check("sync", self._name)
         super().xSync(flags)
         if self._track():
             self._recorder.add(("sync", self._name))
 
     def xTruncate(self, newsize):
         if self._plan is not None:
-            self._plan.check("truncate")
+            self._plan.check("truncate", self._name)
         super().xTruncate(newsize)
         if self._track():
             self._recorder.add(("truncate", self._name, newsize))

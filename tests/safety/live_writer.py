@@ -6,7 +6,8 @@ Prints `ready <session id>` once the store is open, then for each line `append U
 stdin appends one message and prints one JSON line: {"ok": true} or the refusal's
 {"ok": false, "cause", "spooled_to", "guidance"}. `checkpoint` truncates the WAL;
 `reopen` opens (and closes) a second handle on the store; `fresh UID` opens a new handle,
-lists its sessions' titles and appends UID in a new session there.
+lists its sessions' titles and appends UID in a new session there; `search WORDS` prints
+{"ok": true, "uids": [...]} or the refusal.
 """
 
 import json
@@ -35,6 +36,11 @@ for line in sys.stdin:
         try:
             sessiondb.open_store(home=home, profile=profile).close()
             reply = {"ok": True}
+        except sessiondb.SessionDBError as exc:
+            reply = {"ok": False, "cause": exc.cause.value, "error": str(exc)}
+    elif command == "search":
+        try:
+            reply = {"ok": True, "uids": [h.uid for h in store.search(arg, limit=100)]}
         except sessiondb.SessionDBError as exc:
             reply = {"ok": False, "cause": exc.cause.value, "error": str(exc)}
     elif command == "fresh":

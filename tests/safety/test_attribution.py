@@ -10,8 +10,8 @@ from pathlib import Path
 import apsw
 import pytest
 
-import sessiondb
 from sessiondb.errors import Cause, FTS_OBJECTS, classify
+from sessiondb.store.sqlite.migrations import MIGRATIONS, migrate
 
 
 def raised(db: Path, sql: str) -> apsw.Error:
@@ -43,10 +43,19 @@ def plain(tmp: Path) -> Path:
 
 
 def store(tmp: Path) -> Path:
+    """A store as the releases before 0006_search_off_path made it, with the search index's
+    FTS5 tables in the file (the doctor and the migration still meet such stores)."""
     db = tmp / "state.db"
-    with sessiondb.open_store(db) as s:
-        sid = s.create_session("cli").id
-        s.append(sid, [{"role": "user", "content": f"hello world number {i} " * 20} for i in range(200)])
+    conn = apsw.Connection(str(db))
+    try:
+        migrate(conn, [m for m in MIGRATIONS if m[0] < "0006"])
+        with conn:
+            conn.execute("INSERT INTO sessions(id, source, started_at) VALUES ('s', 'cli', 1.0)")
+            conn.executemany("INSERT INTO messages(session_id, uid, seq, role, content, timestamp) "
+                             "VALUES ('s', ?, ?, 'user', ?, 1.0)",
+                             [(f"u{i}", i, f"hello world number {i} " * 20) for i in range(200)])
+    finally:
+        conn.close()
     return db
 
 

@@ -1,6 +1,7 @@
-"""How the SQLite search indexes follow what their triggers see (rows moved to new ids and
-sessions, edited text), index rows stored before the search migration, and rank within
-their window. The search contract itself is tests/contract/test_search.py."""
+"""How the SQLite search index (its own file) follows what the store logs (rows moved to new
+ids and sessions, edited text), indexes rows stored before the search migration, ranks
+within its window, keeps trigrams for CJK runs only, and serves Latin substrings by a
+scan. The search contract itself is tests/contract/test_search.py."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import pytest
 
 import sessiondb
 from sessiondb.store.sqlite import migrations, search as search_module
+from sessiondb.store.sqlite.index.coverage import contents, differences
+from sessiondb.store.sqlite.index.schema import open_index
 
 
 @pytest.fixture
@@ -23,8 +26,8 @@ def sql(store, statement, params=()):
 
 
 def check_indexes(store):
-    """FTS5's own integrity check of both indexes against the messages they cover."""
-    store.backend._file.writer.run(search_module.check_integrity)
+    """The index, caught up, holds exactly what one rebuilt from nothing would."""
+    assert differences(store.backend.path) == []
 
 
 def uids(hits):
@@ -72,3 +75,50 @@ def test_hits_are_ranked_among_the_newest_matches(store, monkeypatch):
     monkeypatch.setattr(search_module, "RANK_WINDOW", 2)
     assert uids(store.search("marmalade")) == ["b", "c"]
     assert uids(store.search("marmalade", session_id=s.id, role="user")) == ["b", "c"]
+
+
+def test_latin_substrings_fold_ascii_case_but_not_accents(store):
+    # Deliberately changed with the index's move off the append path (issue 19): substring
+    # search over text outside the CJK scripts is a scan with LIKE, not a trigram index.
+    store.append(store.create_session("cli").id, [
+        {"uid": "plan", "role": "user", "content": "Temples and café food."},
+        {"uid": "day1", "role": "assistant", "content": "Fushimi Inari at dawn."},
+        {"uid": "swap", "role": "user", "content": "Fushimi was crowded."},
+    ])
+    assert uids(store.search("USHIM", substring=True)) == ["swap", "day1"]  # newest first, unranked
+    assert uids(store.search("café", substring=True)) == ["plan"]
+    assert store.search("cafe food", substring=True) == []  # accents are not folded in substrings
+    assert uids(store.search("cafe food")) == ["plan"]  # words still fold them
+
+
+def test_only_the_cjk_runs_of_a_message_go_into_the_trigram_index(store):
+    s = store.create_session("cli")
+    store.append(s.id, [{"uid": "en", "role": "user", "content": "plain english harbour text"},
+                        {"uid": "mixed", "role": "user", "content": "meet at 東京駅 tomorrow morning"}])
+    assert uids(store.search("東京駅")) == ["mixed"] and uids(store.search("harbour")) == ["en"]
+    assert store.search("東京駅 tomorrow") != [] and store.search("駅 tom", substring=True) != []
+    conn = open_index(store.backend.path, patience=5.0, vfs=None)
+    try:
+        trigrams = {term for term, *_ in contents(conn)["cjk"]}
+    finally:
+        conn.close()
+    assert trigrams == {"東京駅"}  # no trigram of the English words, nor of the one message without CJK
+
+
+def test_an_index_over_a_swept_log_is_kept_at_the_next_open(tmp_path):
+    # optimize sweeps the log rows the index applied; the index is not thereby ahead of the
+    # store, and the next open keeps it instead of starting it over.
+    path = tmp_path / "state.db"
+    with sessiondb.open_store(path) as s:
+        for name in ("kept", "gone"):
+            s.append(s.create_session("cli", session_id=name).id, {"role": "user", "content": f"{name} words"})
+        s.delete_session("gone")
+        s.optimize()
+    conn = open_index(path, patience=5.0, vfs=None)
+    before = conn.execute("SELECT key, value FROM state WHERE key IN ('indexed_to', 'touched_to')").fetchall()
+    conn.close()
+    with sessiondb.open_store(path):
+        conn = open_index(path, patience=5.0, vfs=None)
+        after = conn.execute("SELECT key, value FROM state WHERE key IN ('indexed_to', 'touched_to')").fetchall()
+        conn.close()
+    assert dict(before)["touched_to"] > 0 and after == before

@@ -117,7 +117,8 @@ def connect(path: Path, *, patience: float, vfs: str | None = None, immutable: b
     `immutable` reads the main file alone, read-only, with no locks, WAL or -shm: only for
     a file that nothing is writing (the full-disk fallback, registry.py).
     """
-    flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE | apsw.SQLITE_OPEN_NOFOLLOW
+    # URI: so a connection can ATTACH the search index (or the store) through a VFS by name.
+    flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE | apsw.SQLITE_OPEN_NOFOLLOW | apsw.SQLITE_OPEN_URI
     name = str(path)
     if immutable:
         flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI | apsw.SQLITE_OPEN_NOFOLLOW

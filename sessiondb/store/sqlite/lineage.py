@@ -171,10 +171,18 @@ def append(conn: apsw.Connection, session_id: str, batch: Sequence[NewMessage], 
     write: the rows come back with the tip's session id. A uid already stored in a
     compression ancestor of the target is not written again; its stored row is returned.
     """
-    end_reason, _, relation, _ = _head(conn, session_id)
+    # One statement for the common case: the session's head and its last seq together.
+    head = conn.execute(
+        "SELECT end_reason, parent_relation, (SELECT seq FROM messages WHERE session_id = ?1 "
+        "ORDER BY id DESC LIMIT 1) FROM sessions WHERE id = ?1",
+        (session_id,),
+    ).fetchone()
+    if head is None:
+        raise NotFound(f"no session {session_id!r} in this store")
+    end_reason, relation, last_seq = head
     target = session_id if end_reason != COMPRESSION else writable(conn, session_id)
     if target == session_id and relation != COMPRESSION:
-        return messages.append(conn, target, batch, now)  # the common case: one extra lookup
+        return messages.append(conn, target, batch, now, last_seq=last_seq or 0)
     up = ancestors(conn, target)
     if not up:
         return messages.append(conn, target, batch, now)

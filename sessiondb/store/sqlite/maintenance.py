@@ -18,16 +18,16 @@ import apsw
 from ...errors import InvalidInput, StoreHeld
 from ...files import staged
 from ...home import SIDECAR_SUFFIXES
+from .index.schema import FILES as INDEX_FILES
 from .safety.holders import holders
-from . import search
 
 NEVER_ACTIVE_FLOOR_DAYS = 30
 
 
 def store_bytes(db_path: Path) -> int:
-    """The store's size on disk: the database and its sidecars."""
+    """The store's size on disk: the database, its sidecars and the search index's files."""
     total = 0
-    for suffix in ("",) + SIDECAR_SUFFIXES:
+    for suffix in ("",) + SIDECAR_SUFFIXES + INDEX_FILES:
         try:
             total += os.stat(f"{db_path}{suffix}").st_size
         except FileNotFoundError:
@@ -111,16 +111,12 @@ def sessions_matching(conn: apsw.Connection, *, queries: list[tuple[str, tuple]]
     return sorted({sid for query in queries for sid in pick(conn, query)})
 
 
-def optimize(conn: apsw.Connection) -> None:
-    """Rebuild a stale search index (S-16), merge index segments, refresh planner
-    statistics, checkpoint and truncate the WAL."""
-    if search.is_stale(conn):
-        with conn:
-            search.rebuild(conn)
-    for (name,) in conn.execute(
-        "SELECT name FROM sqlite_schema WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%fts5%'"
-    ).fetchall():
-        conn.execute(f'INSERT INTO "{name}"("{name}") VALUES (\'optimize\')')
+def optimize(conn: apsw.Connection, swept_to: int) -> None:
+    """Sweep the search log's rows the index has applied (up to `swept_to`), refresh
+    planner statistics, checkpoint and truncate the WAL. (The index file is optimized
+    by its indexer.)"""
+    with conn:
+        conn.execute("DELETE FROM search_touched WHERE seq <= ?", (swept_to,))
     conn.execute("ANALYZE")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 

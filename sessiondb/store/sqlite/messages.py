@@ -41,17 +41,21 @@ def from_row(row: tuple[Any, ...]) -> Message:
     )
 
 
-def append(conn: apsw.Connection, session_id: str, batch: Sequence[NewMessage], now: float) -> list[Message]:
-    """Store the messages not already stored; return the stored row for each, in order."""
-    # One query both proves the session exists and finds the last seq (an append's hot path).
-    found = conn.execute(
-        "SELECT (SELECT seq FROM messages WHERE session_id = ?1 ORDER BY id DESC LIMIT 1) "
-        "FROM sessions WHERE id = ?1",
-        (session_id,),
-    ).fetchone()
-    if found is None:
-        raise NotFound(f"no session {session_id!r} in this store")
-    seq = found[0] or 0
+def append(conn: apsw.Connection, session_id: str, batch: Sequence[NewMessage], now: float,
+           last_seq: int | None = None) -> list[Message]:
+    """Store the messages not already stored; return the stored row for each, in order.
+    `last_seq`: the session's last seq, when the caller has just read it with the session."""
+    if last_seq is None:
+        # One query both proves the session exists and finds the last seq.
+        found = conn.execute(
+            "SELECT (SELECT seq FROM messages WHERE session_id = ?1 ORDER BY id DESC LIMIT 1) "
+            "FROM sessions WHERE id = ?1",
+            (session_id,),
+        ).fetchone()
+        if found is None:
+            raise NotFound(f"no session {session_id!r} in this store")
+        last_seq = found[0] or 0
+    seq = last_seq
     stored: list[Message] = []
     added_active = added_tool_calls = 0
     activity: float | None = None

@@ -23,7 +23,7 @@ from typing import Callable, Iterator, TypeVar
 import apsw
 
 from ... import home as homes
-from ...errors import Cause, DiskFull, classify
+from ...errors import Cause, DiskFull
 from .safety.holders import holders
 from .safety.containment import (
     Containment, damaged_error, forget_replaced, no_checkpoint_on_close, refuse_if_damaged,
@@ -33,7 +33,8 @@ from .safety.schema import refuse_damaged_schema
 from .safety.walowner import set_aside_foreign_wal
 from .connect import configure_reader, configure_writer, connect, set_durability
 from .errors import convert
-from . import search
+from .index import schema as index_schema
+from .index.indexer import INDEX_MARKS, STORE_MARKS, Indexer
 from .migrations import check_ownership, migrate
 from .writer import Writer
 
@@ -65,7 +66,6 @@ class SharedFile:
                 name=f"sessiondb-writer:{path}",
                 before_group=self.containment.before_group,
                 on_error=self.containment.on_error,
-                recover=_recover,
             )
         except DiskFull as full:
             if not readable_from_the_main_file(path):
@@ -74,6 +74,24 @@ class SharedFile:
             # without the -shm that could not grow. Writes are refused with the same cause.
             self.full = full
             self.writer = FullDisk(full)
+        # The search index, off the acknowledgement path (invariant 9): its own file and
+        # thread; readers attach it (at the indexer's generation) when they search.
+        self.indexer = Indexer(path, patience=patience, vfs=vfs)
+        self._attached: dict[int, int] = {}
+        if self.full is None:
+            self._adopt_index()
+
+    def _adopt_index(self) -> None:
+        """Open the index now, before this process writes: an index left ahead of the store
+        (a power cut at durability normal lost the store's last commits) is started over
+        before new rows could take the lost ids. Its trouble never stops the store opening."""
+        try:
+            self.indexer.marks()
+        except apsw.Error as exc:
+            try:
+                self.indexer.heal(exc)
+            except apsw.Error:
+                pass  # searches report it; writes never depend on the index
 
     def _open_writer(self, durability: str) -> apsw.Connection:
         homes.ensure_private_dir(self.path.parent)
@@ -99,7 +117,6 @@ class SharedFile:
                 conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
             homes.make_private(self.path)
             self.containment.attach(conn, self.journal_mode)
-            _rebuild_stale_index(conn, self.path)
         except BaseException as exc:
             if conn is not None:
                 # An open that failed (foreign, newer, damaged file) leaves the file as it was.
@@ -178,14 +195,102 @@ class SharedFile:
         if self.retired:
             raise damaged_error(self.path, self.containment.finding)
 
+    def examine(self, work: Callable[[apsw.Connection, int], T]) -> T:
+        """Like search, but the index is only caught up if it can be (a full disk cannot
+        take its batch): `work` reads it as it is and can tell from its marks."""
+        try:
+            return self._search(work, best_effort=True)
+        except apsw.Error as exc:
+            raise convert(exc) from None
+
+    def search(self, work: Callable[[apsw.Connection, int], T]) -> T:
+        """Run `work(conn, touched_to)` in one read transaction with the search index
+        attached as `idx` and covering everything the store held when the call began.
+        Damage found in the index is healed (rebuilt) once when nobody else holds it."""
+        try:
+            return self._search(work)
+        except apsw.Error as exc:
+            if not self.indexer.heal(exc):
+                raise convert(exc) from None
+        try:
+            return self._search(work)
+        except apsw.Error as exc:
+            raise convert(exc) from None
+
+    def _search(self, work: Callable[[apsw.Connection, int], T], best_effort: bool = False) -> T:
+        with self.reader() as conn:
+            self._attach_index(conn)
+            conn.execute("BEGIN")
+            try:
+                # The index's marks first: the store's snapshot, read next, is then as new
+                # or newer, so anything the index lacks shows as the index being behind.
+                indexed = conn.execute(INDEX_MARKS).fetchone()
+                target = conn.execute(STORE_MARKS).fetchone()
+                if indexed[0] >= target[0] and indexed[1] >= target[1]:
+                    return work(conn, indexed[1])
+            finally:
+                conn.execute("COMMIT")
+            if self.full is not None:
+                if best_effort:
+                    return self._read_index(conn, work)
+                # Read from its main file like the store, the index is behind (it is caught
+                # up at every clean close): its next batch needs room.
+                raise DiskFull(f"{self.full} The search index is behind the store and cannot be brought up "
+                               "to date until space is freed.")
+            try:
+                self.indexer.catch_up(target)
+            except apsw.Error:
+                if not best_effort:
+                    raise
+            self._attach_index(conn)  # a rebuild may have made a new file meanwhile
+            return self._read_index(conn, work)
+
+    @staticmethod
+    def _read_index(conn: apsw.Connection, work: Callable[[apsw.Connection, int], T]) -> T:
+        conn.execute("BEGIN")
+        try:
+            return work(conn, conn.execute(INDEX_MARKS).fetchone()[1])
+        finally:
+            conn.execute("COMMIT")
+
+    def _attach_index(self, conn: apsw.Connection) -> None:
+        generation = self.indexer.generation
+        if self._attached.get(id(conn)) == generation:
+            return
+        if id(conn) in self._attached:
+            conn.execute("DETACH idx")
+        if self.full is None:
+            self.indexer.marks()  # opens (creates) the index file first
+        conn.execute("ATTACH ? AS idx", (index_schema.uri(index_schema.path_of(self.path), self._vfs,
+                                                          immutable=self.full is not None),))
+        self._attached[id(conn)] = generation
+
     def close(self) -> None:
+        if self.containment.finding is not None:
+            self.indexer.close_without_checkpoint()
+        elif self.full is None and not self.retired:
+            self.indexer.settle()  # a clean close leaves the index caught up with the store
+        self.indexer.stop()
         self.writer.stop()
+        self.containment.close()
         with self._readers_lock:
             for conn in self._all_readers:
                 if self.containment.finding is not None:
                     no_checkpoint_on_close(conn)
+                if id(conn) in self._attached:
+                    _detach_index(conn)
                 conn.close()
             self._all_readers.clear()
+
+
+def _detach_index(conn: apsw.Connection) -> None:
+    """Detaching the last connection on the index file checkpoints it; if that fails
+    (SQLite gives up on it quietly, APSW raises it), the index's WAL stays for the next
+    open. The index never fails a store's close."""
+    try:
+        conn.execute("DETACH idx")
+    except apsw.Error:
+        pass
 
 
 class FullDisk:
@@ -214,21 +319,6 @@ def readable_from_the_main_file(path: Path) -> bool:
         except FileNotFoundError:
             continue
     return path.exists() and not holders(path)
-
-
-def _recover(conn: apsw.Connection, exc: BaseException) -> bool:
-    """Index damage (S-16) is not database damage: stop maintaining the index, write again."""
-    if classify(exc) is Cause.FTS_INDEX:
-        search.mark_stale(conn)
-        return True
-    return False
-
-
-def _rebuild_stale_index(conn: apsw.Connection, path: Path) -> None:
-    """Rebuild an index marked stale, unless another process holds the store (S-16)."""
-    if search.is_stale(conn) and not holders(path):
-        with conn:
-            search.rebuild(conn)
 
 
 _lock = threading.Lock()

@@ -1,115 +1,58 @@
-"""Full-text search: the FTS5 indexes, the triggers that keep them true, and the queries.
+"""Full-text search: the queries over the index kept in its own file (see index/).
 
-What is indexed: each message's readable text, which is its `content`, or the text parts
-of its `parts` JSON joined by newlines (a parts message is stored with that text in
-`content`, derived in one pass when it is validated, so the SQL walk of the JSON, whose
-cost grows with the square of the number of parts, runs only for rows stored before
-that); a `tool` message contributes only its first
-8,192 characters (tool output can be megabytes, and what matters is at the top). Rewound
-messages are never indexed; compacted ones are, and hits say so.
-
-The indexes, the view and the triggers are created by migration 0002_search, whose SQL
-is frozen in its own module; this module keeps what runs against them. `text_sql` here
-is the same expression as the view's, used by the queries that read text directly.
-
-How the text is stored once: both indexes are FTS5 tables with *external content*, and
-their content table is the view `message_search_text`, which derives the readable text
-from the `messages` row on demand. Neither index stores a copy of the text; FTS5 reads
-the view (by rowid) only to build snippets. Two indexes share the view:
-
-- `messages_fts`, tokenizer `unicode61 remove_diacritics 2`: words, case and diacritics
-  folded (cafe finds café); phrases, prefixes, bm25 ranking.
-- `messages_trigram`, tokenizer `trigram remove_diacritics 1`: any substring of three or
-  more characters, for CJK text (written without spaces) and substring search.
-
-Why triggers: every write path (appends, imports, compaction moving rows between ids and
-sessions, changing `state`, deleting sessions by cascade) keeps the indexes in the same
-transaction without knowing they exist. External content requires that a row leave the
-index with exactly the text it entered with; the triggers compute that text from the
-old row with the same SQL expression the view uses, so an update or delete always
-removes what was indexed. A state change between active and compacted does not touch the
-index at all (the state is read from `messages` at query time); a change into or out of
-`rewound` removes or adds the row. (An `INSERT OR REPLACE` on messages would delete rows
-without firing delete triggers unless `recursive_triggers` is on: write paths must not
-use it.) A contentless-delete table (`content=''`) was the alternative; it cannot build
-snippets, so hits would need a second pass over the text in Python.
+What is indexed: each message's readable text (index/schema.py: `content`, or the text
+parts of `parts`, which a parts message stores in `content` when it is validated; a
+tool message's first 8,192 characters), whatever its state. The index
+is brought up to date after the acknowledgement, in batches (index/indexer.py); a search
+first catches it up to what the store held when the search began, so it finds every
+acknowledged write from any process (read-your-writes), and it joins every hit against
+`messages` for the state: rewound rows are never found, compacted ones are found and
+marked, deleted ones are gone. Ids the store logged as deleted or changed after the
+index's mark are left out of index hits (they are not what the index holds for them).
 
 Queries: what a person types is parsed by sessiondb.query (never raising) and compiled
 here into an FTS5 expression in which every term is an FTS5 string literal, passed as a
-bound parameter; no SQL is ever built from user text. Substring mode (CJK text, or
-substring=True) uses the trigram index; a term shorter than three characters cannot use
-it and becomes a LIKE condition on the derived text with `%`, `_` and `\\` escaped. A query
-whose terms are all that short scans messages newest first and stops at `limit` hits.
+bound parameter; no SQL is ever built from user text.
+
+- Words (the default): the `words` index, tokenizer unicode61 with case and diacritics
+  folded (cafe finds café); phrases, prefixes, OR, NOT; ranked by bm25.
+- Substrings (a query with CJK text, or substring=True): a term of three or more
+  characters, all of scripts written without spaces, is matched through the `cjk` trigram
+  index (which holds only each message's runs of such text; ranked by bm25). Any other
+  substring term (Latin text, mixed text, or shorter than three characters) is a LIKE
+  condition on the text, with `%`, `_` and `\\` escaped: ASCII letters
+  match in either case, other letters and accents exactly. A query whose terms are all
+  LIKE terms scans messages newest first and stops at `limit` hits (scored 0).
 
 Ranking: hits are ordered by bm25 (ties newest first), among the newest 5,000 messages
 that match the query and its filters. Computing bm25 costs a lookup per matching row, and
 a common word can match most of a store (30,000 of 200,000 messages): ranking them all
 takes 20 ms or more, ranking the newest 5,000 a few. Recency is the right tie-breaker for
-an agent's memory; a more specific query reaches further back.
+an agent's memory; a more specific query reaches further back. The index holds rewound
+messages too (filtered at query time), which count in bm25's document statistics.
+
+Snippets: the index stores no text, so the returned hits' texts are read from `messages`
+and cut by FTS5 itself with the same tokenizer (index/snippets.py).
 """
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import apsw
 
 from ...model import SearchHit
-from ...query import ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, Query, Term, like_pattern, like_snippet
+from ...query import (
+    ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, LIKE_SNIPPET_CONTEXT, Query, Term, cjk_runs, like_pattern, like_snippet,
+)
+from .index.schema import CJK, TOOL_TEXT_LIMIT, WORDS, text_sql
+from .index.snippets import snippets
 
-TOOL_TEXT_LIMIT = 8192  # characters of a tool message's output that are indexed
+__all__ = ["TOOL_TEXT_LIMIT", "search"]
+
 TRIGRAM = 3
-SNIPPET_TOKENS = {"messages_fts": 16, "messages_trigram": 40}
+SNIPPET_TOKENS = {WORDS: 16, CJK: 40}
 RANK_WINDOW = 5000  # hits are the best-ranked of at most this many newest matches
-
-
-def text_sql(row: str) -> str:
-    """The SQL expression of a message row's indexed text (`row` is an alias or new/old).
-
-    The text parts of `parts` are walked with a recursive CTE and json_extract rather than
-    json_each: FTS5 reads its content table with virtual tables disabled, so the view may
-    not use a table-valued function.
-    """
-    def at(suffix: str = "") -> str:
-        return f"'$[' || r.i || ']{suffix}'"
-
-    parts = (
-        f"(WITH RECURSIVE r(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM r "
-        f"WHERE i + 1 < json_array_length({row}.parts)) "
-        f"SELECT group_concat(CASE json_type({row}.parts, {at()}) "
-        f"WHEN 'text' THEN json_extract({row}.parts, {at()}) "
-        f"WHEN 'object' THEN iif(json_type({row}.parts, {at('.text')}) = 'text', "
-        f"json_extract({row}.parts, {at('.text')}), NULL) END, char(10) ORDER BY r.i) FROM r)"
-    )
-    text = f"coalesce({row}.content, {parts}, '')"
-    return f"(CASE WHEN {row}.role = 'tool' THEN substr({text}, 1, {TOOL_TEXT_LIMIT}) ELSE {text} END)"
-
-
-INDEXES = ("messages_fts", "messages_trigram")
-STALE_KEY = "search_stale"  # present in store_meta while the indexes need a rebuild
-def rebuild(conn: apsw.Connection) -> None:
-    """Rebuild both indexes from the messages (after index damage, S-16) and mark them live
-    again."""
-    for name in INDEXES:
-        conn.execute(f"INSERT INTO {name}({name}) VALUES ('rebuild')")
-    conn.execute("DELETE FROM store_meta WHERE key = ?", (STALE_KEY,))
-
-
-def mark_stale(conn: apsw.Connection) -> None:
-    """Index damage was found on a write: writes stop maintaining the indexes (and so
-    succeed) until a rebuild, which runs when no other process holds the store."""
-    conn.execute("INSERT OR IGNORE INTO store_meta(key, value) VALUES (?, ?)", (STALE_KEY, repr(time.time())))
-
-
-def is_stale(conn: apsw.Connection) -> bool:
-    return conn.execute("SELECT 1 FROM store_meta WHERE key = ?", (STALE_KEY,)).fetchone() is not None
-
-
-def check_integrity(conn: apsw.Connection) -> None:
-    """Raise (an APSW corruption error) if an index disagrees with the messages it covers."""
-    for name in INDEXES:
-        conn.execute(f"INSERT INTO {name}({name}, rank) VALUES ('integrity-check', 1)")
 
 
 # --- compiling a parsed query -----------------------------------------------------------
@@ -128,26 +71,33 @@ def _fts_group(group: tuple[Term, ...]) -> str:
     return "(" + " OR ".join(_fts_term(t) for t in group) + ")"
 
 
+def _through_trigrams(term: Term) -> bool:
+    """Whether a substring term can use the trigram index, which holds only the runs of
+    CJK text of each message: a term of three or more characters, all of them CJK."""
+    return len(term.text) >= TRIGRAM and cjk_runs(term.text) == [term.text]
+
+
 class _Plan:
     """A compiled query: which index to MATCH with what expression, plus LIKE conditions."""
 
     def __init__(self, query: Query) -> None:
-        self.index = "messages_trigram" if query.substring else "messages_fts"
+        self.index = CJK if query.substring else WORDS
         self.like_sql: list[str] = []
         self.like_params: list[str] = []
         self.needles: list[str] = []  # substrings to highlight when FTS5 cannot
+        indexed = (lambda term: True) if not query.substring else _through_trigrams
         matched: list[str] = []
         text = text_sql("m")
         for group in query.groups:
-            if query.substring and any(len(t.text) < TRIGRAM for t in group):
+            if all(indexed(t) for t in group):
+                matched.append(_fts_group(group))
+            else:
                 self.like_sql.append("(" + " OR ".join(f"{text} LIKE ? ESCAPE '\\'" for _ in group) + ")")
                 self.like_params += [like_pattern(t.text) for t in group]
                 self.needles += [t.text for t in group]
-            else:
-                matched.append(_fts_group(group))
         excluded: list[str] = []
         for term in query.excluded:
-            if matched and not (query.substring and len(term.text) < TRIGRAM):
+            if matched and indexed(term):
                 excluded.append(_fts_term(term))
             else:
                 self.like_sql.append(f"{text} NOT LIKE ? ESCAPE '\\'")
@@ -177,8 +127,13 @@ def search(
     until: float | None,
     include_tools: bool,
     limit: int,
+    touched_to: int = 0,
 ) -> list[SearchHit]:
-    """The best `limit` hits for a parsed query, best first (newest first for LIKE-only)."""
+    """The best `limit` hits for a parsed query, best first (newest first for LIKE-only).
+
+    Runs on a store connection with the index attached as `idx` and caught up (by the
+    caller) to what the store held when the search began; `touched_to` is the index's mark
+    in the store's log of deleted and changed ids."""
     if query.empty:
         return []
     plan = _Plan(query)
@@ -218,29 +173,41 @@ def search(
 
     index = plan.index
     sessions_join = "CROSS JOIN sessions AS s ON s.id = m.session_id"
+    # A row logged as deleted or changed after the index's mark is not what the index holds
+    # under its id (an id reused by a later row): such rows are left out of index hits.
+    where.append("m.id NOT IN (SELECT id FROM search_touched WHERE seq > ?)")
+    params.append(touched_to)
     conditions = f"WHERE {index} MATCH ? AND {' AND '.join(where)}"
     params = [plan.match, *params]
+    source_rows = f"FROM idx.{index} CROSS JOIN messages AS m ON m.id = {index}.rowid"
     # Rank within the newest RANK_WINDOW matches: ranking costs a lookup per match, and a
     # common word can match most of the store (see the module docstring). Finding where the
     # window starts needs the sessions only when a filter is on them.
     needs_sessions = profile is not None or source is not None
     bound = conn.execute(
-        f"SELECT {index}.rowid FROM {index} CROSS JOIN messages AS m ON m.id = {index}.rowid "
-        f"{sessions_join if needs_sessions else ''} {conditions} "
+        f"SELECT {index}.rowid {source_rows} {sessions_join if needs_sessions else ''} {conditions} "
         f"ORDER BY {index}.rowid DESC LIMIT 1 OFFSET ?",
         (*params, RANK_WINDOW - 1),
     ).fetchone()
-    scope = f"FROM {index} CROSS JOIN messages AS m ON m.id = {index}.rowid {sessions_join} {conditions}"
+    scope = f"{source_rows} {sessions_join} {conditions}"
     if bound is not None:
         scope += f" AND {index}.rowid >= ?"
         params.append(bound[0])
-    sql = (
-        f"SELECT {_HIT_COLUMNS}, snippet({index}, 0, ?, ?, ?, ?), bm25({index}) "
-        f"{scope} ORDER BY bm25({index}), m.id DESC LIMIT ?"
-    )
-    snippet_args = (HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE, ELLIPSIS, SNIPPET_TOKENS[index])
-    rows = conn.execute(sql, (*snippet_args, *params, limit))
-    return [_hit(row[:8], row[8] or "", -row[9]) for row in rows]
+    rows = conn.execute(
+        f"SELECT {_HIT_COLUMNS}, bm25({index}) {scope} ORDER BY bm25({index}), m.id DESC LIMIT ?", (*params, limit)
+    ).fetchall()
+    texts = _texts(conn, [row[0] for row in rows])
+    cut = snippets(index, plan.match, texts, (HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE, ELLIPSIS), SNIPPET_TOKENS[index])
+    return [_hit(row[:8], cut.get(row[0]) or texts.get(row[0], "")[:2 * LIKE_SNIPPET_CONTEXT], -row[8])
+            for row in rows]
+
+
+def _texts(conn: apsw.Connection, ids: list[int]) -> dict[int, str]:
+    if not ids:
+        return {}
+    return dict(conn.execute(
+        f"SELECT m.id, {text_sql('m')} FROM messages AS m WHERE m.id IN ({', '.join('?' * len(ids))})", ids
+    ).fetchall())
 
 
 def _hit(row: tuple[Any, ...], snippet: str, score: float) -> SearchHit:

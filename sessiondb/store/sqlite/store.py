@@ -78,7 +78,10 @@ class SQLiteBackend:
 
     def _write(self, work: Callable[[apsw.Connection], T]) -> T:
         self._check_open()
-        return self._file.writer.run(work)
+        try:
+            return self._file.writer.run(work)
+        finally:
+            self._file.indexer.nudge()  # the index follows after the acknowledgement
 
     def _read(self, work: Callable[[apsw.Connection], T]) -> T:
         self._check_open()
@@ -169,7 +172,8 @@ class SQLiteBackend:
 
     def search(self, query: cmd.Search) -> list[SearchHit]:
         fields = {name: getattr(query, name) for name in query.__slots__}
-        return self._read(partial(search.search, **fields))
+        self._check_open()
+        return self._file.search(lambda conn, touched_to: search.search(conn, touched_to=touched_to, **fields))
 
     def stats(self) -> StoreStats:
         counts = self._read(catalog.counts)
@@ -177,7 +181,9 @@ class SQLiteBackend:
         return StoreStats(location=self.location, **counts, size_bytes=size + wal, wal_bytes=wal)
 
     def verify(self) -> VerifyReport:
-        return self._read(verify.verify)
+        # Read like a search: the index caught up to this snapshot first (if it can be), then checked.
+        self._check_open()
+        return self._file.examine(verify.verify)
 
     # --- turns ---------------------------------------------------------------------------
 
@@ -234,7 +240,11 @@ class SQLiteBackend:
         return size
 
     def optimize(self, *, force: bool, dry_run: bool) -> MaintenanceReport:
-        return self._maintain("optimize", maintenance.optimize, force=force, dry_run=dry_run)
+        """Bring the search index up to date and merge its segments (rebuilt from nothing if
+        it was found damaged), sweep the log it has applied, then optimize the store."""
+        def work(conn: apsw.Connection) -> None:
+            maintenance.optimize(conn, self._file.indexer.optimize())
+        return self._maintain("optimize", work, force=force, dry_run=dry_run)
 
     def vacuum(self, *, force: bool, dry_run: bool) -> MaintenanceReport:
         return self._maintain("vacuum", maintenance.vacuum, force=force, dry_run=dry_run)

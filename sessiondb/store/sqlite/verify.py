@@ -4,18 +4,19 @@ One read transaction (a consistent snapshot) walks the file and the tables and r
 each broken invariant in words; nothing is repaired here (that is the doctor's work).
 What is checked, and why each can be checked by query:
 
-- the file: SQLite's own integrity_check (pages, b-trees, indexes, FTS5 structure);
+- the file: SQLite's own integrity_check (pages, b-trees, indexes), and the search
+  index's own file's (FTS5 structure);
 - identity: a uid is stored once along a compression lineage, not only once per session
   (a session's own uniqueness is its unique index; across rotations only the write
   paths keep it);
 - counters: each session's message_count and tool_call_count equal its active rows;
 - order: among a session's active rows, seq never falls as the id rises (but where a
   compaction kept messages verbatim after its summary, see _order);
-- search: each index holds exactly the searchable (non-rewound) rows, and each row's
-  current text matches itself in both indexes. External content means FTS5 never reads
-  the rows on its own, so a write path that skipped a trigger leaves no other trace.
-  While the indexes are marked stale (writes skip them until a rebuild) this is not a
-  problem but a note;
+- search: the index (its own file, caught up by the caller to this snapshot) holds
+  exactly the stored rows (every state: the state is joined in at query time) up to its
+  mark, each row's current text matches itself in the word index, and the trigram index
+  holds exactly the rows with CJK text, each matching its CJK runs. Rows the store logged
+  as changed after the index's mark are the index's next batch, not a problem;
 - leases: every fencing token was handed out (at most the counter), and the watermark
   is a message id the session has reached (one lease per session is the primary key);
 - orphans: no message or usage row of a session that does not exist.
@@ -26,8 +27,10 @@ from __future__ import annotations
 import apsw
 
 from ...model import COMPRESSION, VerifyReport
-from . import search
+from ...query import cjk_runs
+from .index.schema import CJK, TOKENIZERS, WORDS, text_sql
 from .lineage import MAX_HOPS
+from .search import fts_string
 
 # Pairs (session, one of its compression ancestors or itself), every hop bounded.
 _UP = """
@@ -43,16 +46,19 @@ WITH RECURSIVE up(id, ancestor, relation, parent, depth) AS (
 _TOOL_CALLS = "coalesce(sum(json_array_length(tool_calls)), 0)"
 
 
-def verify(conn: apsw.Connection) -> VerifyReport:
-    """Check every invariant on one snapshot of the store (call inside a read transaction)."""
+def verify(conn: apsw.Connection, touched_to: int) -> VerifyReport:
+    """Check every invariant on one snapshot of the store (call inside a read transaction,
+    with the search index attached as `idx` and caught up; `touched_to` is its mark in the
+    store's log of changed ids)."""
     report = VerifyReport()
     _file(conn, report)
     if report.problems:
         # Reading a damaged b-tree raises; the rows are for the doctor to salvage first.
         report.notes.append("rows: not checked, the file itself is damaged (run `sessiondb doctor`)")
         return report
-    for check in (_identity, _counters, _order, _index, _leases, _orphans):
+    for check in (_identity, _counters, _order, _leases, _orphans):
         check(conn, report)
+    _index(conn, report, touched_to)
     return report
 
 
@@ -60,12 +66,13 @@ def _file(conn: apsw.Connection, report: VerifyReport) -> None:
     # integrity_check has FTS5 check each index against the index structure it caches per
     # connection, and FTS5 re-reads that only when a query opens the index: on a pooled
     # connection other writes have passed, it would report damage that is not there.
-    for name in search.INDEXES:
-        conn.execute(f"SELECT 1 FROM {name} WHERE {name} MATCH 'verify' LIMIT 1").fetchall()
+    for name in TOKENIZERS:
+        conn.execute(f"SELECT 1 FROM idx.{name} WHERE {name} MATCH 'verify' LIMIT 1").fetchall()
     # A page too damaged to walk raises instead (StoreCorrupt, like any read of it).
-    rows = [r[0] for r in conn.execute("PRAGMA integrity_check")]
-    if rows != ["ok"]:
-        report.problems.extend(f"file: {r}" for r in rows)
+    for schema, label in (("main", "file"), ("idx", "search index file")):
+        rows = [r[0] for r in conn.execute(f"PRAGMA {schema}.integrity_check")]
+        if rows != ["ok"]:
+            report.problems.extend(f"{label}: {r}" for r in rows)
 
 
 def _identity(conn: apsw.Connection, report: VerifyReport) -> None:
@@ -118,32 +125,42 @@ def _order(conn: apsw.Connection, report: VerifyReport) -> None:
         report.problems.append(f"order: in session {sid}, message {mid} has seq {seq} after a message with seq {before}")
 
 
-def _index(conn: apsw.Connection, report: VerifyReport) -> None:
-    if search.is_stale(conn):
-        report.notes.append("search: the indexes are marked stale (rebuilt when no other process holds the "
-                            "store); their coverage was not checked")
-        return
-    for name in search.INDEXES:
-        # Each indexed document has one docsize row (its token count), empty text included.
-        missing = conn.execute(
-            f"SELECT id FROM messages WHERE state <> 'rewound' "
-            f"AND id NOT IN (SELECT id FROM {name}_docsize)"
-        ).fetchall()
+def _index(conn: apsw.Connection, report: VerifyReport, touched_to: int) -> None:
+    (indexed_to,) = conn.execute("SELECT value FROM idx.state WHERE key = 'indexed_to'").fetchone()
+    highest, logged = conn.execute(
+        "SELECT (SELECT coalesce(max(id), 0) FROM messages), (SELECT coalesce(max(seq), 0) FROM search_touched)"
+    ).fetchone()
+    if indexed_to < highest or touched_to < logged:
+        report.notes.append(f"search: the index could not be brought up to date; checked up to message "
+                            f"{indexed_to} (the rest is its next batch)")
+    settled = "m.id <= ?1 AND m.id NOT IN (SELECT id FROM search_touched WHERE seq > ?2)"
+    marks = (indexed_to, touched_to)
+    for name in TOKENIZERS:
         extra = conn.execute(
-            f"SELECT id FROM {name}_docsize WHERE id NOT IN (SELECT id FROM messages WHERE state <> 'rewound')"
+            f"SELECT d.id FROM idx.{name}_docsize AS d WHERE d.id <= ?1 AND d.id NOT IN "
+            "(SELECT id FROM search_touched WHERE seq > ?2) AND d.id NOT IN (SELECT id FROM messages)", marks
         ).fetchall()
-        report.problems.extend(f"search: message {mid} is missing from {name}" for (mid,) in missing)
-        report.problems.extend(f"search: {name} holds message {mid}, which is not searchable" for (mid,) in extra)
-        stale = [
-            mid for mid, text in conn.execute(
-                f"SELECT v.id, v.text FROM message_search_text AS v JOIN {name}_docsize AS d ON d.id = v.id "
-                "WHERE d.sz <> x'00'"  # a document without tokens matches nothing, rightly
-            )
-            if not conn.execute(f"SELECT 1 FROM {name} WHERE {name} MATCH ? AND rowid = ?",
-                                (search.fts_string(text), mid)).fetchone()
-        ]
-        report.problems.extend(f"search: {name} holds other text than message {mid} has" for mid in stale)
-        report.checked[name] = conn.execute(f"SELECT count(*) FROM {name}_docsize").fetchone()[0]
+        report.problems.extend(f"search: {name} holds message {mid}, which is not stored" for (mid,) in extra)
+        report.checked[f"search_{name}"] = conn.execute(f"SELECT count(*) FROM idx.{name}_docsize").fetchone()[0]
+    rows = conn.execute(
+        f"SELECT m.id, {text_sql('m')}, (SELECT sz FROM idx.{WORDS}_docsize WHERE id = m.id), "
+        f"EXISTS (SELECT 1 FROM idx.{CJK}_docsize WHERE id = m.id) FROM messages AS m WHERE {settled}", marks
+    ).fetchall()
+    for mid, text, words_size, in_cjk in rows:
+        if words_size is None:
+            report.problems.append(f"search: message {mid} is missing from {WORDS}")
+        elif words_size != b"\x00" and not _matches(conn, WORDS, mid, text):  # no tokens: matches nothing
+            report.problems.append(f"search: {WORDS} holds other text than message {mid} has")
+        runs = "\n".join(cjk_runs(text))
+        if bool(runs) != bool(in_cjk):
+            report.problems.append(f"search: message {mid} is {'missing from' if runs else 'wrongly in'} {CJK}")
+        elif runs and not _matches(conn, CJK, mid, runs):
+            report.problems.append(f"search: {CJK} holds other text than message {mid} has")
+
+
+def _matches(conn: apsw.Connection, index: str, mid: int, text: str) -> bool:
+    return conn.execute(f"SELECT 1 FROM idx.{index} WHERE {index} MATCH ? AND rowid = ?",
+                        (fts_string(text), mid)).fetchone() is not None
 
 
 def _leases(conn: apsw.Connection, report: VerifyReport) -> None:

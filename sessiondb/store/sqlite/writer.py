@@ -39,13 +39,12 @@ LINGER_GROUPS = 8  # groups a caller may commit for others after its own, boundi
 
 
 class _Request:
-    __slots__ = ("work", "future", "in_transaction", "retried")
+    __slots__ = ("work", "future", "in_transaction")
 
     def __init__(self, work: Work[Any], in_transaction: bool) -> None:
         self.work = work
         self.future: Future = Future()
         self.in_transaction = in_transaction
-        self.retried = False
 
 
 class Writer:
@@ -58,15 +57,11 @@ class Writer:
         *,
         before_group: Callable[[apsw.Connection], None] = lambda conn: None,
         on_error: Callable[[BaseException], None] = lambda exc: None,
-        recover: Callable[[apsw.Connection, BaseException], bool] = lambda conn, exc: False,
     ) -> None:
         """`before_group` runs before each transaction and may refuse it by raising;
-        `on_error` sees every failure of a unit of work or a commit; `recover` may deal
-        with the cause of a failed unit (its changes already rolled back) and return True
-        to have it run once more."""
+        `on_error` sees every failure of a unit of work or a commit."""
         self._before_group = before_group
         self._on_error = on_error
-        self._recover = recover
         self._queue: deque[_Request] = deque()
         self._wakeup = threading.Condition(threading.Lock())
         self._connection_lock = threading.Lock()
@@ -198,10 +193,6 @@ class Writer:
                     # SQLite rolled the whole transaction back (I/O error, disk full,
                     # corruption): nothing in this group was written.
                     rolled_back = group
-                if self._recovered(conn, rolled_back, exc):
-                    if rolled_back is group:
-                        return  # all still queued: the next group runs them again
-                    continue
                 if rolled_back is group:
                     self._fail(group, exc)  # none of it may be acknowledged
                     return
@@ -214,20 +205,10 @@ class Writer:
                 self._committing = False
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")  # a failed COMMIT can leave the transaction open
-                if not self._recovered(conn, group, exc):
-                    self._fail(group, exc)
+                self._fail(group, exc)
                 return
         _deliver(outcomes)
         self._committing = False
-
-    def _recovered(self, conn: apsw.Connection, rolled_back: list[_Request], exc: BaseException) -> bool:
-        """Whether `recover` dealt with the cause of `exc`, so the rolled-back requests,
-        still queued, may run once more (each gets one second chance)."""
-        if any(r.retried for r in rolled_back) or not self._recover(conn, exc):
-            return False
-        for r in rolled_back:
-            r.retried = True
-        return True
 
     def _error(self, exc: BaseException) -> BaseException:
         self._on_error(exc)

@@ -89,6 +89,10 @@ class Containment:
         if self.finding is not None:
             raise damaged_error(self.path, self.finding)
 
+    def close(self) -> None:
+        if self._guard is not None:
+            self._guard.close()
+
     def on_error(self, exc: BaseException) -> None:
         """Structural corruption seen on a write marks the file (index damage does not)."""
         if self.finding is None and classify(exc) is Cause.CORRUPT:

@@ -20,8 +20,11 @@ Damage classes, worst first:
   table. Repair rewrites the entry from the migrations' own (frozen) SQL and rebuilds
   (REINDEX) the index, deletes the extra identical entries, or writes the missing record
   (schema.py).
-- `index`: the full-text search index (FTS5 `messages_fts`, `messages_trigram` and their
-  shadow tables) is damaged or marked stale. Repair rebuilds it from the messages.
+- `index`: the full-text search index is damaged: its own file (`<store>-search`) fails
+  its integrity check, or, in a store before migration 0006, the in-file FTS5 tables
+  (`messages_fts`, `messages_trigram` and their shadow tables) are damaged or marked
+  stale. Repair deletes the index file (it is built again from the messages) or rebuilds
+  the in-file tables.
 - `none`.
 
 The integrity check is `PRAGMA quick_check` (which in SQLite 3.44+ also runs each FTS5

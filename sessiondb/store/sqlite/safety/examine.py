@@ -21,7 +21,7 @@ import apsw
 
 from ... import spool
 from ..connect import file_uri_path, filesystem_type
-from ..search import STALE_KEY
+from ..index import schema as index_schema
 from . import copies, forensics, ledger, walowner
 from .holders import holders
 from .identity import SQLITE_MAGIC, descriptors_of
@@ -29,6 +29,7 @@ from .integrity import INDEX, MAX_LINES, NONE, SCHEMA, STRUCTURAL, classify_line
 from .schema import schema_findings
 
 QUICK_BUDGET = 10.0  # seconds a non-deep check may take before it stops (partial)
+STALE_KEY = "search_stale"  # store_meta's marker of a damaged in-file index (stores before 0006)
 
 
 @dataclass
@@ -47,6 +48,7 @@ class Report:
     wal_bytes: int = 0
     integrity: dict[str, Any] = field(default_factory=dict)
     index_stale: bool = False
+    search_index: dict[str, Any] = field(default_factory=dict)
     spool_pending: int = 0
     retired_wal: list[str] = field(default_factory=list)
     backups: list[str] = field(default_factory=list)
@@ -238,6 +240,28 @@ def _inspect(conn: apsw.Connection, db_path: Path, report: Report, *, deep: bool
     roots = {row[3]: row for row in entries if row[3]}
     for cls, finding in classify_lines(lines, roots, schema_broken=bool(schema_broken)):
         _damage(report, cls, finding)
+    _check_search_index(db_path, report, deep=deep)
+
+
+def _check_search_index(db_path: Path, report: Report, *, deep: bool) -> None:
+    """The index's own file (derived data: its damage is the `index` class, healed by
+    deleting it; a missing file is healthy, it is built at the next open)."""
+    path = index_schema.path_of(db_path)
+    report.search_index = {"path": str(path), "exists": path.exists()}
+    if not path.exists():
+        return
+    quiet = not report.holders and not os.path.exists(f"{path}-wal")
+    try:
+        conn = open_readonly(path, quiet=quiet)
+        try:
+            lines, _ = integrity_lines(conn, deep=deep, budget=None)
+        finally:
+            conn.close()
+    except apsw.Error as exc:
+        lines = [f"the check itself failed ({exc})"]
+    report.search_index["errors"] = lines[:MAX_LINES]
+    if lines:
+        _damage(report, INDEX, f"search index file {path.name}: {lines[0]}")
 
 
 def _check_schema(conn: apsw.Connection, report: Report) -> set[str]:

@@ -1,7 +1,7 @@
 """Which other processes hold a store (S-19): maintenance refuses while any does.
 
 On Linux every process's open files are links under `/proc/<pid>/fd`; a link to the
-database or one of its sidecars (`-wal`, `-shm`, `-journal`) is a holder, and so is a link
+database or one of its sidecars (`-wal`, `-shm`, `-journal`, the search index's files) is a holder, and so is a link
 to one that was deleted (the kernel appends ` (deleted)`). A process whose descriptors
 cannot be read (another user's) counts only when its command line shows it is sessiondb,
 so one unreadable stranger does not block maintenance forever. Without /proc, psutil's
@@ -17,6 +17,7 @@ from pathlib import Path
 import psutil
 
 from ....home import SIDECAR_SUFFIXES
+from ..index.schema import FILES as INDEX_FILES
 
 DELETED = " (deleted)"
 
@@ -34,7 +35,7 @@ class Holder:
 def holders(db_path: Path | str, *, include_self: bool = False) -> list[Holder]:
     """Processes other than this one with the store or a sidecar open, by pid."""
     db = os.path.realpath(db_path)
-    targets = {db, *(db + suffix for suffix in SIDECAR_SUFFIXES)}
+    targets = {db, *(db + suffix for suffix in SIDECAR_SUFFIXES + INDEX_FILES)}
     me = os.getpid()
     found = []
     for pid in _pids():

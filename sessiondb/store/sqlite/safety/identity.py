@@ -25,6 +25,7 @@ from pathlib import Path
 
 from ....errors import Cause
 from ....files import private_file
+from .watch import NameWatch
 
 # The identity page holds only the generation stamp; migrations must never add rows to it.
 IDENTITY_TABLE = "store_identity"
@@ -66,6 +67,8 @@ class FileGuard:
         self.wal = wal
         self._wal_fd: int | None = None
         self._wal_identity: tuple[int, int] | None = None
+        # Set up before the WAL's descriptor is first looked at, so nothing falls between.
+        self._wal_names = NameWatch(str(path.parent), f"{path.name}-wal") if wal else None
         st = os.stat(path)
         self.identity = (st.st_dev, st.st_ino)
 
@@ -119,6 +122,8 @@ class FileGuard:
                 return None  # SQLite has not opened the WAL yet
             self._wal_fd = fds[0]
             self._wal_identity = _identity_of(self._wal_fd)
+        elif not self._wal_names.changed():
+            return None  # no name event for the WAL since the last look: still the one we hold
         st = _held(self._wal_fd, self._wal_identity)
         if st is None:
             self._wal_fd = None  # the descriptor was closed: find SQLite's current one next time
@@ -126,6 +131,10 @@ class FileGuard:
         if st.st_nlink == 0:
             return Finding(Cause.DELETED_WAL, f"{wal_path} was deleted while this process had it open")
         return None
+
+    def close(self) -> None:
+        if self._wal_names is not None:
+            self._wal_names.close()
 
     def capture_retired_wal(self, directory: Path) -> Path | None:
         """Copy the deleted WAL, through the descriptor still open on it, with a manifest."""

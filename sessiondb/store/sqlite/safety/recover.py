@@ -17,7 +17,7 @@ On the copy:
 
 The output is a fresh store made the way the backend makes one (connect, the current
 migrations, a new generation stamp), filled in one transaction with full durability
-barriers: sessions, messages (their search index is built by the store's own triggers),
+barriers: sessions, messages (their search index is built afterwards from them, in its own file),
 usage and the store's counters. Messages whose session row was lost get a stub session
 (`source = 'recovered'`) so they stay reachable; dangling parent links are cleared;
 message counts are recomputed. Compaction leases are not carried over (they are
@@ -41,7 +41,7 @@ from ....files import staged
 from ....home import make_private
 from ..connect import APPLICATION_ID, configure_writer, connect
 from ..migrations import migrate
-from ..search import STALE_KEY
+from .examine import STALE_KEY
 from .identity import SQLITE_MAGIC, descriptors_of
 from .salvage import TableSalvage, salvage
 

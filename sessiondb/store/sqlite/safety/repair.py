@@ -5,7 +5,9 @@ A repair runs only when no other process holds the store and this process has no
 connection on it (S-22), only after a forensic backup (S-21), and only within the
 ledger's budget (S-20). Its connection uses `synchronous=FULL`. Damaged indexes,
 triggers and views are recreated from the frozen SQL of the migrations the file
-records; the search indexes are rebuilt from the messages.
+records; the search index's own file is deleted (it is derived data, built again from
+the messages at the next open), and the in-file indexes of stores before migration 0006
+are rebuilt in place.
 
 The spool is replayed by the caller's `replay` (the store opened normally: replay is a
 store operation, not surgery), called only once the file is healthy and nobody else
@@ -25,10 +27,10 @@ import apsw
 from ....errors import SessionDBError, StoreHeld
 from ....home import SIDECAR_SUFFIXES
 from ....model import SpoolReport
-from .. import search
+from ..index import schema as index_schema
 from ..connect import busy_handler
 from . import forensics, ledger
-from .examine import Report, advise, examine, recover_steps
+from .examine import STALE_KEY, Report, advise, examine, recover_steps
 from .holders import holders
 from .identity import descriptors_of
 from .integrity import INDEX, NONE, SCHEMA, STRUCTURAL
@@ -134,12 +136,21 @@ def _operate(db_path: Path, report: Report, actions: list[str]) -> None:
         if report.damage == SCHEMA:
             _repair_schema(conn, report, actions)
         if report.damage == INDEX or report.index_stale or any("search index" in f for f in report.findings):
+            index_schema.remove(db_path)
+            actions.append("deleted the search index file; it is built again from the messages at the next open")
             with conn:
-                search.rebuild(conn)
-            actions.append("rebuilt the search indexes from the messages")
+                _rebuild_in_file_indexes(conn)
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         conn.close()
+
+
+def _rebuild_in_file_indexes(conn: apsw.Connection) -> None:
+    """A store before migration 0006 keeps its FTS5 tables in the file: rebuild them."""
+    for (name,) in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table' "
+                                "AND sql LIKE 'CREATE VIRTUAL TABLE%fts5%'").fetchall():
+        conn.execute(f'INSERT INTO "{name}"("{name}") VALUES (\'rebuild\')')
+    conn.execute("DELETE FROM store_meta WHERE key = ?", (STALE_KEY,))
 
 
 def _repair_schema(conn: apsw.Connection, report: Report, actions: list[str]) -> None:

@@ -78,7 +78,10 @@ def schema_findings(conn: apsw.Connection) -> list[SchemaFinding]:
     entries: Entries = defaultdict(list)
     for kind, name, sql, root in conn.execute("SELECT type, name, sql, rootpage FROM sqlite_schema"):
         entries[name].append((kind, sql, root))
-    reference = reference_schema(applied)
+    # A half-migrated file is judged as it will be once its missing records are written:
+    # the migration it does not record may have dropped objects of an earlier one.
+    unrecorded = _unrecorded(applied, entries)
+    reference = reference_schema(applied | {f.name for f in unrecorded if f.action == RECORD})
     found = []
     for name, (kind, _table, sql) in reference.items():
         rows = entries.get(name, [])
@@ -96,7 +99,7 @@ def schema_findings(conn: apsw.Connection) -> list[SchemaFinding]:
             same_kind = derived and rows[0][0] == kind
             found.append(SchemaFinding(SCHEMA if same_kind else STRUCTURAL, f"the schema entry of the {kind} {name} "
                                        "is garbled", name, RECREATE if same_kind else None))
-    return found + _unrecorded(applied, entries)
+    return found + unrecorded
 
 
 def _unrecorded(applied: frozenset[str], entries: Entries) -> list[SchemaFinding]:
@@ -111,8 +114,9 @@ def _unrecorded(applied: frozenset[str], entries: Entries) -> list[SchemaFinding
         present = [name for name in built if name in entries]
         if not present:
             break  # the file stops here: later migrations are simply not applied yet
+        dropped = [name for name in before if name not in after]
         whole = all(len(entries.get(name, ())) == 1 and entries[name][0][:2] == (kind, sql)
-                    for name, (kind, _t, sql) in built.items())
+                    for name, (kind, _t, sql) in built.items()) and not any(name in entries for name in dropped)
         found.append(SchemaFinding(
             SCHEMA if whole else STRUCTURAL,
             f"the file holds {'all' if whole else 'some'} of the objects of migration {migration} "

@@ -1,0 +1,304 @@
+"""The indexer: brings the search index up to date after the writes it follows.
+
+One Indexer per open store file per process (beside its Writer). It never takes the
+store's write lock: it reads the messages through its own connection (the store
+attached, a read snapshot per batch) and writes only the index file, under that file's
+own lock. Each batch is one transaction of the index file holding the content and the
+marks that describe it (`state`), so a crash anywhere leaves the two agreeing.
+
+Who runs it: a background thread woken after writes (`nudge`), which lingers a moment
+so that one transaction indexes many messages (FTS5 writes a segment per transaction;
+batching is what makes indexing cheap), and any search, which first catches the index
+up to what the store held when the search began (`catch_up`), so a search finds every
+acknowledged write, from whichever process wrote it. Two processes' indexers are kept
+apart by the index file's lock; the marks make the loser's batch a no-op.
+
+A failure here never reaches a writer: the background thread logs it and tries again at
+the next nudge; a search sees it. Damage to the index file (S-16) is remembered until
+the index is rebuilt (`rebuild`, run by optimize and the doctor's repair).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import apsw
+
+from ....errors import Cause, classify
+from ....query import cjk_runs
+from ..safety.holders import holders
+from . import schema
+
+log = logging.getLogger(__name__)
+
+BATCH = 2000  # messages (and logged ids) per index transaction
+LINGER = 0.05  # seconds the background thread waits after a nudge, to gather a batch
+
+Marks = tuple[int, int]  # (highest message id, highest search_touched seq)
+
+_STORE_MARKS = (
+    "SELECT (SELECT coalesce(max(id), 0) FROM {db}messages), "
+    "(SELECT coalesce(max(seq), 0) FROM {db}search_touched)"
+)
+STORE_MARKS = _STORE_MARKS.format(db="")  # read on a store connection
+# The highest message id the store ever held and the highest seq its log ever gave out
+# (the log's swept rows included): an index past either follows commits the store lost.
+_STORE_EVER = (
+    "SELECT max((SELECT coalesce(max(id), 0) FROM store.messages), (SELECT id FROM store.search_freed)), "
+    "coalesce((SELECT seq FROM store.sqlite_sequence WHERE name = 'search_touched'), 0)"
+)
+_INDEX_MARKS = "SELECT (SELECT value FROM {db}state WHERE key = 'indexed_to'), " \
+               "(SELECT value FROM {db}state WHERE key = 'touched_to')"
+INDEX_MARKS = _INDEX_MARKS.format(db="idx.")  # read on a store connection with the index attached
+
+
+class Indexer:
+    """The index file of one store, and the thread that keeps it caught up."""
+
+    def __init__(self, store: Path, *, patience: float, vfs: str | None) -> None:
+        self.store = store
+        self.vfs = vfs
+        self._patience = patience
+        self._lock = threading.Lock()  # one batch at a time in this process
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._conn: apsw.Connection | None = None
+        self.generation = 0  # counts files made: a reader attached to an older one re-attaches
+        self.damage: BaseException | None = None  # index damage seen; cleared by a rebuild
+        self._thread = threading.Thread(target=self._serve, name=f"sessiondb-indexer:{store}", daemon=True)
+        self._thread.start()
+
+    # --- for the writer's side ----------------------------------------------------------
+
+    def nudge(self) -> None:
+        """Messages may have been written: index them soon (never waits)."""
+        self._wake.set()
+
+    def settle(self) -> None:
+        """Catch up before the store closes, so that the index's file covers the store's
+        (a store on a full disk is read from its files as they are); a failure is only
+        logged: the next search catches up."""
+        try:
+            self.catch_up()
+        except apsw.Error as exc:
+            log.warning("search index of %s not brought up to date at close: %s", self.store, exc)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._wake.set()
+        self._thread.join()
+        with self._lock:
+            self._close()
+
+    # --- for searches and maintenance ---------------------------------------------------
+
+    def catch_up(self, target: Marks | None = None) -> None:
+        """Index until the index covers `target` (the store's marks when a search began;
+        None: everything the store holds now). Raises what stops it."""
+        with self._lock:
+            failure = self.damage  # seen before: healed now if nobody else holds the store
+            if failure is None:
+                try:
+                    self._run(target)
+                    return
+                except apsw.Error as exc:
+                    failure = exc
+        if not self.heal(failure):
+            raise failure
+
+    def heal(self, exc: BaseException) -> bool:
+        """`exc` may be damage to the index file: if so, and no other process holds the
+        store, rebuild the index now (S-16) and return True; otherwise remember it."""
+        if classify(exc) not in (Cause.CORRUPT, Cause.FTS_INDEX):
+            return False
+        self.damage = exc
+        if holders(self.store):
+            return False
+        self.rebuild()
+        return True
+
+    def rebuild(self) -> None:
+        """Delete the index file and build it again from the messages (the caller has made
+        sure no other process holds the store)."""
+        with self._lock:
+            self._close()
+            schema.remove(self.store)
+            self.generation += 1
+            self.damage = None
+            self._run(None)
+
+    def optimize(self) -> int:
+        """Catch up and merge the index's segments into one per index (after damage: rebuild
+        it from nothing); returns the store log's seq the index has applied."""
+        if self.damage is not None:
+            self.rebuild()
+        with self._lock:
+            self._run(None)
+            conn = self._connection()
+            for name in schema.TOKENIZERS:
+                conn.execute(f"INSERT INTO {name}({name}) VALUES ('optimize')")
+            return _index_marks(conn)[1]
+
+    def marks(self) -> Marks:
+        with self._lock:
+            return _index_marks(self._connection())
+
+    def close_without_checkpoint(self) -> None:
+        """The store was found damaged: this connection (which has it attached) must not
+        checkpoint the store's WAL into its main file when it closes."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
+
+    # --- running batches (with self._lock held) -----------------------------------------
+
+    def _connection(self) -> apsw.Connection:
+        if self._conn is None:
+            conn = schema.open_index(self.store, patience=self._patience, vfs=self.vfs)
+            try:
+                _adopt(conn)
+            except BaseException:
+                conn.close()
+                raise
+            self._conn = conn
+        return self._conn
+
+    def _close(self) -> None:
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            try:
+                conn.close()
+            except apsw.Error as exc:
+                # Closing checkpoints the index's WAL; if that fails the WAL stays and is
+                # recovered at the next open. The index never fails a store's close.
+                log.warning("search index of %s closed with an error: %s", self.store, exc)
+
+    def _run(self, target: Marks | None) -> None:
+        try:
+            conn = self._connection()
+            if target is None:
+                target = conn.execute(_STORE_MARKS.format(db="store.")).fetchone()
+            # A batch that finds less than a full batch to do has covered its own snapshot of
+            # the store, which is newer than the target (the target's last row may since
+            # have been deleted, so the marks alone cannot say when to stop).
+            if _behind(_index_marks(conn), target):
+                while not index_batch(conn, BATCH):
+                    pass
+        except apsw.Error:
+            self._close()  # a fresh connection next time, whatever went wrong
+            raise
+
+    def _serve(self) -> None:
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            # Let a batch gather (one transaction for many messages); a stop ends the wait.
+            if self._stopping.wait(LINGER):
+                return
+            try:
+                self.catch_up()
+            except Exception as exc:  # noqa: BLE001 - a writer never sees the index's trouble
+                log.warning("search index of %s not brought up to date: %s", self.store, exc)
+
+
+def _behind(index: Marks, target: Sequence[int]) -> bool:
+    return index[0] < target[0] or index[1] < target[1]
+
+
+def _index_marks(conn: apsw.Connection) -> Marks:
+    return conn.execute(_INDEX_MARKS.format(db="")).fetchone()
+
+
+def _begin(conn: apsw.Connection) -> None:
+    """A write transaction of the index file alone. BEGIN IMMEDIATE would take the write
+    lock of every attached database, the store's included (the writer's lock); a first
+    statement that writes only the index takes only the index's."""
+    conn.execute("BEGIN")
+    conn.execute("UPDATE main.state SET value = value WHERE key = 'generation'")
+
+
+def _adopt(conn: apsw.Connection) -> None:
+    """Make sure the index describes this store: one built for another file (a different
+    generation stamp), or for a later state of it, starts over. A later state is one the
+    store lost (a power cut at durability normal): the index has applied logged changes or
+    indexed ids the store never gave out as far as it now knows, and those ids will be
+    given out again without a log entry."""
+    _begin(conn)
+    try:
+        (generation,) = conn.execute("SELECT value FROM state WHERE key = 'generation'").fetchone()
+        (ours,) = conn.execute("SELECT generation FROM store.store_identity").fetchone()
+        (highest, logged), (indexed_to, touched_to) = conn.execute(_STORE_EVER).fetchone(), _index_marks(conn)
+        if generation != ours or highest < indexed_to or logged < touched_to:
+            _reset(conn)
+            conn.execute("UPDATE state SET value = ? WHERE key = 'generation'", (ours,))
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _reset(conn: apsw.Connection) -> None:
+    for name in schema.TOKENIZERS:
+        conn.execute(f"INSERT INTO {name}({name}) VALUES ('delete-all')")
+    conn.execute("UPDATE state SET value = 0 WHERE key IN ('indexed_to', 'touched_to')")
+
+
+def index_batch(conn: apsw.Connection, limit: int) -> bool:
+    """One transaction of the index file: apply up to `limit` logged ids, index up to
+    `limit` new messages, and move the marks with them. True when that was everything.
+
+    The marks only rise. Every id up to `indexed_to` was indexed as its row was then, and
+    any later change to a row at such an id is in the store's log: a delete or a change of
+    text by the triggers, and an insert that takes a freed id too (migration 0006); an
+    insert the log does not hold is above every id the store ever held, so above the mark,
+    and the scan of new ids finds it. Nothing above the mark is in the index."""
+    text = schema.text_sql("m")
+    _begin(conn)
+    try:
+        indexed_to, touched_to = _index_marks(conn)
+        touched = conn.execute(
+            "SELECT seq, id FROM store.search_touched WHERE seq > ? ORDER BY seq LIMIT ?", (touched_to, limit)
+        ).fetchall()
+        if touched:
+            # Logged rows leave the index; those that exist now (an id reused, a text
+            # changed) are indexed again as they are. Ids above indexed_to come below.
+            ids = sorted({mid for _, mid in touched})
+            for name in schema.TOKENIZERS:
+                conn.executemany(f"DELETE FROM {name} WHERE rowid = ?", [(mid,) for mid in ids])
+            again = [mid for mid in ids if mid <= indexed_to]
+            for start in range(0, len(again), 500):
+                chunk = again[start:start + 500]
+                _add(conn, conn.cursor().execute(
+                    f"SELECT m.id, {text} FROM store.messages AS m WHERE m.id IN ({', '.join('?' * len(chunk))})",
+                    chunk,
+                ))
+            touched_to = touched[-1][0]
+        added, last = _add(conn, conn.cursor().execute(
+            f"SELECT m.id, {text} FROM store.messages AS m WHERE m.id > ? ORDER BY m.id LIMIT ?", (indexed_to, limit)
+        ))
+        conn.executemany("UPDATE state SET value = ? WHERE key = ?",
+                         [(max(indexed_to, last), "indexed_to"), (touched_to, "touched_to")])
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return len(touched) < limit and added < limit
+
+
+def _add(conn: apsw.Connection, rows: Iterable[tuple[int, str]]) -> tuple[int, int]:
+    """Index rows as they are read (a batch of long texts is never all in memory); returns
+    how many and the last id."""
+    count = last = 0
+    for mid, text in rows:
+        conn.execute(f"INSERT INTO {schema.WORDS}(rowid, text) VALUES (?, ?)", (mid, text))
+        runs = cjk_runs(text)
+        if runs:
+            # Only the runs of CJK text: the word index serves the rest, and trigrams of the
+            # whole text would be most of the index's bytes.
+            conn.execute(f"INSERT INTO {schema.CJK}(rowid, text) VALUES (?, ?)", (mid, "\n".join(runs)))
+        count, last = count + 1, mid
+    return count, last

@@ -1,0 +1,124 @@
+"""The search index's own file: where it lives, what it holds, how a connection to it is made.
+
+The index is derived data (invariant 9), so it is kept out of the store file: `<store>-search`
+beside `state.db`, with its own WAL and lock. Nothing in it is needed to acknowledge a
+write; it can be deleted whenever no process holds the store and is rebuilt from the
+messages. Damage to it can never be damage to the store (S-16 by construction).
+
+What it holds (contentless FTS5: no copy of the text, which stays in `messages` only):
+
+- `words`, tokenizer `unicode61 remove_diacritics 2`: every message's words, case and
+  diacritics folded; phrases, prefixes, bm25.
+- `cjk`, tokenizer `trigram remove_diacritics 1`: only the runs of text in scripts written
+  without spaces (query.cjk_runs), joined by newlines, of the messages that have any: the
+  one place the word tokenizer cannot split words. Trigrams of whole messages would be
+  most of the index's bytes.
+- `state`: how far the index has followed the store, written in the same transaction as
+  the index content it describes: `indexed_to` (every message id up to it is indexed, and
+  nothing above it; it only rises), `touched_to` (the store's `search_touched` log is
+  applied up to this seq) and the store's generation stamp (an index built for another
+  store file is rebuilt, never trusted).
+
+Every message is indexed whatever its state: the state is joined in from `messages` at
+query time (rewound rows filtered out, compacted ones marked), so rewinding, restoring and
+compacting never touch the index. Rows are indexed by id; a row deleted or changed in its
+text is logged by the store's triggers (migration 0006) and removed or re-indexed.
+
+Durability: `synchronous=NORMAL` in WAL. A power loss can lose the index's last
+transactions, never make it disagree with its own `state`, which rolls back with them; the
+next catch-up indexes those messages again.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import quote
+
+import apsw
+
+from ....home import INDEX_SUFFIXES
+from ..connect import connect
+
+FILES = INDEX_SUFFIXES  # beside the store file: the index, its WAL, shared memory, journal
+SUFFIX = FILES[0]
+VERSION = 2  # PRAGMA user_version of the index file's layout (2: marks that only rise; a file of
+# another layout is index damage, rebuilt)
+TOOL_TEXT_LIMIT = 8192  # characters of a tool message's output that are indexed
+WORDS, CJK = "words", "cjk"
+TOKENIZERS = {WORDS: "unicode61 remove_diacritics 2", CJK: "trigram remove_diacritics 1"}
+
+_LAYOUT = "".join(
+    f"CREATE VIRTUAL TABLE {name} USING fts5(text, content='', contentless_delete=1, tokenize='{tokenizer}');"
+    for name, tokenizer in TOKENIZERS.items()
+) + (
+    "CREATE TABLE state (key TEXT PRIMARY KEY, value ANY NOT NULL) STRICT;"
+    "INSERT INTO state VALUES ('indexed_to', 0), ('touched_to', 0), ('generation', '');"
+)
+
+
+def path_of(store: Path) -> Path:
+    return Path(f"{store}{SUFFIX}")
+
+
+def uri(path: Path, vfs: str | None, *, immutable: bool = False) -> str:
+    """An ATTACH-able URI for `path` (through the store's VFS when it has one; `immutable`:
+    the main file alone, read-only, for a file nothing writes)."""
+    options = ([f"vfs={quote(vfs)}"] if vfs else []) + (["immutable=1"] if immutable else [])
+    return f"file:{quote(str(path))}" + (f"?{'&'.join(options)}" if options else "")
+
+
+def text_sql(row: str) -> str:
+    """The SQL expression of a message row's indexed text (`row` is a table alias).
+
+    The readable text is `content`, or the text parts of `parts` joined by newlines; a
+    `tool` message contributes its first TOOL_TEXT_LIMIT characters (tool output can be
+    megabytes, and what matters is at the top). The parts are walked with a recursive CTE
+    and json_extract, the same expression migration 0002 froze.
+    """
+    def at(suffix: str = "") -> str:
+        return f"'$[' || r.i || ']{suffix}'"
+
+    parts = (
+        f"(WITH RECURSIVE r(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM r "
+        f"WHERE i + 1 < json_array_length({row}.parts)) "
+        f"SELECT group_concat(CASE json_type({row}.parts, {at()}) "
+        f"WHEN 'text' THEN json_extract({row}.parts, {at()}) "
+        f"WHEN 'object' THEN iif(json_type({row}.parts, {at('.text')}) = 'text', "
+        f"json_extract({row}.parts, {at('.text')}), NULL) END, char(10) ORDER BY r.i) FROM r)"
+    )
+    text = f"coalesce({row}.content, {parts}, '')"
+    return f"(CASE WHEN {row}.role = 'tool' THEN substr({text}, 1, {TOOL_TEXT_LIMIT}) ELSE {text} END)"
+
+
+def open_index(store: Path, *, patience: float, vfs: str | None, path: Path | None = None) -> apsw.Connection:
+    """A writable connection to the index file (created with its layout when new), with the
+    store attached as `store` for reading the messages it follows. `path` puts the index
+    somewhere else (a check builds a second one from nothing to compare)."""
+    conn = connect(path or path_of(store), patience=patience, vfs=vfs)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL").fetchall()
+        conn.execute("PRAGMA synchronous=NORMAL")
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version == 0:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if conn.execute("PRAGMA user_version").fetchone()[0] == 0:  # not made meanwhile
+                    conn.execute(_LAYOUT)
+                    conn.execute(f"PRAGMA user_version={VERSION}")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        elif version != VERSION:
+            raise apsw.CorruptError(f"search index file has layout {version}, expected {VERSION}")
+        conn.execute("ATTACH ? AS store", (uri(store, vfs),))
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def remove(store: Path) -> None:
+    """Delete the index's files (only when no process holds them: the caller checks)."""
+    for suffix in FILES:
+        Path(f"{store}{suffix}").unlink(missing_ok=True)

@@ -1,0 +1,44 @@
+"""Snippets for hits of the contentless index.
+
+The index keeps no copy of the text (it stays in `messages` only), so FTS5 cannot cut a
+snippet from it. The few hits a search returns are put into a small in-memory FTS5 table
+with the same tokenizer and matched again with the same expression, so the snippet (which
+words are highlighted, where it is cut) is exactly what FTS5 makes of an indexed text.
+One such connection per thread; its tables are emptied after each use.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import apsw
+
+from . import schema
+
+_local = threading.local()
+
+
+def _scratch() -> apsw.Connection:
+    conn = getattr(_local, "conn", None)
+    if conn is None:
+        conn = apsw.Connection(":memory:")
+        for name, tokenizer in schema.TOKENIZERS.items():
+            conn.execute(f"CREATE VIRTUAL TABLE {name} USING fts5(text, tokenize='{tokenizer}')")
+        _local.conn = conn
+    return conn
+
+
+def snippets(index: str, match: str, texts: dict[int, str], marks: tuple[str, str, str], tokens: int) -> dict[int, str]:
+    """The snippet of each text (by message id) for `match` on `index`'s tokenizer."""
+    if not texts:
+        return {}
+    conn = _scratch()
+    opening, closing, ellipsis = marks
+    with conn:
+        conn.executemany(f"INSERT INTO {index}(rowid, text) VALUES (?, ?)", list(texts.items()))
+        found = dict(conn.execute(
+            f"SELECT rowid, snippet({index}, 0, ?, ?, ?, ?) FROM {index} WHERE {index} MATCH ?",
+            (opening, closing, ellipsis, tokens, match),
+        ).fetchall())
+        conn.execute(f"DELETE FROM {index}")
+    return found
