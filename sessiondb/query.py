@@ -54,6 +54,16 @@ def cjk_runs(text: str) -> list[str]:
     return _CJK_RUNS.findall(text)
 
 
+TRIGRAM = 3  # characters in a trigram
+
+
+def through_trigrams(text: str) -> bool:
+    """Whether a substring term is served (and ranked) by a trigram index, which holds only
+    text of scripts written without spaces: three or more characters, all of such scripts.
+    Any other substring term is a scan of the text, newest first and unranked."""
+    return len(text) >= TRIGRAM and _CJK_RUNS.fullmatch(text) is not None
+
+
 @dataclass(frozen=True)
 class Term:
     """One search term: a word, a prefix or a phrase (or, in substring mode, a substring)."""

@@ -323,8 +323,10 @@ class Store(Protocol):
         OR, -word or NOT word, prefix*. Whatever is typed never raises: malformed syntax is
         read as literal words, and a query with no words finds nothing. Matching folds
         case and diacritics (cafe finds café). Text in a script written without spaces
-        (CJK), or substring=True, matches as literal substrings; terms shorter than three
-        characters are then matched by a scan, newest first.
+        (CJK), or substring=True, matches as literal substrings: CJK terms of three
+        characters or more through a trigram index, ranked; any other substring term
+        (Latin text, or shorter than three characters) by a scan of the text, and a query
+        made only of such terms returns its hits newest first with a score of 0.
 
         Found: active and compacted messages (hits say which); never rewound ones. Tool
         messages only with include_tools (or role='tool'); only the first 8 KiB of a tool

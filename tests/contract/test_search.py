@@ -208,17 +208,30 @@ def test_a_real_compaction_keeps_the_archive_searchable_and_the_indexes_true(sto
     check_indexes(store)
 
 
-def test_substring_hits_are_ranked_by_how_often_and_how_densely_they_match(store):
+def test_cjk_substring_hits_are_ranked_by_how_often_and_how_densely_they_match(store):
+    sid = store.create_session("cli").id
+    store.append(sid, [
+        {"uid": "once", "role": "user", "content": "長い文章の中で一度だけカラオケに触れて、ほかの話題がたくさん続いていく"},
+        {"uid": "often", "role": "user", "content": "カラオケ、カラオケ、またカラオケ"},
+        {"uid": "short", "role": "user", "content": "今夜カラオケ"},
+    ])
+    hits = store.search("ラオケ")
+    assert uids(hits) == ["often", "short", "once"]  # not newest first: ranked
+    assert hits[0].score > hits[1].score > hits[2].score > 0
+    assert all("<mark>ラオケ</mark>" in h.snippet for h in hits)
+    # A group with a term shorter than a trigram is a scan: newest first, unranked.
+    assert [h.score for h in store.search("ラオ", substring=True)] == [0.0, 0.0, 0.0]
+
+
+def test_substring_hits_in_text_with_spaces_are_a_scan_newest_first(store):
     sid = store.create_session("cli").id
     store.append(sid, [
         {"uid": "once", "role": "user", "content": "a long message that mentions karaoke once, among many other "
                                                    "words of no interest to anyone looking for it"},
-        {"uid": "often", "role": "user", "content": "karaoke, karaoke and more karaoke"},
+        {"uid": "often", "role": "user", "content": "karaoke, karaoke and more KARAOKE"},
         {"uid": "short", "role": "user", "content": "karaoke tonight"},
     ])
     hits = store.search("araok", substring=True)
-    assert uids(hits) == ["often", "short", "once"]  # not newest first: ranked
-    assert hits[0].score > hits[1].score > hits[2].score > 0
+    assert uids(hits) == ["short", "often", "once"]  # newest first: no index ranks them
+    assert [h.score for h in hits] == [0.0, 0.0, 0.0]
     assert all("<mark>araok</mark>" in h.snippet.lower() for h in hits)
-    # A group with a term shorter than a trigram is a scan: newest first, unranked.
-    assert [h.score for h in store.search("ok", substring=True)] == [0.0, 0.0, 0.0]

@@ -15,11 +15,12 @@ terms it has; every term reaches the server as a bound parameter, never as SQL:
 Ranking: word hits by ts_rank over the stored tsvector (ties newest first), among the
 newest RANK_WINDOW matches: a common word can match most of a store, and ranking reads
 every match it ranks (ranking 1,000 costs a few milliseconds here, 5,000 tens of them).
-Substring hits are ranked by bm25 over their terms of three characters or more (how
-often each occurs in the folded text, how rare it is among the matches, against the
-text's length), among the newest RANK_WINDOW matches, as the embedded store ranks its
-trigram hits; when every group has a shorter term they come newest first with a score
-of 0, as there.
+Substring hits are ranked by bm25 over their terms that a trigram index serves
+(query.through_trigrams: three or more characters of CJK text; how often each occurs in
+the folded text, how rare it is among the matches, against the text's length), among
+the newest RANK_WINDOW matches, as the embedded store ranks its trigram hits; when no
+group is made of such terms (Latin substrings, short terms) they come newest first with
+a score of 0, as there.
 """
 
 from __future__ import annotations
@@ -30,10 +31,11 @@ from typing import Any
 import psycopg
 
 from ...model import SearchHit
-from ...query import ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, Query, Term, like_pattern, like_snippet
+from ...query import (
+    ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, Query, Term, like_pattern, like_snippet, through_trigrams,
+)
 
 RANK_WINDOW = 1000  # hits are the best-ranked of at most this many newest matches
-TRIGRAM = 3  # characters a substring term needs to be ranked (the embedded store's trigram index)
 _WORD = re.compile(r"[^\W_]+")
 _TEXT = "search_text(m.role, m.content, m.parts)"
 _FOLDED = f"search_fold({_TEXT})"
@@ -141,11 +143,11 @@ _K1, _B = 1.2, 0.75  # bm25's usual constants, the embedded store's too
 
 def _substring_hits(conn: psycopg.Connection, query: Query, where: list[str], params: list[Any],
                     limit: int) -> list[SearchHit]:
-    """Substring hits: ranked by bm25 over the terms of three characters or more among the
-    newest RANK_WINDOW matches; newest first with a score of 0 when every group has a
-    shorter term (the embedded store then scans without an index to rank by)."""
+    """Substring hits: ranked by bm25 over the terms a trigram index serves (query.through_trigrams:
+    CJK text) among the newest RANK_WINDOW matches; newest first with a score of 0 when no
+    group is made of such terms (the embedded store then scans without an index to rank by)."""
     needles = [t.text for group in query.groups for t in group]
-    ranked = [t.text for group in query.groups if all(len(t.text) >= TRIGRAM for t in group) for t in group]
+    ranked = [t.text for group in query.groups if all(through_trigrams(t.text) for t in group) for t in group]
     if not ranked:
         rows = conn.execute(
             f"SELECT {_HIT}, {_TEXT} FROM messages AS m JOIN sessions AS s ON s.id = m.session_id "

@@ -43,14 +43,14 @@ import apsw
 
 from ...model import SearchHit
 from ...query import (
-    ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, LIKE_SNIPPET_CONTEXT, Query, Term, cjk_runs, like_pattern, like_snippet,
+    ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, LIKE_SNIPPET_CONTEXT, Query, Term, like_pattern, like_snippet,
+    through_trigrams,
 )
 from .index.schema import CJK, TOOL_TEXT_LIMIT, WORDS, text_sql
 from .index.snippets import snippets
 
 __all__ = ["TOOL_TEXT_LIMIT", "search"]
 
-TRIGRAM = 3
 SNIPPET_TOKENS = {WORDS: 16, CJK: 40}
 RANK_WINDOW = 5000  # hits are the best-ranked of at most this many newest matches
 
@@ -71,12 +71,6 @@ def _fts_group(group: tuple[Term, ...]) -> str:
     return "(" + " OR ".join(_fts_term(t) for t in group) + ")"
 
 
-def _through_trigrams(term: Term) -> bool:
-    """Whether a substring term can use the trigram index, which holds only the runs of
-    CJK text of each message: a term of three or more characters, all of them CJK."""
-    return len(term.text) >= TRIGRAM and cjk_runs(term.text) == [term.text]
-
-
 class _Plan:
     """A compiled query: which index to MATCH with what expression, plus LIKE conditions."""
 
@@ -85,7 +79,7 @@ class _Plan:
         self.like_sql: list[str] = []
         self.like_params: list[str] = []
         self.needles: list[str] = []  # substrings to highlight when FTS5 cannot
-        indexed = (lambda term: True) if not query.substring else _through_trigrams
+        indexed = (lambda term: True) if not query.substring else (lambda term: through_trigrams(term.text))
         matched: list[str] = []
         text = text_sql("m")
         for group in query.groups:
