@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -10,6 +11,8 @@ import psycopg
 import pytest
 
 import sessiondb
+from sessiondb.query import _CJK, has_cjk
+from sessiondb.store.postgres import migrations
 from sessiondb.store.postgres.migrations import MIGRATIONS
 
 # Each process imports sessiondb, then waits for the same moment to open the store.
@@ -51,3 +54,33 @@ def test_profiles_on_one_server_are_kept_apart(pg_url):
         assert beta.list_sessions().items == [] and beta.search("secret") == []
         assert alpha.search("secret")[0].session_id == s.id
         assert s.profile == "alpha" and beta.backend.schema == "sessiondb_beta"
+
+
+def test_a_store_from_before_cheaper_indexing_keeps_every_row_and_finds_them(pg_url, pg_schema, monkeypatch):
+    monkeypatch.setattr(migrations, "MIGRATIONS", MIGRATIONS[:4])  # the store a release before 0005 wrote
+    written = [{"role": "user", "content": "東京の天気は晴れ"}, {"role": "user", "content": "hello kyoto"},
+               {"role": "assistant", "parts": ["京都 and", {"type": "text", "text": "東京の天気"}]},
+               {"role": "tool", "content": "x" * 9000 + " beyond", "tool_call_id": "c1"}]
+    with sessiondb.open_store(pg_url, schema=pg_schema) as old:
+        sid = old.create_session("cli").id
+        before = old.append(sid, written)
+    monkeypatch.undo()
+    with sessiondb.open_store(pg_url, schema=pg_schema) as store:
+        assert store.transcript(sid) == before
+        assert len(store.search("東京の天")) == 2 and len(store.search("llo kyo", substring=True)) == 1
+        assert store.search("beyond", include_tools=True) == [] and store.verify().problems == []
+    with psycopg.connect(pg_url) as conn:
+        names = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE schemaname = %s", (pg_schema,))}
+    assert "messages_cjk_substrings" in names and "messages_substrings" not in names
+
+
+def test_the_trigram_index_holds_the_messages_the_query_parser_calls_cjk(pg_url, pg_schema):
+    """The index's condition (has_cjk on the server) and the search's (sessiondb.query) must
+    agree on every character, or a CJK search would miss what the index left out."""
+    sessiondb.open_store(pg_url, schema=pg_schema).close()
+    bounds = [ord(c) for pair in re.findall(r"(.)-(.)", _CJK.pattern[1:-1]) for c in pair]
+    probes = sorted({chr(c + d) for c in bounds for d in (-1, 0, 1) if not 0xD800 <= c + d <= 0xDFFF} | {"a", "é", "東"})
+    with psycopg.connect(pg_url) as conn:
+        rows = conn.execute(f'SELECT p, "{pg_schema}".has_cjk(p) FROM unnest(%s::text[]) AS p', (probes,)).fetchall()
+    assert len(rows) == len(probes) and all(server == has_cjk(p) for p, server in rows)
+    assert sum(server for _, server in rows) > len(probes) // 3  # the probes straddle every range

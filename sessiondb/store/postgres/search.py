@@ -1,4 +1,4 @@
-"""Full-text search over the indexes migration 0001 built: tsquery for words, pg_trgm for substrings.
+"""Full-text search: tsquery over the words index for words, LIKE (with pg_trgm for CJK) for substrings.
 
 A parsed query (sessiondb.query) compiles to SQL whose shape depends only on how many
 terms it has; every term reaches the server as a bound parameter, never as SQL:
@@ -9,8 +9,12 @@ terms it has; every term reaches the server as a bound parameter, never as SQL:
   only, each quoted, so nothing of tsquery's syntax can come from what was typed. Groups
   are joined with `&&`, a group's terms with `||`, exclusions with `&& !!`.
 - substrings (CJK text, or substring=True): each term is a LIKE on the folded text
-  (lower case, no accents) with `%`, `_` and `\\` escaped; the trigram index serves the
-  terms of three characters or more, shorter ones are a scan.
+  (lower case, no accents) with `%`, `_` and `\\` escaped. The trigram index (migration
+  0005) holds only messages whose folded text has a CJK character: it serves a query
+  with a group of CJK terms of three characters or more. Any other substring query is
+  a scan of the messages its filters select, newest first, stopping once it has the
+  newest RANK_WINDOW matches: the same hits, at a cost that grows with the messages
+  scanned rather than with the matches (one session's messages, with session_id).
 
 Ranking: word hits by ts_rank over the stored tsvector (ties newest first), among the
 newest RANK_WINDOW matches: a common word can match most of a store, and ranking reads
@@ -32,7 +36,7 @@ import psycopg
 
 from ...model import SearchHit
 from ...query import (
-    ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, Query, Term, like_pattern, like_snippet, through_trigrams,
+    ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, Query, Term, has_cjk, like_pattern, like_snippet, through_trigrams,
 )
 
 RANK_WINDOW = 1000  # hits are the best-ranked of at most this many newest matches
@@ -65,6 +69,10 @@ def _words(query: Query, params: list[Any]) -> str:
 
 def _substrings(query: Query, params: list[Any]) -> list[str]:
     conditions = []
+    if any(all(has_cjk(t.text) for t in group) for group in query.groups):
+        # Implied by a CJK term's LIKE (folding keeps CJK characters), written out so the
+        # planner takes the trigram index, which holds only the messages meeting it.
+        conditions.append(f"has_cjk({_FOLDED})")
     for group in query.groups:
         conditions.append("(" + " OR ".join(f"{_FOLDED} LIKE search_fold(%s)" for _ in group) + ")")
         params += [like_pattern(t.text) for t in group]
