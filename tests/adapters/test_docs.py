@@ -3,8 +3,9 @@
 Each page's ```python blocks run in order as one program, in a fresh interpreter with
 an empty SESSIONDB_HOME as its working directory. A page whose example talks to a model
 gets its environment from `tests/adapters/doc_environments/<page>.py`: a context
-manager `environment(tmp_path)` yielding extra environment variables (a scripted model
-server's address, say), so the example itself stays what a reader would type.
+manager `environment(tmp_path)` yielding extra environment variables (the address of a
+scripted model server, `doc_environments/scripted.py`), so the example itself stays what
+a reader would type.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ def environment_of(page: Path, tmp_path: Path):
     hook = ENVIRONMENTS / f"{page.stem.replace('-', '_')}.py"
     if not hook.exists():
         return contextlib.nullcontext({})
+    if str(ENVIRONMENTS) not in sys.path:
+        sys.path.insert(0, str(ENVIRONMENTS))  # the hooks share scripted.py, the scripted model server
     spec = importlib.util.spec_from_file_location(f"doc_environment_{hook.stem}", hook)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -10,47 +10,30 @@ machine, and no telemetry is exported.
 from __future__ import annotations
 
 import contextlib
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from scripted import serving
 
 
-class ScriptedGemini(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802 (the http.server spelling)
-        request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        last = request["contents"][-1]["parts"]
-        answered = [p["functionResponse"] for p in last if "functionResponse" in p]
-        if answered:
-            part = {"text": f"The forecast: {answered[0]['response']['forecast']}."}
-        else:
-            city = next(p["text"] for p in last if "text" in p).rstrip("?").split()[-1]
-            part = {"functionCall": {"name": "weather", "args": {"city": city}}}
-        body = json.dumps({
-            "candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP"}],
-            "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
-        }).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:  # keep the test's output quiet
-        pass
+def _answer(request: dict) -> dict:
+    last = request["contents"][-1]["parts"]
+    answered = [p["functionResponse"] for p in last if "functionResponse" in p]
+    if answered:
+        part = {"text": f"The forecast: {answered[0]['response']['forecast']}."}
+    else:
+        city = next(p["text"] for p in last if "text" in p).rstrip("?").split()[-1]
+        part = {"functionCall": {"name": "weather", "args": {"city": city}}}
+    return {
+        "candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP"}],
+        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+    }
 
 
 @contextlib.contextmanager
 def environment(tmp_path):
-    server = ThreadingHTTPServer(("127.0.0.1", 0), ScriptedGemini)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(_answer) as port:
         yield {
-            "GOOGLE_GEMINI_BASE_URL": f"http://127.0.0.1:{server.server_port}",
+            "GOOGLE_GEMINI_BASE_URL": f"http://127.0.0.1:{port}",
             "GOOGLE_API_KEY": "scripted-model-needs-no-key",
             "GOOGLE_GENAI_USE_VERTEXAI": "false",
             "OTEL_SDK_DISABLED": "true",
         }
-    finally:
-        server.shutdown()
-        server.server_close()

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from scripted import serving
 
 _RESPONSES = itertools.count(1)
 
@@ -27,39 +26,23 @@ def _reply(request: dict) -> str:
     return f"You first told me: {said[0]}" if len(said) > 1 else "I am sorry to hear that; I will look into it."
 
 
-class ScriptedResponses(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802 (the http.server spelling)
-        request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        n = next(_RESPONSES)
-        body = json.dumps({
-            "id": f"resp_{n}", "object": "response", "created_at": 1_900_000_000, "model": request["model"],
-            "status": "completed", "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
-            "output": [{"type": "message", "id": f"msg_{n}", "role": "assistant", "status": "completed",
-                        "content": [{"type": "output_text", "text": _reply(request), "annotations": []}]}],
-            "usage": {"input_tokens": 40, "output_tokens": 12, "total_tokens": 52,
-                      "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}},
-        }).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:  # keep the test's output quiet
-        pass
+def _answer(request: dict) -> dict:
+    n = next(_RESPONSES)
+    return {
+        "id": f"resp_{n}", "object": "response", "created_at": 1_900_000_000, "model": request["model"],
+        "status": "completed", "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
+        "output": [{"type": "message", "id": f"msg_{n}", "role": "assistant", "status": "completed",
+                    "content": [{"type": "output_text", "text": _reply(request), "annotations": []}]}],
+        "usage": {"input_tokens": 40, "output_tokens": 12, "total_tokens": 52,
+                  "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}},
+    }
 
 
 @contextlib.contextmanager
 def environment(tmp_path):
-    server = ThreadingHTTPServer(("127.0.0.1", 0), ScriptedResponses)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(_answer) as port:
         yield {
-            "OPENAI_BASE_URL": f"http://127.0.0.1:{server.server_port}/v1",
+            "OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1",
             "OPENAI_API_KEY": "scripted-model-needs-no-key",
             "OPENAI_AGENTS_DISABLE_TRACING": "1",
         }
-    finally:
-        server.shutdown()
-        server.server_close()
