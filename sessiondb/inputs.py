@@ -17,7 +17,7 @@ from typing import Any, Mapping
 from .errors import InvalidInput
 from .model import (
     INTERNAL_NOTIFICATION, MAX_COUNT, MAX_NAME_LENGTH, MAX_SESSION_ID_LENGTH, MAX_TIMESTAMP, MAX_TITLE_LENGTH,
-    MAX_UID_LENGTH, Message, MessageLimits, MessageState, ModelMessage, Role, content_text, dump_json,
+    MAX_UID_LENGTH, Message, MessageLimits, MessageState, ModelMessage, Role, Session, content_text, dump_json,
 )
 
 
@@ -337,3 +337,15 @@ def patched_metadata(current: Mapping[str, Any], patch: Mapping[str, Any]) -> st
         else:
             merged[key] = value
     return json.dumps(merged, sort_keys=True, ensure_ascii=False)
+
+
+def child_session(parent: Session, relation: str, **values: Any) -> dict[str, Any]:
+    """The row of a session that continues or branches from `parent`: the parent's surface,
+    key, chat, model and metadata, the relation to it, and `values` (its id, title, start)."""
+    return {
+        "source": parent.source, "profile": parent.profile, "session_key": parent.session_key,
+        "user_id": parent.user_id, "chat_id": parent.chat_id, "chat_type": parent.chat_type,
+        "thread_id": parent.thread_id, "model": parent.model, "parent_session_id": parent.id,
+        "parent_relation": relation, "metadata": json.dumps(parent.metadata, sort_keys=True, ensure_ascii=False),
+        **values,
+    }

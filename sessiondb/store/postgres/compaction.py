@@ -21,14 +21,13 @@ and the parent ends with reason 'compression'.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Callable, Sequence
 
 import psycopg
 
 from ...errors import CompactionBusy, InvalidInput, LeaseLost, MessageConflict
 from ...model import COMPRESSION, Lease, MessageState, Session
-from ...inputs import NewMessage, new_session_id, continuation_titles
+from ...inputs import NewMessage, child_session, continuation_titles, new_session_id
 from .. import lease_holders
 from . import lineage, messages, sessions
 
@@ -187,13 +186,8 @@ def _rotate(conn: psycopg.Connection, parent_id: str, now: float) -> str:
     child_id = new_session_id(now)
     while conn.execute("SELECT 1 FROM sessions WHERE id = %s", (child_id,)).fetchone():
         child_id = new_session_id(now)
-    sessions.create(conn, {
-        "id": child_id, "source": parent.source, "profile": parent.profile, "session_key": parent.session_key,
-        "user_id": parent.user_id, "chat_id": parent.chat_id, "chat_type": parent.chat_type,
-        "thread_id": parent.thread_id, "title": _next_title(conn, parent.title), "model": parent.model,
-        "parent_session_id": parent_id, "parent_relation": COMPRESSION, "started_at": now,
-        "metadata": json.dumps(parent.metadata, sort_keys=True, ensure_ascii=False),
-    })
+    sessions.create(conn, child_session(parent, COMPRESSION, id=child_id, title=_next_title(conn, parent.title),
+                                        started_at=now))
     conn.execute("UPDATE sessions SET pinned = %s, archived = %s, hidden = %s, last_activity_at = %s, "
                  "ended_at = %s, end_reason = %s WHERE id = %s",
                  (int(parent.pinned), int(parent.archived), int(parent.hidden), parent.last_activity_at,

@@ -25,14 +25,13 @@ its parent's.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Callable, Sequence
 
 import apsw
 
 from ...errors import InvalidInput, MessageConflict
 from ...model import COMPRESSION, Lease, MessageState, Session
-from ...inputs import NewMessage, new_session_id, continuation_titles
+from ...inputs import NewMessage, child_session, continuation_titles, new_session_id
 from . import leases, lineage, messages, sessions
 
 
@@ -145,14 +144,8 @@ def _rotate(conn: apsw.Connection, parent_id: str, now: float) -> str:
     child_id = new_session_id(now)
     while conn.execute("SELECT 1 FROM sessions WHERE id = ?", (child_id,)).fetchone():
         child_id = new_session_id(now)
-    sessions.create(conn, {
-        "id": child_id, "source": parent.source, "profile": parent.profile,
-        "session_key": parent.session_key, "user_id": parent.user_id, "chat_id": parent.chat_id,
-        "chat_type": parent.chat_type, "thread_id": parent.thread_id,
-        "title": _next_title(conn, parent.title), "model": parent.model,
-        "parent_session_id": parent_id, "parent_relation": COMPRESSION, "started_at": now,
-        "metadata": json.dumps(parent.metadata, sort_keys=True, ensure_ascii=False),
-    })
+    sessions.create(conn, child_session(parent, COMPRESSION, id=child_id, title=_next_title(conn, parent.title),
+                                        started_at=now))
     # The child is the same conversation: its flags, its activity clock and (if the
     # parent had ended) its end carry over; the parent closes as rotated.
     conn.execute(

@@ -16,14 +16,13 @@ resume (the model-ready conversation of the tip).
 
 from __future__ import annotations
 
-import json
 from typing import Any, Sequence
 
 import apsw
 
 from ...errors import MessageConflict, NotFound, SessionTooLarge, StorageError
 from ...model import ACTIVITY_ROLES, BRANCH, COMPRESSION, INTERNAL_NOTIFICATION, Message, Session
-from ...inputs import NewMessage
+from ...inputs import NewMessage, child_session
 from .. import tips
 from ..commands import SetFlags
 from . import messages, sessions
@@ -294,13 +293,7 @@ def branch(conn: apsw.Connection, session_id: str, at_message_id: int, values: d
     """
     source = sessions.get(conn, session_id)
     _require_message(conn, session_id, at_message_id)
-    child = {
-        "source": source.source, "profile": source.profile, "session_key": source.session_key,
-        "user_id": source.user_id, "chat_id": source.chat_id, "chat_type": source.chat_type,
-        "thread_id": source.thread_id, "model": source.model, "parent_session_id": session_id,
-        "parent_relation": BRANCH, "metadata": json.dumps(source.metadata, sort_keys=True, ensure_ascii=False),
-        **values,
-    }
+    child = child_session(source, BRANCH, **values)
     sessions.create(conn, child)
     conn.execute(
         f"INSERT INTO messages(session_id, {_COPIED}, state) "
