@@ -1,7 +1,9 @@
 """Validation of caller input: what the store accepts, checked once, before anything is written.
 
 Every backend refuses the same bad input with the same message because the neutral layer
-(store/checked.py) and the export format (formats.py) check it here. Nothing here does I/O.
+(store/checked.py) and the export format (formats.py) check it here. What every backend
+derives alike from checked input lives here too (continuation titles, metadata patches, a
+child session's row), so the backends cannot drift apart. Nothing here does I/O.
 """
 
 from __future__ import annotations
