@@ -12,9 +12,10 @@ import json
 import math
 import re
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import InvalidInput
 from .model import (
@@ -295,16 +296,22 @@ def prepare_message(raw: Message | Mapping[str, Any], index: int = 0, limits: Me
         content=text,
         parts=parts,
         tool_calls=tool_calls_json,
-        tool_call_id=check_label(data.get("tool_call_id"), f"{where}: tool_call_id"),
-        tool_name=check_label(tool_name, f"{where}: tool_name"),
+        tool_call_id=_optional(check_label, data.get("tool_call_id"), where, "tool_call_id"),
+        tool_name=_optional(check_label, tool_name, where, "tool_name"),
         reasoning=reasoning,
-        finish_reason=check_label(data.get("finish_reason"), f"{where}: finish_reason"),
+        finish_reason=_optional(check_label, data.get("finish_reason"), where, "finish_reason"),
         token_count=token_count,
-        timestamp=check_stored_time(data.get("timestamp"), f"{where}: timestamp"),
-        display_kind=check_label(data.get("display_kind"), f"{where}: display_kind"),
+        timestamp=_optional(check_stored_time, data.get("timestamp"), where, "timestamp"),
+        display_kind=_optional(check_label, data.get("display_kind"), where, "display_kind"),
         state=getattr(state, "value", state),
         tool_call_total=len(tool_calls) if tool_calls else 0,
     )
+
+
+def _optional(check: Any, value: Any, where: str, field: str) -> Any:
+    """`check` of an optional field, its error naming the message and the field; an absent
+    field (the common case) costs no message text."""
+    return None if value is None else check(value, f"{where}: {field}")
 
 
 def prepare_messages(messages: Any, limits: MessageLimits = MessageLimits()) -> list[NewMessage]:

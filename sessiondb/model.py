@@ -5,9 +5,10 @@ are in sessiondb.inputs."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from enum import Enum
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import InvalidInput
 

@@ -23,8 +23,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import deque
-from concurrent.futures import Future
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Generic, TypeVar
 
 import apsw
 
@@ -38,12 +37,54 @@ MAX_GROUP = 512  # requests per transaction; bounds the time one group holds the
 LINGER_GROUPS = 8  # groups a caller may commit for others after its own, bounding its wait
 
 
+class Outcome(Generic[T]):
+    """The acknowledgement of one submitted unit of work: its result or its error, once.
+
+    Lighter than concurrent.futures.Future, which costs a Condition per request and a
+    notify per outcome: the caller that runs its own group never waits, and one that
+    does waits on a single lock that the outcome's delivery releases.
+    """
+
+    __slots__ = ("_finished", "_result", "_error", "_ready")
+
+    def __init__(self) -> None:
+        self._finished = False
+        self._result: Any = None
+        self._error: BaseException | None = None
+        self._ready = threading.Lock()
+        self._ready.acquire()  # released once, when the outcome is set
+
+    def done(self) -> bool:
+        return self._finished
+
+    def set_result(self, result: T) -> None:
+        self._result = result
+        self._settle()
+
+    def set_exception(self, error: BaseException) -> None:
+        self._error = error
+        self._settle()
+
+    def result(self) -> T:
+        """Wait for the outcome (an interrupt while waiting leaves the write to land)."""
+        if not self._finished:
+            with self._ready:
+                pass
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+    def _settle(self) -> None:
+        self._finished = True
+        self._ready.release()
+
+
 class _Request:
     __slots__ = ("work", "future", "in_transaction")
 
     def __init__(self, work: Work[Any], in_transaction: bool) -> None:
         self.work = work
-        self.future: Future = Future()
+        self.future: Outcome = Outcome()
         self.in_transaction = in_transaction
 
 
@@ -72,8 +113,8 @@ class Writer:
         self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
         self._thread.start()
 
-    def submit(self, work: Work[T], *, in_transaction: bool = True) -> Future:
-        """Queue `work`; the Future resolves to its result once committed."""
+    def submit(self, work: Work[T], *, in_transaction: bool = True) -> Outcome[T]:
+        """Queue `work`; the Outcome holds its result once committed."""
         request = _Request(work, in_transaction)
         with self._wakeup:
             if self._stopping:

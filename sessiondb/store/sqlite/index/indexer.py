@@ -75,7 +75,8 @@ class Indexer:
 
     def nudge(self) -> None:
         """Messages may have been written: index them soon (never waits)."""
-        self._wake.set()
+        if not self._wake.is_set():  # already set: a batch is gathering, nothing to signal
+            self._wake.set()
 
     def settle(self) -> None:
         """Catch up before the store closes, so that the index's file covers the store's
