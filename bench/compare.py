@@ -56,15 +56,19 @@ SEARCH_QUERIES = ["kyoto", "flaky test", '"fushimi inari"', "sourdough OR dough"
                   "session transcript summary", "the and", "budget", "pytest", "zzyzx", "東京駅"]
 
 
-def run(system: tuple, workload: str, work: Path, **opts) -> dict:
+def run(system: tuple, workload: str, work: Path, *, first: Path | None = None, **opts) -> dict:
+    """One workload in a subprocess; `first`: a sessiondb checkout imported instead of this one."""
     key, adapter, mode, _, interp = system
     py = sys.executable if interp == "project" else str(INTERPRETERS[interp])
     cmd = [py, "-m", "peers.run", "--adapter", adapter, "--mode", mode, "--workload", workload]
     for k, v in opts.items():
         cmd += [f"--{k.replace('_', '-')}", str(v)]
-    env = dict(os.environ, PYTHONPATH=str(HERE), HERMES_HOME=str(work / "hermes-home"))
+    path = str(HERE) if first is None else os.pathsep.join([str(first), str(HERE)])
+    env = dict(os.environ, PYTHONPATH=path, HERMES_HOME=str(work / "hermes-home"))
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
+        # From bench/: `-m` puts the working directory first on the path, where a checkout's
+        # sessiondb/ would hide `first`.
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800, cwd=HERE)
     except subprocess.TimeoutExpired:
         return {"na": "timed out after 30 minutes"}
     try:
