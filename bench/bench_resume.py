@@ -10,16 +10,26 @@ their median, and the process's peak RSS), rounds alternating the systems' order
 `--before DIR` (a checkout of sessiondb, e.g. `git worktree add DIR main`) the same
 store is also resumed by that code, so a change is measured against what it replaces in
 one run. `--venvs DIR` is where `.venv-peers` and `.venv-openai` live (default: bench/).
+`--profile FILE` also writes a cProfile of one warm sessiondb resume of that store (top
+functions by own time; `make bench` shows docs/benchmarks-resume-profile.txt).
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import io
 import json
+import pstats
 import statistics
 import sys
 import time
 from pathlib import Path
+
+import apsw
+
+import sessiondb
+from sessiondb.store import model_rows
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -37,6 +47,7 @@ def main() -> None:
     p.add_argument("--before", type=Path, help="a sessiondb checkout to resume the same store with")
     p.add_argument("--venvs", type=Path, default=HERE, help="the folder holding .venv-peers and .venv-openai")
     p.add_argument("--work", type=Path, default=HERE / "results" / "resume")
+    p.add_argument("--profile", type=Path, help="write a cProfile of one warm sessiondb resume here")
     args = p.parse_args()
     compare.INTERPRETERS.update(peers=args.venvs / ".venv-peers" / "bin" / "python",
                                 openai=args.venvs / ".venv-openai" / "bin" / "python")
@@ -64,6 +75,37 @@ def main() -> None:
             results.setdefault(name, []).append(r)
             print(f"round {rnd + 1} {name:<16} {json.dumps(r)}", flush=True)
     report(results)
+    if args.profile and "sessiondb-full" in built:
+        profile(*built["sessiondb-full"], args.profile)
+
+
+def profile(db: Path, sid: str, out: Path) -> None:
+    """cProfile of one warm resume, and beside it what SQLite and APSW alone take to hand
+    over the same rows (cProfile counts that inside model_rows.build's loop)."""
+    with sessiondb.open_store(db) as store:
+        store.resume(sid)  # warm: the profile is of a load like the benchmark's median
+        p = cProfile.Profile()
+        p.enable()
+        n = len(store.resume(sid))
+        p.disable()
+        resumes = [timed(lambda: store.resume(sid)) for _ in range(5)]
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    sql = f"SELECT {model_rows.COLUMNS} FROM messages WHERE session_id = ? AND state = 'active' ORDER BY id"
+    rows = [timed(lambda: conn.execute(sql, (sid,)).fetchall()) for _ in range(5)]
+    conn.close()
+    text = io.StringIO()
+    pstats.Stats(p, stream=text).sort_stats("tottime").print_stats(8)
+    out.write_text(f"cProfile of one warm resume of {n:,} messages (bench/bench_resume.py --profile)\n"
+                   f"median of 5 without the profiler: resume {statistics.median(resumes):.1f} ms, of which the "
+                   f"rows alone (the same SELECT, fetchall on a bare APSW connection) "
+                   f"{statistics.median(rows):.1f} ms\n" + text.getvalue())
+    print(out.read_text())
+
+
+def timed(call) -> float:
+    started = time.perf_counter()
+    call()
+    return (time.perf_counter() - started) * 1000
 
 
 def report(results: dict[str, list[dict]]) -> None:
