@@ -34,6 +34,7 @@ def read(conn: Any, session_id: str, max_messages: int, *, mark: str,
     connection; over `max_messages` (0: no limit) SessionTooLarge, having read one more
     than it and counted only then, so the guard costs no second pass (S-42). `decode`:
     the backend's own text encoding turned back, row by row."""
+    # The state as a literal, so that SQLite's planner can use the partial index of active rows.
     sql = f"SELECT {COLUMNS} FROM messages WHERE session_id = {mark} AND state = 'active' ORDER BY id"
     rows = conn.execute(f"{sql} LIMIT {mark}", (session_id, max_messages + 1)) if max_messages else \
         conn.execute(sql, (session_id,))

@@ -128,7 +128,8 @@ def connect(path: Path, *, patience: float, vfs: str | None = None, immutable: b
     try:
         conn.set_busy_handler(busy_handler(patience))
         # None of these returns a row, so one string runs them all (APSW runs a statement
-        # after a row-returning one only as its rows are read).
+        # after a row-returning one only as its rows are read). Read connections then keep
+        # a smaller page cache (configure_reader).
         conn.execute("PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-16000")
     except BaseException:
         conn.close()
