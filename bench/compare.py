@@ -56,15 +56,19 @@ SEARCH_QUERIES = ["kyoto", "flaky test", '"fushimi inari"', "sourdough OR dough"
                   "session transcript summary", "the and", "budget", "pytest", "zzyzx", "東京駅"]
 
 
-def run(system: tuple, workload: str, work: Path, **opts) -> dict:
+def run(system: tuple, workload: str, work: Path, *, first: Path | None = None, **opts) -> dict:
+    """One workload in a subprocess; `first`: a sessiondb checkout imported instead of this one."""
     key, adapter, mode, _, interp = system
     py = sys.executable if interp == "project" else str(INTERPRETERS[interp])
     cmd = [py, "-m", "peers.run", "--adapter", adapter, "--mode", mode, "--workload", workload]
     for k, v in opts.items():
         cmd += [f"--{k.replace('_', '-')}", str(v)]
-    env = dict(os.environ, PYTHONPATH=str(HERE), HERMES_HOME=str(work / "hermes-home"))
+    path = str(HERE) if first is None else os.pathsep.join([str(first), str(HERE)])
+    env = dict(os.environ, PYTHONPATH=path, HERMES_HOME=str(work / "hermes-home"))
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
+        # From bench/: `-m` puts the working directory first on the path, where a checkout's
+        # sessiondb/ would hide `first`.
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800, cwd=HERE)
     except subprocess.TimeoutExpired:
         return {"na": "timed out after 30 minutes"}
     try:
@@ -436,23 +440,23 @@ def why_missed(r: dict) -> list[str]:
             + "): each ranks the newest 5,000 of its matches by bm25, a lookup into `messages` per match "
             "for the state and filters. Reaching 8x Hermes needs a smaller ranking window or ranking from "
             "the index alone, both changes of what ranking means; left for a decision.")
-    if v("resume", "sessiondb-full") and v("resume", "openai"):
+    if any(t["name"].startswith(("resume", "peak memory")) for t in missed):
         lines.append(
-            "- **Resume and memory:** `resume` builds a full `Message` per row and then the model-shaped "
-            "dict; OpenAI's `get_items` returns the stored JSON of each item. Profiled (cProfile, one warm "
-            "load of the 20,000-message session), about 70% of its time is building those objects "
-            "(`messages.from_row` and the dataclass about 45%, `identity.model_message` about 25%), not "
-            "SQLite; building the dicts straight from the rows is where the 1.5x would come from. The same "
-            "objects are why the loading process grows more than Hermes's.")
+            "- **Resume and memory:** `resume` selects only the columns a model is shown and builds each "
+            "`ModelMessage` straight from its row (`store/model_rows.py`); OpenAI's `get_items` returns the "
+            "stored JSON of each item. The profile below (one warm load) shows what is left: the loop that "
+            "steps SQLite through the rows and creates each row's strings and dict.")
     return lines + [""]
 
 
 def measured_elsewhere(docs: Path) -> list[str]:
     """The figures other bench scripts left beside this page: the index placement A/B and
-    the profile of one writer's appends (each names the command that made it)."""
+    the profiles of one writer's appends and of one warm resume (each names the command that
+    made it)."""
     out = []
     for name, title in (("benchmarks-placement.txt", "Where the index lives: in the store file or its own"),
-                        ("benchmarks-profile.txt", "Profile of one writer's appends (the missed one-writer targets)")):
+                        ("benchmarks-profile.txt", "Profile of one writer's appends (the missed one-writer targets)"),
+                        ("benchmarks-resume-profile.txt", "Profile of one warm resume")):
         path = docs / name
         if path.exists():
             lines = path.read_text().splitlines()

@@ -8,7 +8,6 @@ writer completes and stays durable.
 
 from __future__ import annotations
 
-import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from itertools import islice
@@ -53,7 +52,7 @@ class AsyncStore:
     async def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         if self._closed:
             raise StoreClosed("this store handle is closed; open the store again")
-        loop = asyncio.get_running_loop()
+        loop = _running_loop()
         return await loop.run_in_executor(self._executor, partial(getattr(self.sync, name), *args, **kwargs))
 
     async def export(self, session_ids: Any = None) -> "AsyncRecords":
@@ -67,7 +66,7 @@ class AsyncStore:
     async def close(self) -> None:
         """Wait for calls in flight, then release the handle (idempotent)."""
         self._closed = True
-        await asyncio.get_running_loop().run_in_executor(None, self._executor.shutdown)
+        await _running_loop().run_in_executor(None, self._executor.shutdown)
         self.sync.close()
 
     async def __aenter__(self) -> "AsyncStore":
@@ -93,7 +92,7 @@ class AsyncRecords:
 
     async def __anext__(self) -> Any:
         if not self._buffer and not self._done:
-            loop = asyncio.get_running_loop()
+            loop = _running_loop()
             self._buffer = await loop.run_in_executor(self._executor, self._take)
             self._buffer.reverse()
             self._done = not self._buffer
@@ -105,7 +104,7 @@ class AsyncRecords:
         return list(islice(self._records, self.BATCH))
 
     async def aclose(self) -> None:
-        await asyncio.get_running_loop().run_in_executor(self._executor, self._records.close)
+        await _running_loop().run_in_executor(self._executor, self._records.close)
 
 
 def _delegate(name: str):
@@ -119,3 +118,11 @@ def _delegate(name: str):
 
 for _name in METHODS:
     setattr(AsyncStore, _name, _delegate(_name))
+
+
+def _running_loop() -> Any:
+    """The loop running the coroutine that asks. asyncio is imported here, where that loop
+    has loaded it already: a process using only synchronous stores, which imports this
+    module with the package, never carries it (about 9 MB resident)."""
+    import asyncio
+    return asyncio.get_running_loop()

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator, Protocol, runtime_checkable
 
 from ..formats import SessionGroup
 from ..model import (
-    ImportOutcome, Lease, Message, Page, SearchHit, Session, StoreStats, Turn, Usage, VerifyReport,
+    ImportOutcome, Lease, Message, ModelMessage, Page, SearchHit, Session, StoreStats, Turn, Usage, VerifyReport,
 )
 from . import commands as cmd
 from .optional import RoutingIndex
@@ -54,9 +54,13 @@ class Backend(Protocol):
     def lineage(self, session_id: str) -> list[Session]: ...
     def tip(self, session_id: str) -> Session: ...
 
-    def live_messages(self, session_id: str, max_messages: int) -> tuple[str, list[Message]]:
-        """The tip's id and its active messages in order, read in one snapshot; over
-        `max_messages` (0: no limit) raises SessionTooLarge(limit, count) before reading them."""
+    def live_messages(self, session_id: str) -> tuple[str, list[Message]]:
+        """The tip's id and all its active messages in order, as stored, read in one snapshot."""
+
+    def live_model_messages(self, session_id: str, max_messages: int) -> list[ModelMessage]:
+        """The tip's active messages in order as resume returns them (store/model_rows.py),
+        read in one snapshot; over `max_messages` (0: no limit) raises
+        SessionTooLarge(limit, count, session_id) having built at most one more."""
 
     def rewind(self, command: cmd.Rewind) -> int: ...
     def restore_rewound(self, session_id: str) -> int: ...

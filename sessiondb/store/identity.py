@@ -10,11 +10,11 @@ it says and its position against the tip's live transcript, so only the new is s
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from ..errors import SessionTooLarge
-from ..model import Message, MessageLimits, ModelMessage, Role
-from ..inputs import NewMessage, identity_of, model_role, prepare_messages
+from ..model import Message, MessageLimits, ModelMessage
+from ..inputs import NewMessage, identity_of, prepare_messages
 from . import arguments as arg
 from .backend import Backend
 from .contract import MessageInput
@@ -34,10 +34,9 @@ class Identity:
     def resume(self, session_id: str, *, max_messages: int = RESUME_LIMIT) -> list[ModelMessage]:
         sid, limit = arg.session_id(session_id), arg.count(max_messages, "max_messages")
         try:
-            _tip, messages = self._open().live_messages(sid, limit)
+            return self._open().live_model_messages(sid, limit)
         except SessionTooLarge as exc:
             raise self._stream_instead(exc, "resume", sid) from None
-        return [model_message(m) for m in messages]
 
     def flush(self, session_id: str, conversation: MessageInput | Iterable[MessageInput]) -> list[Message]:
         sid = arg.session_id(session_id)
@@ -46,7 +45,7 @@ class Identity:
             prepare_messages(items)  # raises the same InvalidInput as append
         items = list(items)
         batch = prepare_messages(items, self._limits)  # the whole conversation is checked before anything is read
-        _tip, live = self._open().live_messages(sid, 0)
+        _tip, live = self._open().live_messages(sid)
         given = [identity_of(raw) is not None for raw in items]
         claimed = {m.uid for m, has in zip(batch, given) if has}
         known: dict[int, Message] = {}
@@ -59,17 +58,3 @@ class Identity:
         written = iter(self._append_batch(sid, fresh) if fresh else ())
         return [known[i] if i in known else next(written) for i in range(len(batch))]
 
-
-def model_message(m: Message) -> ModelMessage:
-    """A stored message as a model provider takes it: nothing internal (S-09), its uid kept
-    as an attribute."""
-    out: dict[str, Any] = {"role": model_role(m), "content": m.content}
-    if m.tool_calls is not None:
-        out["tool_calls"] = m.tool_calls
-    if m.tool_call_id is not None:
-        out["tool_call_id"] = m.tool_call_id
-    if m.tool_name is not None and m.role == Role.TOOL.value:
-        out["name"] = m.tool_name
-    if m.reasoning is not None:
-        out["reasoning"] = m.reasoning
-    return ModelMessage(out, m.uid)

@@ -10,7 +10,6 @@ parent came later in the same import.
 
 from __future__ import annotations
 
-from importlib import metadata
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from .. import formats
@@ -108,6 +107,9 @@ class Transfer:
 
 
 def _generator() -> str:
+    # Imported here: importlib.metadata (about 4 MB resident with what it loads) is needed
+    # only to stamp an export, and every store would carry it otherwise.
+    from importlib import metadata
     try:
         return f"sessiondb {metadata.version('sessiondb')}"
     except metadata.PackageNotFoundError:

@@ -14,10 +14,10 @@ from typing import Any, Sequence
 
 import psycopg
 
-from ...errors import MessageConflict, NotFound, SessionTooLarge, StorageError
-from ...model import ACTIVITY_ROLES, BRANCH, COMPRESSION, INTERNAL_NOTIFICATION, Message, Session
+from ...errors import MessageConflict, NotFound, StorageError
+from ...model import ACTIVITY_ROLES, BRANCH, COMPRESSION, INTERNAL_NOTIFICATION, Message, ModelMessage, Session
 from ...inputs import NewMessage, child_session
-from .. import tips
+from .. import model_rows, tips
 from ..commands import SetFlags
 from . import messages, sessions
 
@@ -204,17 +204,16 @@ def branch(conn: psycopg.Connection, session_id: str, at_message_id: int, values
     return sessions.get(conn, child["id"])
 
 
-def live_messages(conn: psycopg.Connection, session_id: str, max_messages: int) -> tuple[str, list[Message]]:
-    """The tip's id and its active messages in order; over `max_messages` (0: no limit)
-    SessionTooLarge before any is read."""
+def live_messages(conn: psycopg.Connection, session_id: str) -> tuple[str, list[Message]]:
+    """The tip's id and all its active messages in order, as stored."""
     path, _ = resolve(conn, session_id)
     tip_id = path[-1]
-    if max_messages:
-        count = conn.execute("SELECT count(*) FROM messages WHERE session_id = %s AND state = 'active'",
-                             (tip_id,)).fetchone()[0]
-        if count > max_messages:
-            raise SessionTooLarge(f"session {tip_id} holds {count:,} active messages",
-                                  limit=max_messages, count=count, session_id=tip_id)
     return tip_id, [messages.from_row(r) for r in conn.execute(
         f"SELECT {messages.COLUMNS} FROM messages WHERE session_id = %s AND state = 'active' ORDER BY id",
         (tip_id,))]
+
+
+def live_model_messages(conn: psycopg.Connection, session_id: str, max_messages: int) -> list[ModelMessage]:
+    """The tip's active messages in order, as a model takes them (store/model_rows.py)."""
+    path, _ = resolve(conn, session_id)
+    return model_rows.read(conn, path[-1], max_messages, mark="%s", decode=messages.model_rows_from_server)

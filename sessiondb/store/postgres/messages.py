@@ -11,7 +11,7 @@ again knowing which uids exist, so seq numbers never skip.
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import psycopg
 
@@ -44,6 +44,12 @@ def from_row(row: Sequence[Any]) -> Message:
         finish_reason=finish_reason, token_count=token_count, timestamp=timestamp,
         display_kind=display_kind, state=state,
     )
+
+
+def model_rows_from_server(rows: Iterable[Sequence[Any]]) -> Iterator[tuple[Any, ...]]:
+    """store/model_rows.py's rows with their content and reasoning as sessiondb was given them."""
+    for uid, role, content, parts, tool_calls, tool_call_id, name, reasoning in rows:
+        yield uid, role, from_server(content), parts, tool_calls, tool_call_id, name, from_server(reasoning)
 
 
 def row(session_id: str, m: NewMessage, seq: int, now: float) -> tuple[Any, ...]:

@@ -20,10 +20,10 @@ from typing import Any, Sequence
 
 import apsw
 
-from ...errors import MessageConflict, NotFound, SessionTooLarge, StorageError
-from ...model import ACTIVITY_ROLES, BRANCH, COMPRESSION, INTERNAL_NOTIFICATION, Message, Session
+from ...errors import MessageConflict, NotFound, StorageError
+from ...model import ACTIVITY_ROLES, BRANCH, COMPRESSION, INTERNAL_NOTIFICATION, Message, ModelMessage, Session
 from ...inputs import NewMessage, child_session
-from .. import tips
+from .. import model_rows, tips
 from ..commands import SetFlags
 from . import messages, sessions
 
@@ -314,17 +314,15 @@ def branch(conn: apsw.Connection, session_id: str, at_message_id: int, values: d
 # --- resume ------------------------------------------------------------------------------------
 
 
-def live_messages(conn: apsw.Connection, session_id: str, max_messages: int) -> tuple[str, list[Message]]:
-    """The tip's id and its active messages in order; over `max_messages` (0: no limit)
-    SessionTooLarge before any is read (S-42)."""
+def live_messages(conn: apsw.Connection, session_id: str) -> tuple[str, list[Message]]:
+    """The tip's id and all its active messages in order, as stored."""
     path, _ = resolve(conn, session_id)
     tip_id = path[-1]
-    if max_messages:
-        count = conn.execute(
-            "SELECT count(*) FROM messages WHERE session_id = ? AND state = 'active'", (tip_id,)
-        ).fetchone()[0]
-        if count > max_messages:
-            raise SessionTooLarge(f"session {tip_id} holds {count:,} active messages",
-                                  limit=max_messages, count=count, session_id=tip_id)
     return tip_id, [messages.from_row(r) for r in conn.execute(
         f"SELECT {messages.COLUMNS} FROM messages WHERE session_id = ? AND state = 'active' ORDER BY id", (tip_id,))]
+
+
+def live_model_messages(conn: apsw.Connection, session_id: str, max_messages: int) -> list[ModelMessage]:
+    """The tip's active messages in order, as a model takes them (store/model_rows.py)."""
+    path, _ = resolve(conn, session_id)
+    return model_rows.read(conn, path[-1], max_messages, mark="?")

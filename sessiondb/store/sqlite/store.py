@@ -19,8 +19,8 @@ import apsw
 from ...errors import InvalidInput, StoreClosed
 from ...formats import SessionGroup
 from ...model import (
-    ImportOutcome, Lease, MaintenanceReport, Message, Page, SearchHit, Session, StoreStats, Turn, Usage,
-    VerifyReport,
+    ImportOutcome, Lease, MaintenanceReport, Message, ModelMessage, Page, SearchHit, Session, StoreStats, Turn,
+    Usage, VerifyReport,
 )
 from .. import commands as cmd
 from .. import listing, turn_rows
@@ -147,8 +147,11 @@ class SQLiteBackend:
     def tip(self, session_id: str) -> Session:
         return self._read(partial(lineage.tip, session_id=session_id))
 
-    def live_messages(self, session_id: str, max_messages: int) -> tuple[str, list[Message]]:
-        return self._read(partial(lineage.live_messages, session_id=session_id, max_messages=max_messages))
+    def live_messages(self, session_id: str) -> tuple[str, list[Message]]:
+        return self._read(partial(lineage.live_messages, session_id=session_id))
+
+    def live_model_messages(self, session_id: str, max_messages: int) -> list[ModelMessage]:
+        return self._read(partial(lineage.live_model_messages, session_id=session_id, max_messages=max_messages))
 
     def rewind(self, command: cmd.Rewind) -> int:
         return self._write(partial(lineage.rewind, **asdict(command)))

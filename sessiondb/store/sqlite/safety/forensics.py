@@ -28,7 +28,6 @@ any other process holds the store, so nothing here can drop a lock.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -165,6 +164,8 @@ def _unused_stamp(directory: Path, db_name: str, base: str) -> str:
 
 
 def _copy(source: Path, target: Path) -> str:
+    import hashlib  # OpenSSL's 3.5 MB resident, only for a repair: not in every store's process
+
     digest = hashlib.sha256()
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
     with os.fdopen(fd, "wb") as out, open(source, "rb") as src:

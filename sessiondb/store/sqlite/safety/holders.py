@@ -5,7 +5,8 @@ database or one of its sidecars (`-wal`, `-shm`, `-journal`, the search index's 
 to one that was deleted (the kernel appends ` (deleted)`). A process whose descriptors
 cannot be read (another user's) counts only when its command line shows it is sessiondb,
 so one unreadable stranger does not block maintenance forever. Without /proc, psutil's
-view of open files is used.
+view of open files is used. psutil (about 2 MB resident) is imported only when a
+question is asked: every open of a store loads this module, few ever ask.
 """
 
 from __future__ import annotations
@@ -13,8 +14,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-
-import psutil
 
 from ....home import SIDECAR_SUFFIXES
 from ..index.schema import FILES as INDEX_FILES
@@ -54,6 +53,7 @@ def holders(db_path: Path | str, *, include_self: bool = False) -> list[Holder]:
 def _pids() -> list[int]:
     if os.path.isdir("/proc"):
         return sorted(int(name) for name in os.listdir("/proc") if name.isdigit())
+    import psutil
     return sorted(psutil.pids())
 
 
@@ -61,6 +61,7 @@ def _held_files(pid: int, targets: set[str]) -> set[str] | None:
     """Which targets `pid` holds, or None when its descriptors cannot be read."""
     fd_dir = f"/proc/{pid}/fd"
     if not os.path.isdir("/proc"):
+        import psutil
         try:
             return {f.path for f in psutil.Process(pid).open_files() if f.path in targets}
         except (psutil.AccessDenied, psutil.ZombieProcess):
@@ -85,6 +86,7 @@ def _held_files(pid: int, targets: set[str]) -> set[str] | None:
 
 
 def _command(pid: int) -> str:
+    import psutil
     try:
         cmdline = psutil.Process(pid).cmdline()
         return " ".join(cmdline) if cmdline else psutil.Process(pid).name()

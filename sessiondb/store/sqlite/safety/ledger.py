@@ -23,7 +23,6 @@ whether or not a live connection exists.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -62,6 +61,8 @@ def file_key(db_path: Path) -> str:
         head[start:min(end, len(head))] = b"\x00" * max(0, min(end, len(head)) - start)
     tail_start = max(SAMPLE, size - SAMPLE)
     tail = read_span(db_path, tail_start, size - tail_start) if size > tail_start else b""
+    import hashlib  # OpenSSL's 3.5 MB resident, only for a repair: not in every store's process
+
     digest = hashlib.sha256()
     digest.update(str(size).encode() + b"\n")
     digest.update(bytes(head))
