@@ -56,13 +56,16 @@ SEARCH_QUERIES = ["kyoto", "flaky test", '"fushimi inari"', "sourdough OR dough"
                   "session transcript summary", "the and", "budget", "pytest", "zzyzx", "東京駅"]
 
 
-def run(system: tuple, workload: str, work: Path, **opts) -> dict:
+def run(system: tuple, workload: str, work: Path, source: Path | None = None, **opts) -> dict:
+    """One workload of one system in its own process; `source`: a source tree whose
+    `sessiondb` package runs instead of the installed one (to measure two versions)."""
     key, adapter, mode, _, interp = system
     py = sys.executable if interp == "project" else str(INTERPRETERS[interp])
     cmd = [py, "-m", "peers.run", "--adapter", adapter, "--mode", mode, "--workload", workload]
     for k, v in opts.items():
         cmd += [f"--{k.replace('_', '-')}", str(v)]
-    env = dict(os.environ, PYTHONPATH=str(HERE), HERMES_HOME=str(work / "hermes-home"))
+    path = os.pathsep.join([str(p) for p in (source, HERE) if p is not None])
+    env = dict(os.environ, PYTHONPATH=path, HERMES_HOME=str(work / "hermes-home"))
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
     except subprocess.TimeoutExpired:
