@@ -167,9 +167,12 @@ def search(
 
     index = plan.index
     # A row logged as deleted or changed after the index's mark is not what the index holds
-    # under its id (an id reused by a later row): such rows are left out of index hits.
-    where.append("m.id NOT IN (SELECT id FROM search_touched WHERE seq > ?)")
-    params.append(touched_to)
+    # under its id (an id reused by a later row): such rows are left out of index hits. The
+    # log past the mark is nearly always empty (the search caught the index up), and then
+    # the condition is left out rather than checked for every match.
+    if conn.execute("SELECT 1 FROM search_touched WHERE seq > ? LIMIT 1", (touched_to,)).fetchone():
+        where.append("m.id NOT IN (SELECT id FROM search_touched WHERE seq > ?)")
+        params.append(touched_to)
     # Rank within the newest RANK_WINDOW matches (see the module docstring), in one pass:
     # the matches are read newest first (FTS5 walks its rowids backwards, no sort), stop at
     # the window's end, and bm25 is computed as each is read. Only the page's rows then
