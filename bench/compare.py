@@ -67,7 +67,8 @@ def run(system: tuple, workload: str, work: Path, source: Path | None = None, **
     path = os.pathsep.join([str(p) for p in (source, HERE) if p is not None])
     env = dict(os.environ, PYTHONPATH=path, HERMES_HOME=str(work / "hermes-home"))
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
+        # With a source tree, run from it: a module is found first where the process started.
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800, cwd=source)
     except subprocess.TimeoutExpired:
         return {"na": "timed out after 30 minutes"}
     try:

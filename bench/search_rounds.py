@@ -43,7 +43,7 @@ def main() -> None:
     began = time.time()
     log = lambda s: print(f"[{time.time() - began:6.0f}s] {s}", flush=True)  # noqa: E731
 
-    work = args.work
+    work = args.work.resolve()  # the variants run in their own source trees
     work.mkdir(parents=True, exist_ok=True)
     corpus = work / f"corpus-{args.messages}.json"
     if not corpus.exists():
