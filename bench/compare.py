@@ -438,8 +438,9 @@ def why_missed(r: dict) -> list[str]:
             "- **Search p50:** the slowest queries are common words and OR groups ("
             + ", ".join(f"`{q}` {v['median_ms']:.1f} ms" for q, v in slow)
             + "): each ranks the newest 5,000 of its matches by bm25, a lookup into `messages` per match "
-            "for the state and filters. Reaching 8x Hermes needs a smaller ranking window or ranking from "
-            "the index alone, both changes of what ranking means; left for a decision.")
+            "for the state and filters; the search profile below takes the ranking statement apart. Reaching "
+            "8x Hermes needs a smaller ranking window or ranking from the index alone, both changes of what "
+            "ranking means; left for a decision.")
     if v("resume", "sessiondb-full") and v("resume", "openai"):
         lines.append(
             "- **Resume and memory:** `resume` builds a full `Message` per row and then the model-shaped "
@@ -453,10 +454,12 @@ def why_missed(r: dict) -> list[str]:
 
 def measured_elsewhere(docs: Path) -> list[str]:
     """The figures other bench scripts left beside this page: the index placement A/B and
-    the profile of one writer's appends (each names the command that made it)."""
+    the profiles of one writer's appends and of warm searches (each names the command that
+    made it)."""
     out = []
     for name, title in (("benchmarks-placement.txt", "Where the index lives: in the store file or its own"),
-                        ("benchmarks-profile.txt", "Profile of one writer's appends (the missed one-writer targets)")):
+                        ("benchmarks-profile.txt", "Profile of one writer's appends (the missed one-writer targets)"),
+                        ("benchmarks-search-profile.txt", "Where a warm search goes (the missed search target)")):
         path = docs / name
         if path.exists():
             lines = path.read_text().splitlines()

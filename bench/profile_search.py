@@ -1,7 +1,7 @@
 """Where a warm search goes: each `make bench` query over 200,000 messages, its time split
 by statement (SQLite's own profile of each), and the ranking statement taken apart.
 
-    .venv/bin/python bench/profile_search.py [--store DIR/store.db] [--repeat 20] [--out FILE]
+    .venv/bin/python bench/profile_search.py [--store DIR/store.db] [--repeat 20] [--out docs/benchmarks-search-profile.txt]
 
 The store is built from make bench's search corpus (bench/compare.py) unless `--store`
 names one already built (bench/search_rounds.py --keep leaves one). Per query: the median
@@ -140,20 +140,20 @@ def main() -> None:
     p.add_argument("--store", type=Path, help="a store built from the search corpus (else one is built)")
     p.add_argument("--messages", type=int, default=200_000)
     p.add_argument("--repeat", type=int, default=20)
-    p.add_argument("--out", type=Path, help="also write the profile here")
+    p.add_argument("--out", type=Path, default=compare.DOCS / "benchmarks-search-profile.txt")
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as d:
         path = args.store or Path(d) / "state.db"
         if args.store is None:
             build(path, args.messages)
         with sessiondb.open_store(path) as store:
-            lines = [f"Warm searches over {path.name}, ms, median of {args.repeat} (bench/profile_search.py)",
+            stored = store.stats().messages
+            lines = [f"Warm searches over {stored:,} messages, ms, median of {args.repeat} (bench/profile_search.py)",
                      *by_statement(store, args.repeat), "",
                      "The ranking statement in parts, ms: the matches newest first, joined with their messages "
                      "(filters), with bm25", *ranking_in_parts(path, args.repeat)]
     text = "\n".join(lines) + "\n"
-    if args.out:
-        args.out.write_text(text)
+    args.out.write_text(text)
     print(text)
 
 
