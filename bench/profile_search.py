@@ -57,11 +57,11 @@ class Rows(list):
         return list(self)
 
 
-PARTS = {
-    "matches": "SELECT {i}.rowid FROM idx.{i} WHERE {i} MATCH ? ORDER BY {i}.rowid DESC LIMIT ?",
-    "+ messages": "SELECT m.id FROM idx.{i} CROSS JOIN messages AS m ON m.id = {i}.rowid WHERE {i} MATCH ? "
+PARTS = {  # each one value per match, summed up in SQLite so that no row reaches Python
+    "matches": "SELECT {i}.rowid AS x FROM idx.{i} WHERE {i} MATCH ? ORDER BY {i}.rowid DESC LIMIT ?",
+    "+ messages": "SELECT m.id AS x FROM idx.{i} CROSS JOIN messages AS m ON m.id = {i}.rowid WHERE {i} MATCH ? "
                   "AND m.state <> 'rewound' AND m.role <> 'tool' ORDER BY {i}.rowid DESC LIMIT ?",
-    "+ bm25": "SELECT m.id, bm25({i}) FROM idx.{i} CROSS JOIN messages AS m ON m.id = {i}.rowid WHERE {i} MATCH ? "
+    "+ bm25": "SELECT bm25({i}) AS x FROM idx.{i} CROSS JOIN messages AS m ON m.id = {i}.rowid WHERE {i} MATCH ? "
               "AND m.state <> 'rewound' AND m.role <> 'tool' ORDER BY {i}.rowid DESC LIMIT ?",
 }
 
@@ -122,7 +122,7 @@ def ranking_in_parts(path: Path, repeat: int) -> list[str]:
             continue
         cells = []
         for sql in PARTS.values():
-            statement = sql.format(i=plan.index)
+            statement = f"SELECT count(*), sum(x) FROM ({sql.format(i=plan.index)})"
             conn.execute(statement, (plan.match, RANK_WINDOW)).fetchall()
             times = []
             for _ in range(repeat):
