@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test reliability reliability-postgres bench bench-growth bench-core bench-lineage bench-search bench-api bench-fleet clean
+.PHONY: run test reliability reliability-postgres bench bench-growth bench-core bench-lineage bench-search bench-search-peers profile-search bench-api bench-fleet clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -68,6 +68,14 @@ bench-core: $(STAMP)
 
 bench-search: $(STAMP)
 	$(BIN)/python bench/bench_search.py
+
+# make bench's search workload alone, beside Hermes (about 2 minutes; --variant NAME=DIR adds
+# the sessiondb of another source tree, for a before and after), and where a search goes.
+bench-search-peers: $(STAMP) $(PEERS)/.installed
+	$(BIN)/python bench/search_rounds.py
+
+profile-search: $(STAMP)
+	$(BIN)/python bench/profile_search.py
 
 bench-lineage: $(STAMP)
 	$(BIN)/python bench/bench_lineage.py

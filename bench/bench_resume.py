@@ -71,7 +71,7 @@ def main() -> None:
     for rnd in range(args.rounds):
         for name, key, root in (variants if rnd % 2 == 0 else variants[::-1]):
             db, sid = built[key]
-            r = compare.run(systems[key], "resume", args.work, first=root, db=db, sid=sid, repeat=args.repeat)
+            r = compare.run(systems[key], "resume", args.work, source=root, db=db, sid=sid, repeat=args.repeat)
             results.setdefault(name, []).append(r)
             print(f"round {rnd + 1} {name:<16} {json.dumps(r)}", flush=True)
     report(results)

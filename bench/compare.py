@@ -56,18 +56,19 @@ SEARCH_QUERIES = ["kyoto", "flaky test", '"fushimi inari"', "sourdough OR dough"
                   "session transcript summary", "the and", "budget", "pytest", "zzyzx", "東京駅"]
 
 
-def run(system: tuple, workload: str, work: Path, *, first: Path | None = None, **opts) -> dict:
-    """One workload in a subprocess; `first`: a sessiondb checkout imported instead of this one."""
+def run(system: tuple, workload: str, work: Path, *, source: Path | None = None, **opts) -> dict:
+    """One workload of one system in its own process; `source`: a source tree whose
+    `sessiondb` package runs instead of the installed one (to measure two versions)."""
     key, adapter, mode, _, interp = system
     py = sys.executable if interp == "project" else str(INTERPRETERS[interp])
     cmd = [py, "-m", "peers.run", "--adapter", adapter, "--mode", mode, "--workload", workload]
     for k, v in opts.items():
         cmd += [f"--{k.replace('_', '-')}", str(v)]
-    path = str(HERE) if first is None else os.pathsep.join([str(first), str(HERE)])
+    path = os.pathsep.join([str(p) for p in (source, HERE) if p is not None])
     env = dict(os.environ, PYTHONPATH=path, HERMES_HOME=str(work / "hermes-home"))
     try:
         # From bench/: `-m` puts the working directory first on the path, where a checkout's
-        # sessiondb/ would hide `first`.
+        # sessiondb/ would hide `source`.
         out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800, cwd=HERE)
     except subprocess.TimeoutExpired:
         return {"na": "timed out after 30 minutes"}
@@ -438,8 +439,9 @@ def why_missed(r: dict) -> list[str]:
             "- **Search p50:** the slowest queries are common words and OR groups ("
             + ", ".join(f"`{q}` {v['median_ms']:.1f} ms" for q, v in slow)
             + "): each ranks the newest 5,000 of its matches by bm25, a lookup into `messages` per match "
-            "for the state and filters. Reaching 8x Hermes needs a smaller ranking window or ranking from "
-            "the index alone, both changes of what ranking means; left for a decision.")
+            "for the state and filters; the search profile below takes the ranking statement apart. Reaching "
+            "8x Hermes needs a smaller ranking window or ranking from the index alone, both changes of what "
+            "ranking means; left for a decision.")
     if any(t["name"].startswith(("resume", "peak memory")) for t in missed):
         lines.append(
             "- **Resume and memory:** `resume` selects only the columns a model is shown and builds each "
@@ -451,12 +453,13 @@ def why_missed(r: dict) -> list[str]:
 
 def measured_elsewhere(docs: Path) -> list[str]:
     """The figures other bench scripts left beside this page: the index placement A/B and
-    the profiles of one writer's appends and of one warm resume (each names the command that
-    made it)."""
+    the profiles of one writer's appends, of one warm resume and of warm searches (each names
+    the command that made it)."""
     out = []
     for name, title in (("benchmarks-placement.txt", "Where the index lives: in the store file or its own"),
                         ("benchmarks-profile.txt", "Profile of one writer's appends (the missed one-writer targets)"),
-                        ("benchmarks-resume-profile.txt", "Profile of one warm resume")):
+                        ("benchmarks-resume-profile.txt", "Profile of one warm resume"),
+                        ("benchmarks-search-profile.txt", "Where a warm search goes (the missed search target)")):
         path = docs / name
         if path.exists():
             lines = path.read_text().splitlines()

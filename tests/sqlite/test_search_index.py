@@ -122,3 +122,25 @@ def test_an_index_over_a_swept_log_is_kept_at_the_next_open(tmp_path):
         after = conn.execute("SELECT key, value FROM state WHERE key IN ('indexed_to', 'touched_to')").fetchall()
         conn.close()
     assert dict(before)["touched_to"] > 0 and after == before
+
+
+def test_a_text_changed_after_the_catch_up_is_not_found_by_what_the_index_holds(store, monkeypatch):
+    # The search catches the index up, then reads in a new snapshot: a write in between
+    # that changes an indexed text is logged, and the index's entry for that id (the old
+    # text) must not make a hit of the row as it is now.
+    indexer = store.backend._file.indexer
+    monkeypatch.setattr(indexer, "nudge", lambda: None)  # only the search catches up
+    store.append(store.create_session("cli").id, [{"uid": "plan", "role": "user", "content": "kyoto temples"}])
+    catch_up, changed = indexer.catch_up, []
+
+    def then_the_text_changes(*args, **kwargs):
+        catch_up(*args, **kwargs)
+        if not changed:
+            sql(store, "UPDATE messages SET content = 'osaka castle' WHERE uid = 'plan'")
+            changed.append(True)
+
+    monkeypatch.setattr(indexer, "catch_up", then_the_text_changes)
+    assert store.search("kyoto") == []
+    assert changed, "the search never caught the index up"
+    assert uids(store.search("osaka")) == ["plan"] and store.search("kyoto") == []
+    check_indexes(store)

@@ -111,6 +111,9 @@ def busy_handler(patience: float, sleep: Callable[[float], None] = time.sleep) -
     return handler
 
 
+CACHE_SIZE = -16000  # each connection's page cache per database file (negative: in KiB)
+
+
 def connect(path: Path, *, patience: float, vfs: str | None = None, immutable: bool = False) -> apsw.Connection:
     """Open a connection with the settings every sessiondb connection shares.
 
@@ -129,8 +132,8 @@ def connect(path: Path, *, patience: float, vfs: str | None = None, immutable: b
         conn.set_busy_handler(busy_handler(patience))
         # None of these returns a row, so one string runs them all (APSW runs a statement
         # after a row-returning one only as its rows are read). Read connections then keep
-        # a smaller page cache (configure_reader).
-        conn.execute("PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-16000")
+        # a smaller page cache for the store (configure_reader).
+        conn.execute(f"PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY; PRAGMA cache_size={CACHE_SIZE}")
     except BaseException:
         conn.close()
         raise

@@ -166,42 +166,37 @@ def search(
         return [_hit(row[:8], like_snippet(row[8], plan.needles), 0.0) for row in rows]
 
     index = plan.index
-    sessions_join = "CROSS JOIN sessions AS s ON s.id = m.session_id"
     # A row logged as deleted or changed after the index's mark is not what the index holds
-    # under its id (an id reused by a later row): such rows are left out of index hits.
-    where.append("m.id NOT IN (SELECT id FROM search_touched WHERE seq > ?)")
-    params.append(touched_to)
-    conditions = f"WHERE {index} MATCH ? AND {' AND '.join(where)}"
-    params = [plan.match, *params]
-    source_rows = f"FROM idx.{index} CROSS JOIN messages AS m ON m.id = {index}.rowid"
-    # Rank within the newest RANK_WINDOW matches: ranking costs a lookup per match, and a
-    # common word can match most of the store (see the module docstring). Finding where the
-    # window starts needs the sessions only when a filter is on them.
+    # under its id (an id reused by a later row): such rows are left out of index hits. The
+    # log past the mark is nearly always empty (the search caught the index up), and then
+    # the condition is left out rather than checked for every match.
+    if conn.execute("SELECT 1 FROM search_touched WHERE seq > ? LIMIT 1", (touched_to,)).fetchone():
+        where.append("m.id NOT IN (SELECT id FROM search_touched WHERE seq > ?)")
+        params.append(touched_to)
+    # Rank within the newest RANK_WINDOW matches (see the module docstring), in one pass:
+    # the matches are read newest first (FTS5 walks its rowids backwards, no sort), stop at
+    # the window's end, and bm25 is computed as each is read. Only the page's rows then
+    # read the rest of their columns, their session and their text. The sessions are
+    # joined in the window only when a filter is on them (every message has its session).
+    sessions_join = "CROSS JOIN sessions AS s ON s.id = m.session_id"
     needs_sessions = profile is not None or source is not None
-    bound = conn.execute(
-        f"SELECT {index}.rowid {source_rows} {sessions_join if needs_sessions else ''} {conditions} "
-        f"ORDER BY {index}.rowid DESC LIMIT 1 OFFSET ?",
-        (*params, RANK_WINDOW - 1),
-    ).fetchone()
-    scope = f"{source_rows} {sessions_join} {conditions}"
-    if bound is not None:
-        scope += f" AND {index}.rowid >= ?"
-        params.append(bound[0])
-    rows = conn.execute(
-        f"SELECT {_HIT_COLUMNS}, bm25({index}) {scope} ORDER BY bm25({index}), m.id DESC LIMIT ?", (*params, limit)
+    ranked = conn.execute(
+        f"SELECT id, score FROM (SELECT m.id AS id, bm25({index}) AS score FROM idx.{index} "
+        f"CROSS JOIN messages AS m ON m.id = {index}.rowid {sessions_join if needs_sessions else ''} "
+        f"WHERE {index} MATCH ? AND {' AND '.join(where)} ORDER BY {index}.rowid DESC LIMIT ?) "
+        f"ORDER BY score, id DESC LIMIT ?",
+        (plan.match, *params, RANK_WINDOW, limit),
     ).fetchall()
-    texts = _texts(conn, [row[0] for row in rows])
+    if not ranked:
+        return []
+    page = {row[0]: row for row in conn.execute(
+        f"SELECT {_HIT_COLUMNS}, {text_sql('m')} FROM messages AS m {sessions_join} "
+        f"WHERE m.id IN ({', '.join('?' * len(ranked))})", [mid for mid, _ in ranked],
+    )}
+    texts = {mid: row[8] for mid, row in page.items()}
     cut = snippets(index, plan.match, texts, (HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE, ELLIPSIS), SNIPPET_TOKENS[index])
-    return [_hit(row[:8], cut.get(row[0]) or texts.get(row[0], "")[:2 * LIKE_SNIPPET_CONTEXT], -row[8])
-            for row in rows]
-
-
-def _texts(conn: apsw.Connection, ids: list[int]) -> dict[int, str]:
-    if not ids:
-        return {}
-    return dict(conn.execute(
-        f"SELECT m.id, {text_sql('m')} FROM messages AS m WHERE m.id IN ({', '.join('?' * len(ids))})", ids
-    ).fetchall())
+    return [_hit(page[mid][:8], cut.get(mid) or texts[mid][:2 * LIKE_SNIPPET_CONTEXT], -score)
+            for mid, score in ranked]
 
 
 def _hit(row: tuple[Any, ...], snippet: str, score: float) -> SearchHit:
