@@ -33,6 +33,8 @@ sys.path.insert(0, str(HERE))
 import bench_core  # noqa: E402
 import bench_search  # noqa: E402
 
+from sessiondb.query import RANK_WINDOW  # noqa: E402
+
 PEERS_PY = HERE / ".venv-peers" / "bin" / "python"
 # Each peer at its current release: OpenAI Agents in its own venv (hermes-agent's pins
 # would hold it back in a shared one).
@@ -438,10 +440,8 @@ def why_missed(r: dict) -> list[str]:
         lines.append(
             "- **Search p50:** the slowest queries are common words and OR groups ("
             + ", ".join(f"`{q}` {v['median_ms']:.1f} ms" for q, v in slow)
-            + "): each ranks the newest 5,000 of its matches by bm25, a lookup into `messages` per match "
-            "for the state and filters; the search profile below takes the ranking statement apart. Reaching "
-            "8x Hermes needs a smaller ranking window or ranking from the index alone, both changes of what "
-            "ranking means; left for a decision.")
+            + f"): each ranks the newest {RANK_WINDOW:,} of its matches by bm25, a lookup into `messages` "
+            "per match for the state and filters; the search profile below takes the ranking statement apart.")
     if any(t["name"].startswith(("resume", "peak memory")) for t in missed):
         lines.append(
             "- **Resume and memory:** `resume` selects only the columns a model is shown and builds each "

@@ -7,9 +7,10 @@ The store is built from make bench's search corpus (bench/compare.py) unless `--
 names one already built (bench/search_rounds.py --keep leaves one). Per query: the median
 search, and the median time of each part of it: the check of the log of changed rows, the
 ranking statement, the page's rows, the snippets; the rest is the catch-up check, the
-read transaction, parsing, checks and building the hits. Then the ranking statement is run in parts on one connection, to show what
-the rank window costs: the matches newest first, joined with their messages (the filters),
-and with bm25 computed, for the newest 5,000 matches.
+read transaction, parsing, checks and building the hits. Then the ranking statement is
+run in parts on one connection, to show what the rank window costs: the matches newest
+first, joined with their messages (the filters), and with bm25 computed, for the newest
+RANK_WINDOW (1,000) matches.
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ from pathlib import Path
 import apsw
 
 import sessiondb
-from sessiondb.query import parse
+from sessiondb.query import RANK_WINDOW, parse
 from sessiondb.store.sqlite import search as search_module
-from sessiondb.store.sqlite.search import RANK_WINDOW, _Plan
+from sessiondb.store.sqlite.search import _Plan
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import compare  # noqa: E402

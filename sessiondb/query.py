@@ -56,6 +56,14 @@ def cjk_runs(text: str) -> list[str]:
 
 TRIGRAM = 3  # characters in a trigram
 
+#: Hits are the best-ranked of at most this many newest matches of a query and its
+#: filters, on every backend, so the same query finds the same hits wherever it runs.
+#: Ranking reads every match it ranks, and a common word can match most of a store
+#: (30,000 of 200,000 messages): ranking the newest 1,000 costs a few milliseconds, all of
+#: them tens. Recency is the right tie-breaker for an agent's memory, a more specific query
+#: reaches further back, and no search returns more than 1,000 hits.
+RANK_WINDOW = 1000
+
 
 def through_trigrams(text: str) -> bool:
     """Whether a substring term is served (and ranked) by a trigram index, which holds only

@@ -332,8 +332,8 @@ class Store(Protocol):
         messages only with include_tools (or role='tool'); only the first 8 KiB of a tool
         message's output is searchable. Filters: the session's profile and source, one
         session, the message's role, and its timestamp in [since, until). Hits are ranked
-        by bm25 among the newest matches: 5,000 on SQLite, 1,000 on PostgreSQL (where
-        ranking reads every match it ranks).
+        by bm25 among the newest 1,000 matches of the query and its filters, on every
+        backend (query.RANK_WINDOW).
         """
 
     def find_session(self, ref: str) -> Session:

@@ -235,3 +235,17 @@ def test_substring_hits_in_text_with_spaces_are_a_scan_newest_first(store):
     assert uids(hits) == ["short", "often", "once"]  # newest first: no index ranks them
     assert [h.score for h in hits] == [0.0, 0.0, 0.0]
     assert all("<mark>araok</mark>" in h.snippet.lower() for h in hits)
+
+
+@pytest.mark.parametrize("newer", [999, 1000])
+def test_hits_are_ranked_among_the_newest_thousand_matches_on_every_backend(store, newer):
+    """The most relevant match (the word three times) is the oldest: it leads the hits while
+    it is among the newest 1,000 matches, and is not found once 1,000 newer ones follow it."""
+    sid = store.create_session("cli").id
+    store.append(sid, {"uid": "best", "role": "user", "content": "marmalade, marmalade and more marmalade"})
+    store.append(sid, [{"uid": f"m{i}", "role": "user",
+                        "content": f"marmalade on toast with butter, tea, jam and a long story number {i}"}
+                       for i in range(newer)])
+    best = uids(store.search("marmalade", limit=1000))
+    assert ("best" in best, best[:1] == ["best"]) == ((True, True) if newer < 1000 else (False, False))
+    assert len(best) == min(newer + 1, 1000)

@@ -17,8 +17,7 @@ terms it has; every term reaches the server as a bound parameter, never as SQL:
   scanned rather than with the matches (one session's messages, with session_id).
 
 Ranking: word hits by ts_rank over the stored tsvector (ties newest first), among the
-newest RANK_WINDOW matches: a common word can match most of a store, and ranking reads
-every match it ranks (ranking 1,000 costs a few milliseconds here, 5,000 tens of them).
+newest RANK_WINDOW matches (query.RANK_WINDOW, the same on every backend).
 Substring hits are ranked by bm25 over their terms that a trigram index serves
 (query.through_trigrams: three or more characters of CJK text; how often each occurs in
 the folded text, how rare it is among the matches, against the text's length), among
@@ -36,10 +35,10 @@ import psycopg
 
 from ...model import SearchHit
 from ...query import (
-    ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, Query, Term, has_cjk, like_pattern, like_snippet, through_trigrams,
+    ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, RANK_WINDOW, Query, Term, has_cjk, like_pattern, like_snippet,
+    through_trigrams,
 )
 
-RANK_WINDOW = 1000  # hits are the best-ranked of at most this many newest matches
 _WORD = re.compile(r"[^\W_]+")
 _TEXT = "search_text(m.role, m.content, m.parts)"
 _FOLDED = f"search_fold({_TEXT})"

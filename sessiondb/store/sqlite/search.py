@@ -24,12 +24,11 @@ bound parameter; no SQL is ever built from user text.
   match in either case, other letters and accents exactly. A query whose terms are all
   LIKE terms scans messages newest first and stops at `limit` hits (scored 0).
 
-Ranking: hits are ordered by bm25 (ties newest first), among the newest 5,000 messages
-that match the query and its filters. Computing bm25 costs a lookup per matching row, and
-a common word can match most of a store (30,000 of 200,000 messages): ranking them all
-takes 20 ms or more, ranking the newest 5,000 a few. Recency is the right tie-breaker for
-an agent's memory; a more specific query reaches further back. The index holds rewound
-messages too (filtered at query time), which count in bm25's document statistics.
+Ranking: hits are ordered by bm25 (ties newest first), among the newest RANK_WINDOW
+messages that match the query and its filters (query.RANK_WINDOW, the same on every
+backend). Computing bm25 costs a lookup per matching row: it is most of a warm search.
+The index holds rewound messages too (filtered at query time), which count in bm25's
+document statistics.
 
 Snippets: the index stores no text, so the returned hits' texts are read from `messages`
 and cut by FTS5 itself with the same tokenizer (index/snippets.py).
@@ -43,8 +42,8 @@ import apsw
 
 from ...model import SearchHit
 from ...query import (
-    ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, LIKE_SNIPPET_CONTEXT, Query, Term, like_pattern, like_snippet,
-    through_trigrams,
+    ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, LIKE_SNIPPET_CONTEXT, RANK_WINDOW, Query, Term, like_pattern,
+    like_snippet, through_trigrams,
 )
 from .index.schema import CJK, TOOL_TEXT_LIMIT, WORDS, text_sql
 from .index.snippets import snippets
@@ -52,7 +51,6 @@ from .index.snippets import snippets
 __all__ = ["TOOL_TEXT_LIMIT", "search"]
 
 SNIPPET_TOKENS = {WORDS: 16, CJK: 40}
-RANK_WINDOW = 5000  # hits are the best-ranked of at most this many newest matches
 
 
 # --- compiling a parsed query -----------------------------------------------------------
