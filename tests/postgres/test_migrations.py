@@ -88,6 +88,20 @@ def test_the_trigram_index_holds_the_messages_the_query_parser_calls_cjk(pg_url,
     assert sum(server for _, server in rows) > len(probes) // 3  # the probes straddle every range
 
 
+def test_folding_neither_makes_nor_takes_away_a_cjk_character(pg_url, pg_schema):
+    """The trigram index holds the messages whose text has a CJK character, and a CJK
+    term's LIKE matches folded text (migration 0006): exact only while folding keeps the
+    answer of has_cjk, for every character there is."""
+    sessiondb.open_store(pg_url, schema=pg_schema).close()
+    with psycopg.connect(pg_url) as conn:
+        conn.execute(f'SET search_path TO "{pg_schema}", sessiondb_extensions')
+        changed, cjk = conn.execute(
+            "SELECT count(*) FILTER (WHERE has_cjk(search_fold(chr(c))) IS DISTINCT FROM has_cjk(chr(c))), "
+            "count(*) FILTER (WHERE has_cjk(chr(c))) FROM generate_series(1, 1114111) AS c "
+            "WHERE c NOT BETWEEN 55296 AND 57343").fetchone()
+    assert changed == 0 and cjk > 100_000
+
+
 def test_a_store_from_before_hot_appends_keeps_its_listing_order_and_takes_appends(pg_url, pg_schema, monkeypatch):
     monkeypatch.setattr(migrations, "MIGRATIONS", MIGRATIONS[:5])  # the store a release before 0006 wrote
     monkeypatch.setattr(messages, "append_fresh", lambda *args: None)  # that release's takes other arguments
