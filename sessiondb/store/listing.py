@@ -8,8 +8,8 @@ A backend may index the minute of the activity time rather than the time itself 
 PostgreSQL an append's update of its session row is HOT only if no indexed value moves,
 and the minute moves once a minute: postgres migration 0006). It names that column as
 `minute`; the page is then ordered by the minute first, which is the same order, since the
-minute only grows with the time, and the cursor bounds the minute too, so the index serves
-the page.
+minute only grows with the time, and the cursor and the activity filters bound the minute
+too, so the index serves the page.
 """
 
 from __future__ import annotations
@@ -39,12 +39,13 @@ def sql(query: ListSessions, columns: str, mark: str, minute: str | None = None)
     if query.pinned is not None:
         where.append(f"pinned = {mark}")
         params.append(int(query.pinned))
-    if query.since is not None:
-        where.append(f"{_ACTIVE} >= {mark}")
-        params.append(query.since)
-    if query.until is not None:
-        where.append(f"{_ACTIVE} < {mark}")
-        params.append(query.until)
+    for exact, on_minute, bound in ((">=", ">=", query.since), ("<", "<=", query.until)):
+        if bound is not None:
+            where.append(f"{_ACTIVE} {exact} {mark}")
+            params.append(bound)
+            if minute is not None:  # implied by the exact bound; the index serves it
+                where.append(f"{minute} {on_minute} floor({mark} / 60)")
+                params.append(bound)
     if query.cursor is not None:
         active, sid = decode(query.cursor)
         if minute is not None:

@@ -256,6 +256,16 @@ def test_listing_and_paging_keep_the_exact_activity_order_across_minutes_and_wit
         assert ids(seen) == expected, f"limit {limit}"
 
 
+def test_since_and_until_bounds_inside_one_minute_keep_exactly_the_sessions_between(store):
+    minute = 1_800_000_000.0  # a minute's first second
+    for offset in (10.0, 30.0, 50.0, 70.0):
+        store.create_session("cli", session_id=f"at{offset:.0f}")
+        store.append(f"at{offset:.0f}", user("x", timestamp=minute + offset))
+    assert ids(all_sessions(store, since=minute + 30.0)) == ["at70", "at50", "at30"]
+    assert ids(all_sessions(store, until=minute + 50.0)) == ["at30", "at10"]
+    assert ids(all_sessions(store, since=minute + 30.0, until=minute + 50.0)) == ["at30"]
+
+
 def test_cursor_paging_keeps_the_filters(store):
     for i in range(12):
         store.create_session("cli" if i % 3 else "gateway", session_id=f"f{i:02d}")
