@@ -3,6 +3,13 @@
 A backend runs `sql(query, mark)` with its own placeholder and hands the rows it read
 (one more than the page) to `page`. The cursor is the position after a page's last
 session (its activity time and id), opaque to callers; `decode` refuses any other text.
+
+A backend may index the minute of the activity time rather than the time itself (on
+PostgreSQL an append's update of its session row is HOT only if no indexed value moves,
+and the minute moves once a minute: postgres migration 0006). It names that column as
+`minute`; the page is then ordered by the minute first, which is the same order, since the
+minute only grows with the time, and the cursor and the activity filters bound the minute
+too, so the index serves the page.
 """
 
 from __future__ import annotations
@@ -18,8 +25,9 @@ from .commands import ListSessions
 _ACTIVE = "coalesce(last_activity_at, started_at)"
 
 
-def sql(query: ListSessions, columns: str, mark: str) -> tuple[str, list[Any]]:
-    """The page's SELECT (newest activity first) and its parameters, `mark` the placeholder."""
+def sql(query: ListSessions, columns: str, mark: str, minute: str | None = None) -> tuple[str, list[Any]]:
+    """The page's SELECT (newest activity first) and its parameters, `mark` the placeholder;
+    `minute` the column holding floor(activity time / 60), if the backend keeps one."""
     where, params = [], []
     if query.source is not None:
         where.append(f"source = {mark}")
@@ -31,18 +39,24 @@ def sql(query: ListSessions, columns: str, mark: str) -> tuple[str, list[Any]]:
     if query.pinned is not None:
         where.append(f"pinned = {mark}")
         params.append(int(query.pinned))
-    if query.since is not None:
-        where.append(f"{_ACTIVE} >= {mark}")
-        params.append(query.since)
-    if query.until is not None:
-        where.append(f"{_ACTIVE} < {mark}")
-        params.append(query.until)
+    for exact, on_minute, bound in ((">=", ">=", query.since), ("<", "<=", query.until)):
+        if bound is not None:
+            where.append(f"{_ACTIVE} {exact} {mark}")
+            params.append(bound)
+            if minute is not None:  # implied by the exact bound; the index serves it
+                where.append(f"{minute} {on_minute} floor({mark} / 60)")
+                params.append(bound)
     if query.cursor is not None:
+        active, sid = decode(query.cursor)
+        if minute is not None:
+            where.append(f"{minute} <= floor({mark} / 60)")
+            params.append(active)
         where.append(f"({_ACTIVE}, id) < ({mark}, {mark})")
-        params += list(decode(query.cursor))
+        params += [active, sid]
     text = f"SELECT {columns} FROM sessions" + (" WHERE " + " AND ".join(where) if where else "")
+    order = f"{_ACTIVE} DESC, id DESC" if minute is None else f"{minute} DESC, {_ACTIVE} DESC, id DESC"
     # Column names and clauses are fixed text; every value is a bound parameter.
-    return text + f" ORDER BY {_ACTIVE} DESC, id DESC LIMIT {mark}", [*params, query.limit + 1]
+    return text + f" ORDER BY {order} LIMIT {mark}", [*params, query.limit + 1]
 
 
 def page(rows: list[Session], limit: int) -> Page:

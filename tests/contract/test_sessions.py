@@ -241,6 +241,31 @@ def test_cursor_paging_has_no_repeats_or_gaps_when_activity_times_tie(store):
     assert activity == sorted(activity, reverse=True)
 
 
+def test_listing_and_paging_keep_the_exact_activity_order_across_minutes_and_within_one(store):
+    """A backend may order by a coarser key first (PostgreSQL: the activity's minute); the
+    order and the pages must still be those of the exact time, ties broken by id."""
+    minute = 1_800_000_000.0  # a minute's first second
+    stamps = [minute + offset for offset in (59.9, 60.0, 0.5, 119.0, 60.1, 60.0, 0.0, 59.9, 180.25, 61.0, 120.0)]
+    for i, stamp in enumerate(stamps):
+        store.create_session("cli", session_id=f"m{i:02d}")
+        store.append(f"m{i:02d}", user("x", timestamp=stamp))
+    expected = [f"m{i:02d}" for _, i in sorted(((stamp, i) for i, stamp in enumerate(stamps)), reverse=True)]
+    assert ids(store.list_sessions(limit=1000).items) == expected
+    for limit in (1, 2, 3, 5):
+        seen, _ = _page_through(store, limit=limit)
+        assert ids(seen) == expected, f"limit {limit}"
+
+
+def test_since_and_until_bounds_inside_one_minute_keep_exactly_the_sessions_between(store):
+    minute = 1_800_000_000.0  # a minute's first second
+    for offset in (10.0, 30.0, 50.0, 70.0):
+        store.create_session("cli", session_id=f"at{offset:.0f}")
+        store.append(f"at{offset:.0f}", user("x", timestamp=minute + offset))
+    assert ids(all_sessions(store, since=minute + 30.0)) == ["at70", "at50", "at30"]
+    assert ids(all_sessions(store, until=minute + 50.0)) == ["at30", "at10"]
+    assert ids(all_sessions(store, since=minute + 30.0, until=minute + 50.0)) == ["at30"]
+
+
 def test_cursor_paging_keeps_the_filters(store):
     for i in range(12):
         store.create_session("cli" if i % 3 else "gateway", session_id=f"f{i:02d}")

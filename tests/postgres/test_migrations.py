@@ -12,7 +12,7 @@ import pytest
 
 import sessiondb
 from sessiondb.query import _CJK, has_cjk
-from sessiondb.store.postgres import migrations
+from sessiondb.store.postgres import messages, migrations
 from sessiondb.store.postgres.migrations import MIGRATIONS
 
 # Each process imports sessiondb, then waits for the same moment to open the store.
@@ -58,6 +58,8 @@ def test_profiles_on_one_server_are_kept_apart(pg_url):
 
 def test_a_store_from_before_cheaper_indexing_keeps_every_row_and_finds_them(pg_url, pg_schema, monkeypatch):
     monkeypatch.setattr(migrations, "MIGRATIONS", MIGRATIONS[:4])  # the store a release before 0005 wrote
+    # Its append_fresh takes other arguments (migration 0006): the full append writes the same rows.
+    monkeypatch.setattr(messages, "append_fresh", lambda *args: None)
     written = [{"role": "user", "content": "東京の天気は晴れ"}, {"role": "user", "content": "hello kyoto"},
                {"role": "assistant", "parts": ["京都 and", {"type": "text", "text": "東京の天気"}]},
                {"role": "tool", "content": "x" * 9000 + " beyond", "tool_call_id": "c1"}]
@@ -84,3 +86,66 @@ def test_the_trigram_index_holds_the_messages_the_query_parser_calls_cjk(pg_url,
         rows = conn.execute(f'SELECT p, "{pg_schema}".has_cjk(p) FROM unnest(%s::text[]) AS p', (probes,)).fetchall()
     assert len(rows) == len(probes) and all(server == has_cjk(p) for p, server in rows)
     assert sum(server for _, server in rows) > len(probes) // 3  # the probes straddle every range
+
+
+def test_folding_neither_makes_nor_takes_away_a_cjk_character(pg_url, pg_schema):
+    """The trigram index holds the messages whose text has a CJK character, and a CJK
+    term's LIKE matches folded text (migration 0006): exact only while folding keeps the
+    answer of has_cjk, for every character there is."""
+    sessiondb.open_store(pg_url, schema=pg_schema).close()
+    with psycopg.connect(pg_url) as conn:
+        conn.execute(f'SET search_path TO "{pg_schema}", sessiondb_extensions')
+        changed, cjk = conn.execute(
+            "SELECT count(*) FILTER (WHERE has_cjk(search_fold(chr(c))) IS DISTINCT FROM has_cjk(chr(c))), "
+            "count(*) FILTER (WHERE has_cjk(chr(c))) FROM generate_series(1, 1114111) AS c "
+            "WHERE c NOT BETWEEN 55296 AND 57343").fetchone()
+    assert changed == 0 and cjk > 100_000
+
+
+def test_a_store_from_before_hot_appends_keeps_its_listing_order_and_takes_appends(pg_url, pg_schema, monkeypatch):
+    monkeypatch.setattr(migrations, "MIGRATIONS", MIGRATIONS[:5])  # the store a release before 0006 wrote
+    monkeypatch.setattr(messages, "append_fresh", lambda *args: None)  # that release's takes other arguments
+    minute = 1_800_000_000.0
+    with sessiondb.open_store(pg_url, schema=pg_schema) as old:
+        quiet = old.create_session("cli").id  # no activity: listed by when it started (now, before the rest)
+        spread = [old.create_session("cli").id for _ in range(6)]
+        for i, sid in enumerate(spread):
+            old.append(sid, {"role": "user", "content": f"hello {i}", "timestamp": minute + 45.0 * i})
+        before = {sid: old.transcript(sid) for sid in spread}
+    monkeypatch.undo()
+    with sessiondb.open_store(pg_url, schema=pg_schema) as store:
+        order = [*reversed(spread), quiet]
+        assert [s.id for s in store.list_sessions(limit=100).items] == order
+        page = store.list_sessions(limit=3)
+        assert [s.id for s in page.items + store.list_sessions(limit=100, cursor=page.cursor).items] == order
+        assert {sid: store.transcript(sid) for sid in spread} == before
+        added = store.append(spread[0], {"role": "user", "content": "again", "timestamp": minute + 1000.0})
+        assert added[0].seq == 2 and store.transcript(spread[0])[-1] == added[0]
+        assert [s.id for s in store.list_sessions(limit=2).items] == [spread[0], spread[-1]]
+        assert len(store.search("again")) == 1 and store.verify().problems == []
+    with psycopg.connect(pg_url) as conn:
+        names = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE schemaname = %s", (pg_schema,))}
+        minutes = conn.execute(f'SELECT count(*) FROM "{pg_schema}".sessions '
+                               "WHERE active_minute = floor(coalesce(last_activity_at, started_at) / 60)").fetchone()
+    assert "sessions_active_minute" in names and "sessions_recent" not in names
+    assert minutes == (7,)  # every row the upgrade found has its minute
+
+
+def test_an_append_updates_its_session_row_without_a_new_index_entry(pg_url, pg_schema):
+    """HOT: the append's update of the session row writes no index entry while the activity
+    stays within its minute; the update that moves it to another minute does."""
+    with sessiondb.open_store(pg_url, schema=pg_schema) as store:
+        session = store.create_session("cli")
+    one = "SELECT append_fresh(%s, %s, ARRAY[NULL]::bigint[], ARRAY[%s]::float8[], 1, 0, %s)"
+    counted = ("SELECT pg_stat_get_xact_tuples_updated(c.oid), pg_stat_get_xact_tuples_hot_updated(c.oid) "
+               "FROM pg_class AS c WHERE c.oid = 'sessions'::regclass")
+    started = session.started_at
+    same_minute = started - started % 60 + 30.0 if started % 60 != 30.0 else started + 1.0
+    with psycopg.connect(pg_url) as conn:
+        conn.execute(f'SET search_path TO "{pg_schema}", sessiondb_extensions')
+        texts = lambda uid: [uid, "user", "hi", None, None, None, None, None, None, None, "active"]  # noqa: E731
+        assert conn.execute(one, (session.id, texts("a"), same_minute, same_minute)).fetchone()[0] is not None
+        assert conn.execute(counted).fetchone() == (1, 1)
+        later = same_minute + 3600.0
+        assert conn.execute(one, (session.id, texts("b"), later, later)).fetchone()[0] is not None
+        assert conn.execute(counted).fetchone() == (2, 1)

@@ -28,10 +28,12 @@ _NEVER_ACTIVE = (
 def _selections(command: cmd.Prune) -> list[tuple[str, tuple[Any, ...]]]:
     queries = []
     if command.inactive_before is not None:
-        older = "SELECT id FROM sessions WHERE coalesce(last_activity_at, started_at) < %s"
+        # The minute's bound is implied by the time's; the recent-activity index serves it (migration 0006).
+        older = ("SELECT id FROM sessions WHERE coalesce(last_activity_at, started_at) < %s "
+                 "AND active_minute <= floor(%s / 60)")
         older += "" if command.include_pinned else " AND pinned = 0"
         older += "" if command.include_archived else " AND archived = 0"
-        queries.append((older, (command.inactive_before,)))
+        queries.append((older, (command.inactive_before, command.inactive_before)))
     if command.never_active_at is not None:
         queries.append((_NEVER_ACTIVE, (command.never_active_at - NEVER_ACTIVE_FLOOR_DAYS * 86400,)))
     return queries

@@ -59,22 +59,25 @@ def row(session_id: str, m: NewMessage, seq: int, now: float) -> tuple[Any, ...]
             now if m.timestamp is None else m.timestamp, m.display_kind, m.state)
 
 
-_FRESH_TYPES = ("text", *["text[]"] * 9, "bigint[]", "float8[]", "text[]", "text[]", "bigint", "bigint", "float8")
-_FRESH = "SELECT append_fresh(" + ", ".join(f"%s::{t}" for t in _FRESH_TYPES) + ")"
+#: Where each text column of append_fresh's p_texts sits in a row (migration 0006): uid, role,
+#: content, parts, tool_calls, tool_call_id, tool_name, reasoning, finish_reason, display_kind, state.
+TEXT_COLUMNS = (1, 3, 4, 5, 6, 7, 8, 9, 10, 13, 14)
+_FRESH = "SELECT append_fresh(%s::text, %s::text[], %s::bigint[], %s::float8[], %s::bigint, %s::bigint, %s::float8)"
 
 
 def append_fresh(conn: psycopg.Connection, session_id: str, batch: Sequence[NewMessage],
                  now: float) -> list[Message] | None:
-    """The common append as one statement (migration 0001's append_fresh), run outside a
+    """The common append as one statement (migration 0006's append_fresh), run outside a
     transaction so that one round trip commits it; None, nothing written, when the batch
-    needs the full append (a rotated session or continuation, a uid stored already)."""
+    needs the full append (a rotated session or continuation, a uid stored already).
+    Every text column of the batch travels in one array: the client adapts three arrays
+    per call, whatever the batch holds, instead of one per column."""
     rows = [row(session_id, m, 0, now) for m in batch]
-    columns = [list(column) for column in zip(*rows)]
     active = [(m, r[12]) for m, r in zip(batch, rows) if m.state == _ACTIVE]
     activity = [ts for m, ts in active if m.role in ACTIVITY_ROLES and m.display_kind != INTERNAL_NOTIFICATION]
     result = conn.execute(_FRESH, (
-        session_id, *columns[1:2], *columns[3:], len(active), sum(m.tool_call_total for m, _ in active),
-        max(activity) if activity else None)).fetchone()[0]
+        session_id, [r[i] for r in rows for i in TEXT_COLUMNS], [r[11] for r in rows], [r[12] for r in rows],
+        len(active), sum(m.tool_call_total for m, _ in active), max(activity) if activity else None)).fetchone()[0]
     if result is None:
         return None
     last_seq, ids = result[0], result[1:]

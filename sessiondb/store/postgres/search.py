@@ -9,8 +9,8 @@ terms it has; every term reaches the server as a bound parameter, never as SQL:
   only, each quoted, so nothing of tsquery's syntax can come from what was typed. Groups
   are joined with `&&`, a group's terms with `||`, exclusions with `&& !!`.
 - substrings (CJK text, or substring=True): each term is a LIKE on the folded text
-  (lower case, no accents) with `%`, `_` and `\\` escaped. The trigram index (migration
-  0005) holds only messages whose folded text has a CJK character: it serves a query
+  (lower case, no accents) with `%`, `_` and `\\` escaped. The trigram index (migrations
+  0005 and 0006) holds only messages whose text has a CJK character: it serves a query
   with a group of CJK terms of three characters or more. Any other substring query is
   a scan of the messages its filters select, newest first, stopping once it has the
   newest RANK_WINDOW matches: the same hits, at a cost that grows with the messages
@@ -69,9 +69,10 @@ def _words(query: Query, params: list[Any]) -> str:
 def _substrings(query: Query, params: list[Any]) -> list[str]:
     conditions = []
     if any(all(has_cjk(t.text) for t in group) for group in query.groups):
-        # Implied by a CJK term's LIKE (folding keeps CJK characters), written out so the
-        # planner takes the trigram index, which holds only the messages meeting it.
-        conditions.append(f"has_cjk({_FOLDED})")
+        # Implied by a CJK term's LIKE (folding neither makes nor removes a CJK character),
+        # written out so the planner takes the trigram index, which holds only the messages
+        # meeting it (migration 0006).
+        conditions.append(f"has_cjk({_TEXT})")
     for group in query.groups:
         conditions.append("(" + " OR ".join(f"{_FOLDED} LIKE search_fold(%s)" for _ in group) + ")")
         params += [like_pattern(t.text) for t in group]

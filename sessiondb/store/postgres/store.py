@@ -100,7 +100,7 @@ class PostgresBackend:
         return self._read(partial(sessions.get, session_id=session_id))
 
     def list_sessions(self, query: cmd.ListSessions) -> Page:
-        text, params = listing.sql(query, sessions.COLUMNS, "%s")
+        text, params = listing.sql(query, sessions.COLUMNS, "%s", minute="active_minute")
         return self._read(lambda conn: listing.page([sessions.from_row(r) for r in conn.execute(text, params)],
                                                     query.limit))
 

@@ -18,10 +18,12 @@ import psycopg
 from psycopg import sql
 
 from ....errors import NotASessionStore
-from . import m0001_core, m0002_turns, m0003_lease_holders, m0004_usage_calls, m0005_cheaper_indexing
+from . import (
+    m0001_core, m0002_turns, m0003_lease_holders, m0004_usage_calls, m0005_cheaper_indexing, m0006_hot_appends,
+)
 
 MIGRATIONS = [(m.NAME, m.SQL) for m in (m0001_core, m0002_turns, m0003_lease_holders, m0004_usage_calls,
-                                          m0005_cheaper_indexing)]
+                                          m0005_cheaper_indexing, m0006_hot_appends)]
 #: One key for every schema of a database: the extensions they share are created once too.
 LOCK_KEY = 0x5E55_10DB
 

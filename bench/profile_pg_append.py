@@ -1,0 +1,148 @@
+"""Where an append's time goes on the PostgreSQL server, measured by the server's own CPU time.
+
+    .venv/bin/python bench/profile_pg_append.py [--statements 2000] [--rounds 3]
+
+A fresh server (tests/pgserver.py, fsync and synchronous_commit on) holds one schema per
+variant, each migrated like a real store and then stripped of what the variant leaves
+out; each variant's statement runs on its own connection, every run committed on its
+own as an unbatched append is, rounds alternating between the variants (the machine is
+shared). Each run stores one message (or updates one session row):
+
+- raw: the fleet benchmark's raw loop, a four-column table without any index;
+- messages, bare: the messages table's columns, no index, no search column;
+- then adding, one at a time, the words tsvector, the B-tree indexes, the words GIN
+  index and the CJK trigram index (the whole table as a store has it), that last one
+  also as migration 0005 made it (its condition on the folded text);
+- the session row's update an append makes, with migration 0001's index over
+  `last_activity_at` and with 0006's over the minute (HOT);
+- the whole append_fresh function, as `messages.append_fresh` calls it, with the indexes
+  of 0005 and of 0006, and without any search column.
+
+Prints, for each variant, the CPU time its server process spent per statement (the
+kernel's account, which the load of other work hardly moves: the figure to compare) and
+its statements per second (the best round's, and every round's: these move with the
+load and with the disk's flushes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import random
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+import pgserver  # noqa: E402
+
+import psycopg  # noqa: E402
+
+import sessiondb  # noqa: E402
+
+SESSIONS = 50  # each transaction picks one at random, as a fleet's writers are spread over sessions
+TEXT = "'w says kyoto temple garden market ramen station ticket hotel museum river bridge castle ' || %(u)s"
+INSERT = ("INSERT INTO messages(session_id, uid, seq, role, content, \"timestamp\") VALUES "
+          "(%(s)s, 'u' || %(u)s, 0, 'user', " + TEXT + ", 1.0e9 + %(u)s) ON CONFLICT DO NOTHING")
+RAW = "INSERT INTO raw_messages(session_id, role, content, created) VALUES ('s', 'user', " + TEXT + ", %(u)s)"
+UPDATE = ("UPDATE sessions SET message_count = message_count + 1, tool_call_count = tool_call_count + 0, "
+          "last_activity_at = greatest(last_activity_at, extract(epoch from clock_timestamp())::float8) "
+          "WHERE id = %(s)s")
+FRESH = ("SELECT append_fresh(%(s)s, ARRAY['u' || %(u)s, 'user', " + TEXT + ", NULL, NULL, NULL, NULL, NULL, "
+         "NULL, NULL, 'active'], ARRAY[NULL]::bigint[], ARRAY[1.0e9 + %(u)s]::float8[], 1, 0, "
+         "extract(epoch from clock_timestamp())::float8)")
+
+# What migration 0006 changed, put back: the recent-sessions index over last_activity_at,
+# and the CJK trigram index's condition on the folded text.
+RECENT_0001 = ["DROP INDEX sessions_active_minute",
+               "CREATE INDEX sessions_recent ON sessions((coalesce(last_activity_at, started_at)) DESC, id DESC)"]
+CJK_0005 = ["DROP INDEX messages_cjk_substrings",
+            "CREATE INDEX messages_cjk_substrings ON messages USING gin "
+            "(search_fold(search_text(role, content, parts)) gin_trgm_ops) "
+            "WHERE state <> 'rewound' AND has_cjk(search_fold(search_text(role, content, parts)))"]
+NO_SEARCH = ["DROP INDEX messages_words, messages_cjk_substrings", "ALTER TABLE messages DROP COLUMN words"]
+
+# name: (the statement, what is run on a freshly migrated schema to make the variant)
+VARIANTS: dict[str, tuple[str, list[str]]] = {
+    "raw (4 columns, no index)": (RAW, ["CREATE TABLE raw_messages (session_id text, role text, content text, "
+                                        "created float8)"]),
+    "messages, bare": (INSERT, ["DROP INDEX messages_words, messages_cjk_substrings, messages_uid, "
+                                "messages_session, messages_active",
+                                "ALTER TABLE messages DROP COLUMN words, DROP CONSTRAINT messages_pkey, "
+                                "DROP CONSTRAINT messages_session_id_fkey"]),
+    "+ words tsvector": (INSERT, ["DROP INDEX messages_words, messages_cjk_substrings, messages_uid, "
+                                  "messages_session, messages_active",
+                                  "ALTER TABLE messages DROP CONSTRAINT messages_pkey, "
+                                  "DROP CONSTRAINT messages_session_id_fkey"]),
+    "+ pkey, fkey, 3 B-trees": (INSERT, ["DROP INDEX messages_words, messages_cjk_substrings"]),
+    "+ words GIN": (INSERT, ["DROP INDEX messages_cjk_substrings"]),
+    "+ CJK index, condition on folded text (0005)": (INSERT, CJK_0005),
+    "+ CJK index, condition on the text (0006)": (INSERT, []),
+    "messages, B-trees, no search": (INSERT, NO_SEARCH),
+    "session update, recent index (0001)": (UPDATE, RECENT_0001),
+    "session update, minute index (0006, HOT)": (UPDATE, []),
+    "append_fresh, 0005's indexes": (FRESH, RECENT_0001 + CJK_0005),
+    "append_fresh, 0006": (FRESH, []),
+    "append_fresh, 0006 without search columns": (FRESH, NO_SEARCH),
+}
+
+
+def prepare(url: str, schema: str, statements: list[str]) -> None:
+    sessiondb.open_store(url, schema=schema).close()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"SET search_path TO {schema}, sessiondb_extensions")
+        for s in range(1, SESSIONS + 1):
+            conn.execute("INSERT INTO sessions(id, source, started_at) VALUES (%s, 'bench', 1.0e9)", (f"s{s}",))
+        for statement in statements:
+            conn.execute(statement)
+        conn.execute("VACUUM ANALYZE")
+
+
+def measure(url: str, schema: str, statement: str, count: int, rng: random.Random) -> tuple[float, float]:
+    """(statements per second, the server backend's CPU microseconds per statement) of
+    `count` runs of `statement`, each committed on its own. The CPU time is the kernel's
+    account of the backend process (/proc/PID/schedstat): unlike the rate, it hardly
+    moves with the load of other work on the machine."""
+    with psycopg.connect(url, autocommit=True, prepare_threshold=0) as conn:
+        conn.execute(f"SET search_path TO {schema}, sessiondb_extensions")
+        schedstat = Path(f"/proc/{conn.info.backend_pid}/schedstat")
+        params = [{"s": f"s{rng.randrange(1, SESSIONS + 1)}", "u": rng.randrange(2_000_000_000)} for _ in range(count)]
+        conn.execute(statement, params[0])  # prepared, and the function's plans cached, before the clock
+        cpu, wall = int(schedstat.read_text().split()[0]), time.perf_counter()
+        for p in params[1:]:
+            conn.execute(statement, p)
+        wall, cpu = time.perf_counter() - wall, int(schedstat.read_text().split()[0]) - cpu
+    return (count - 1) / wall, cpu / 1000 / (count - 1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--statements", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    server = pgserver.start_server()
+    rng = random.Random(7)
+    try:
+        url = server.url()
+        schemas = {}
+        for i, (name, (_, statements)) in enumerate(VARIANTS.items()):
+            schemas[name] = f"variant_{i}"
+            prepare(url, schemas[name], statements)
+        runs: dict[str, list[tuple[float, float]]] = {name: [] for name in VARIANTS}
+        for _ in range(args.rounds):
+            for name, (statement, _) in VARIANTS.items():
+                runs[name].append(measure(url, schemas[name], statement, args.statements, rng))
+        print(f"{args.statements} statements per variant and round, {args.rounds} rounds alternating, each "
+              "committed on its own (synchronous_commit on): the server backend's CPU us per statement (median "
+              "of the rounds), the best round's statements/s (the least disturbed by other work) and every round's")
+        for name, figures in runs.items():
+            cpu = statistics.median(c for _, c in figures)
+            rates = [round(t) for t, _ in figures]
+            print(f"{name:46} {cpu:6.0f} us CPU {max(rates):7}/s  {rates}")
+    finally:
+        server.destroy()
+
+
+if __name__ == "__main__":
+    main()
