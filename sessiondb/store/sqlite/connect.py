@@ -111,7 +111,7 @@ def busy_handler(patience: float, sleep: Callable[[float], None] = time.sleep) -
     return handler
 
 
-CACHE_SIZE = -16000  # each connection's page cache per database file (negative: in KiB)
+CACHE_KIB = 16000  # KiB of page cache each connection keeps per database file
 
 
 def connect(path: Path, *, patience: float, vfs: str | None = None, immutable: bool = False) -> apsw.Connection:
@@ -133,7 +133,7 @@ def connect(path: Path, *, patience: float, vfs: str | None = None, immutable: b
         # None of these returns a row, so one string runs them all (APSW runs a statement
         # after a row-returning one only as its rows are read). Read connections then keep
         # a smaller page cache for the store (configure_reader).
-        conn.execute(f"PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY; PRAGMA cache_size={CACHE_SIZE}")
+        conn.execute(f"PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-{CACHE_KIB}")
     except BaseException:
         conn.close()
         raise

@@ -31,7 +31,7 @@ from .safety.containment import (
 from .safety.probe import startup_probe, unclean_shutdown
 from .safety.schema import refuse_damaged_schema
 from .safety.walowner import set_aside_foreign_wal
-from .connect import CACHE_SIZE, configure_reader, configure_writer, connect, set_durability
+from .connect import CACHE_KIB, configure_reader, configure_writer, connect, set_durability
 from .errors import convert
 from .index import schema as index_schema
 from .index.indexer import INDEX_MARKS, STORE_MARKS, Indexer
@@ -265,7 +265,7 @@ class SharedFile:
                                                           immutable=self.full is not None),))
         # An attached file gets SQLite's default cache (2 MB), less than a common word's
         # doclists: searches would read them from the OS again every time.
-        conn.execute(f"PRAGMA idx.cache_size={CACHE_SIZE}")
+        conn.execute(f"PRAGMA idx.cache_size=-{CACHE_KIB}")
         self._attached[id(conn)] = generation
 
     def close(self) -> None:
