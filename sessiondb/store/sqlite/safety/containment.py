@@ -5,9 +5,11 @@ transaction and told of every failure. The first sign of damage (a replaced file
 deleted WAL, structural corruption on a write) is sticky for that file in this process:
 every later write fails fast with the same cause, no handle in the process opens the
 path again, and closing skips the checkpoint, so a damaged file is never made worse by
-the process that noticed it. A replaced file is the exception to "no handle opens the
-path again": its old handles stay refused, and the file now at the path, another
-generation, is opened afresh by new handles (registry.py retires the old one first).
+the process that noticed it. Two exceptions to "no handle opens the path again": a
+replaced file's old handles stay refused, and the file now at the path, another
+generation, is opened afresh by new handles (registry.py retires the old one first); and
+a file this process healed in place (repair.py, which runs only while the process has no
+handle on it) is opened again, so the spool of its refused writes can be replayed.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from ....errors import Cause, StoreDamaged, classify
 from . import walowner
 from .identity import FileGuard, Finding, descriptors_of
 
-# Paths found damaged in this process, with what was found. Never cleared: the remedy is
-# to quit the process, which the guidance says.
+# Paths found damaged in this process, with what was found. Cleared only for a file now
+# at the path (a replaced one) or one this process healed in place with no handle open on
+# it; otherwise the remedy is to quit the process, which the guidance says.
 _damaged: dict[Path, Finding] = {}
 _lock = threading.Lock()
 
@@ -41,6 +44,14 @@ def forget_replaced(path: Path) -> None:
     with _lock:
         if path in _damaged and _damaged[path].cause is Cause.REPLACED:
             del _damaged[path]
+
+
+def forget_healed(path: Path) -> None:
+    """A file this process repaired in place, and examined healthy, while no handle in the
+    process had it open, may be opened again: no handle is left that noticed the damage
+    and could make it worse, and the spool its refused writes went to is replayed into it."""
+    with _lock:
+        _damaged.pop(path, None)
 
 
 def damaged_error(path: Path, finding: Finding) -> StoreDamaged:

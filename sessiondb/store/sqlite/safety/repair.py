@@ -29,7 +29,7 @@ from ....home import SIDECAR_SUFFIXES
 from ....model import SpoolReport
 from ..index import schema as index_schema
 from ..connect import busy_handler
-from . import forensics, ledger
+from . import containment, forensics, ledger
 from .examine import STALE_KEY, Report, advise, examine, recover_steps
 from .holders import holders
 from .identity import descriptors_of
@@ -93,6 +93,7 @@ def repair(db_path: Path | str, *, command: str = "sessiondb", deep: bool = Fals
     after = examine(db_path, deep=deep, command=command)
     if after.damage == NONE and error is None:
         ledger.record_success(db_path, key)
+        containment.forget_healed(db_path)  # the write that found the damage may be spooled
         _replay_and_checkpoint(db_path, after, actions, replay)
         after = examine(db_path, deep=deep, command=command)
         failed = 0
