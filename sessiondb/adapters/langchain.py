@@ -27,10 +27,10 @@ from langchain_core.messages import (
 )
 
 from ..errors import InvalidInput, NotFound
-from ..inputs import new_uid
 from ..model import Message
 from ..store.aio import AsyncStore
 from ..store.contract import Store
+from ..uids import new_uid
 from .binding import BoundToStore, StoreBinding
 
 SOURCE = "langchain"

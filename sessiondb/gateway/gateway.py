@@ -24,9 +24,10 @@ from ..guidance import turn_outcome
 from ..home import DEFAULT_PROFILE, resolve_home
 from ..keys import SessionKey, as_key
 from ..model import INTERNAL_NOTIFICATION, Message, Session
-from ..inputs import identity_of, new_uid, prepare_messages
+from ..inputs import identity_of, prepare_messages
 from ..store.optional import RouteEntry
 from ..turns.records import end_open_turn
+from ..uids import new_uid
 from . import recovery
 from .owners import DEFERRABLE, GatewayStore, OwnerUnavailable, Owners
 from .policies import DEFAULT_FRESHNESS, parse_policy

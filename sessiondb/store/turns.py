@@ -14,7 +14,8 @@ from typing import Any, Callable, Iterable, Mapping
 from .. import guidance
 from ..errors import InvalidInput
 from ..model import Turn, dump_json
-from ..inputs import check_label, check_unicode, new_uid
+from ..inputs import check_label, check_unicode
+from ..uids import new_uid
 from . import arguments as arg
 from . import commands as cmd
 from .backend import Backend

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ....errors import Cause
 from ....files import private_file
-from .watch import NameWatch
+from .watch import EVERYTHING, FILE, FileWatch, concerns
 
 # The identity page holds only the generation stamp; migrations must never add rows to it.
 IDENTITY_TABLE = "store_identity"
@@ -67,8 +67,12 @@ class FileGuard:
         self.wal = wal
         self._wal_fd: int | None = None
         self._wal_identity: tuple[int, int] | None = None
-        # Set up before the WAL's descriptor is first looked at, so nothing falls between.
-        self._wal_names = NameWatch(str(path.parent), f"{path.name}-wal") if wal else None
+        self._wal_name = f"{path.name}-wal"
+        # Set up before the files are first looked at, so no event falls between. Only in
+        # WAL, which runs on local filesystems only (watch.py); without a descriptor of the
+        # database to watch through, the database is looked at every time.
+        self._watch = FileWatch(str(path.parent), (self._wal_name,), db_fd) if wal else None
+        self._database_seen = False  # the database has been looked at since the watch began
         st = os.stat(path)
         self.identity = (st.st_dev, st.st_ino)
 
@@ -77,6 +81,7 @@ class FileGuard:
         offset = (identity_page - 1) * self.page_size
         moved = offset != self._page_offset
         self._page_offset = offset
+        self._database_seen = False  # the next check reads the page at its new place
         return moved
 
     def check(self) -> Finding | None:
@@ -84,8 +89,20 @@ class FileGuard:
 
         Everything is read through the descriptors SQLite holds (fstat, pread): a path
         lookup per write would cost more, and a file unlinked or renamed over shows as a
-        link count of zero on the descriptor that still points at it.
+        link count of zero on the descriptor that still points at it. Each file is looked
+        at only when the watch saw an event that may concern it (watch.py).
         """
+        changes = self._watch.changes() if self._watch is not None else EVERYTHING
+        finding = self._check_database(changes)
+        if finding is None and self.wal:
+            finding = self._check_wal(changes)
+        return finding
+
+    def _check_database(self, changes: frozenset[str]) -> Finding | None:
+        if (self._database_seen and self._watch is not None and self._watch.watches_file
+                and not concerns(changes, FILE)):
+            return None  # neither written to nor (un)linked since it was last looked at
+        self._database_seen = True
         st = _held(self._db_fd, self.identity)
         if st is None:  # no descriptor of ours to look through: compare the path's inode
             try:
@@ -97,10 +114,8 @@ class FileGuard:
         elif st.st_nlink == 0:
             return Finding(Cause.REPLACED, f"{self.path} was removed or replaced by another file while in use")
         else:
-            finding = self._check_identity_page()
-            if finding is not None:
-                return finding
-        return self._check_wal() if self.wal else None
+            return self._check_identity_page()
+        return None
 
     def _check_identity_page(self) -> Finding | None:
         fd = self._db_fd
@@ -114,7 +129,7 @@ class FileGuard:
             return Finding(Cause.REPLACED, f"{self.path} was overwritten with another database while in use")
         return None
 
-    def _check_wal(self) -> Finding | None:
+    def _check_wal(self, changes: frozenset[str]) -> Finding | None:
         wal_path = f"{self.path}-wal"
         if self._wal_fd is None:
             fds = descriptors_of(wal_path)
@@ -122,7 +137,7 @@ class FileGuard:
                 return None  # SQLite has not opened the WAL yet
             self._wal_fd = fds[0]
             self._wal_identity = _identity_of(self._wal_fd)
-        elif not self._wal_names.changed():
+        elif not concerns(changes, self._wal_name):
             return None  # no name event for the WAL since the last look: still the one we hold
         st = _held(self._wal_fd, self._wal_identity)
         if st is None:
@@ -133,8 +148,8 @@ class FileGuard:
         return None
 
     def close(self) -> None:
-        if self._wal_names is not None:
-            self._wal_names.close()
+        if self._watch is not None:
+            self._watch.close()
 
     def capture_retired_wal(self, directory: Path) -> Path | None:
         """Copy the deleted WAL, through the descriptor still open on it, with a manifest."""
