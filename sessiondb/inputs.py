@@ -55,12 +55,20 @@ def clean_title(title: str | None) -> str | None:
 def check_unicode(value: str, what: str) -> str:
     """Refuse text SQLite cannot store: an unpaired surrogate (from a JSON "\\ud800" escape
     or a surrogate-escaped file name) has no UTF-8 form."""
+    utf8_size(value, what)
+    return value
+
+
+def utf8_size(value: str, what: str) -> int:
+    """The bytes of `value` in UTF-8, refusing what check_unicode refuses. Encoded once at
+    most: ASCII text (known without a scan) is its own length."""
+    if value.isascii():
+        return len(value)
     try:
-        value.encode("utf-8")
+        return len(value.encode("utf-8"))
     except UnicodeEncodeError as exc:
         raise InvalidInput(f"{what} is not valid Unicode text: it holds an unpaired surrogate at "
                            f"character {exc.start}") from None
-    return value
 
 
 def check_label(value: Any, what: str, *, required: bool = False) -> str | None:
@@ -195,11 +203,16 @@ _INPUT_FIELDS = frozenset(
 )
 
 
+def _is_mapping(value: Any) -> bool:
+    # A plain dict first: isinstance against the Mapping ABC costs a microsecond a message.
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def identity_of(raw: Any) -> Any:
     """The uid a message handed to a write already carries (given, or kept by a read), or None."""
     if isinstance(raw, Message):
         return raw.uid
-    if not isinstance(raw, Mapping):
+    if not _is_mapping(raw):
         return None
     uid = raw.get("uid")
     return raw.uid if uid is None and isinstance(raw, ModelMessage) else uid
@@ -211,7 +224,7 @@ def prepare_message(raw: Message | Mapping[str, Any], index: int = 0, limits: Me
     where = where or f"message {index}"
     if isinstance(raw, Message):
         data: Mapping[str, Any] = raw.to_dict()
-    elif isinstance(raw, Mapping):
+    elif _is_mapping(raw):
         data = raw
     else:
         raise InvalidInput(f"{where}: expected a dict or Message, not {type(raw).__name__}")
@@ -243,15 +256,15 @@ def prepare_message(raw: Message | Mapping[str, Any], index: int = 0, limits: Me
     text: str | None = None
     parts: str | None = None
     if isinstance(content, str):
-        text = check_unicode(content, f"{where}: content")
-        size = len(text.encode("utf-8"))
+        text = content
+        size = utf8_size(content, f"{where}: content")
     elif isinstance(content, list):
         if len(content) > limits.max_parts:
             raise InvalidInput(f"{where}: content has {len(content):,} parts; the limit is {limits.max_parts:,} "
                                "parts per message (MessageLimits.max_parts)")
         parts = dump_json(content, f"{where}: content")
         text = check_unicode(content_text(content), f"{where}: content")
-        size = len(parts.encode("utf-8"))
+        size = utf8_size(parts, f"{where}: content")
     elif content is not None:
         raise InvalidInput(f"{where}: content must be text, a list of parts or None")
     else:
@@ -313,7 +326,7 @@ def _optional(check: Any, value: Any, where: str, field: str) -> Any:
 
 def prepare_messages(messages: Any, limits: MessageLimits = MessageLimits()) -> list[NewMessage]:
     """Validate an append's input: one message or an iterable of them."""
-    if isinstance(messages, (Message, Mapping)):
+    if isinstance(messages, Message) or _is_mapping(messages):
         messages = [messages]
     elif isinstance(messages, (str, bytes)) or not hasattr(messages, "__iter__"):
         raise InvalidInput(f"messages must be a message or a list of messages, not {type(messages).__name__}")
