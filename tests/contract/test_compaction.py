@@ -271,6 +271,27 @@ def test_s06_a_summary_keeps_recent_messages_verbatim_by_uid_without_copying_the
     assert sorted(uids) == sorted({*uids}) and len(uids) == 11
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_s06_appends_after_a_summary_that_ends_with_a_kept_message_number_on_from_the_summary(store, sid, mode):
+    """A kept message takes the summary's seq: an append numbers its row one past the
+    session's last, and a kept row that kept its old seq would send the numbering back to
+    a seq an earlier row holds (found by the lineage model after a rewind, a compaction
+    that kept a message, a restore and a second rewind)."""
+    newest = store.transcript(sid)[-1]
+    keep = store.transcript(sid)[1].to_dict()
+    lease = store.begin_compaction(sid)
+    live = store.commit_compaction(lease, [summary(uid="gist"), keep], mode=mode)
+    assert [m.seq for m in store.transcript(live.id)] == [newest.seq, newest.seq]
+    [after] = store.append(live.id, user("and then", uid="after"))
+    assert after.seq == newest.seq + 1
+    kept = store.transcript(live.id)[1]
+    assert store.rewind(live.id, kept.id) == 1  # `after` rewound: the kept row is the live end
+    [later] = store.append(live.id, user("later still", uid="later"))
+    assert later.seq == newest.seq + 2
+    report = store.verify()
+    assert report.ok, report.problems
+
+
 # --- S-08 Background writes are not activity --------------------------------------------------
 
 

@@ -101,9 +101,11 @@ def test_a_seq_that_falls_as_the_id_rises_is_reported(path):
 
 @pytest.mark.parametrize("mode", ["in_place", "rotate"])
 def test_messages_a_compaction_kept_verbatim_after_its_summary_are_not_disorder(tmp_path, mode):
-    # The summary takes the seq of the newest message it replaces; the kept ones keep theirs,
-    # lower. Rows rewound before the compaction and restored after it come first (in place).
-    with sessiondb.open_store(tmp_path / "kept.db") as store:
+    # The summary, kept messages too, takes the seq of the newest message it replaces; in a
+    # store compacted by an older sessiondb the kept ones kept theirs, lower. Rows rewound
+    # before the compaction and restored after it come first (in place).
+    db = tmp_path / "kept.db"
+    with sessiondb.open_store(db) as store:
         sid = store.create_session("cli").id
         store.append(sid, [user("rewound one", uid="r1"), user("rewound two", uid="r2")])
         store.rewind(sid, 0)
@@ -113,6 +115,13 @@ def test_messages_a_compaction_kept_verbatim_after_its_summary_are_not_disorder(
                                        mode=mode)
         store.restore_rewound(sid)
         # The summary's seq is that of the archived message: in the session, or in the parent.
+        assert [m.seq for m in store.transcript(live.id)][-3:] == [5, 5, 5]
+        assert store.verify().problems == []
+    conn = apsw.Connection(str(db))  # the layout an older sessiondb wrote
+    conn.execute("UPDATE messages SET seq = 3 WHERE uid = 'k1' AND state = 'active'")
+    conn.execute("UPDATE messages SET seq = 4 WHERE uid = 'k2' AND state = 'active'")
+    conn.close()
+    with sessiondb.open_store(db) as store:
         assert [m.seq for m in store.transcript(live.id)][-3:] == [5, 3, 4]
         assert store.verify().problems == []
 

@@ -138,7 +138,8 @@ def commit(conn: psycopg.Connection, lease: Lease, batch: Sequence[NewMessage], 
     rows: list[tuple[Any, ...]] = []
     for item in plan:
         if isinstance(item, int):
-            rows.append((target, *kept[item]))
+            uid, _seq, *rest = kept[item]  # a kept row takes the summary's seq (see sqlite/compaction.py)
+            rows.append((target, uid, summary_seq, *rest))
         else:
             rows.append(messages.row(target, item, summary_seq, now))
     rows.extend((target, *r[1:]) for r in sorted(tail))

@@ -17,8 +17,10 @@ A summary message whose uid is already stored in the session is a message the
 compaction keeps verbatim: it is moved to its place in the summary, not archived and not
 stored twice. If it sits above the watermark it simply stays in the tail.
 
-Summary rows take the seq of the newest message at or below the watermark (the last one
-they stand for), so later appends keep numbering from where the conversation was. A
+Summary rows, kept ones too, take the seq of the newest message at or below the watermark
+(the last one they stand for), so later appends keep numbering from where the conversation
+was: an append numbers its row one past the session's last row, and a kept message that
+ends the summary with the lower seq it had would send the numbering back. A
 compaction never moves the session's last_activity_at (S-08); a rotated child inherits
 its parent's.
 """
@@ -85,7 +87,8 @@ def commit(conn: apsw.Connection, lease: Lease, batch: Sequence[NewMessage], mod
     rows: list[tuple[Any, ...]] = []
     for item in plan:
         if isinstance(item, int):
-            rows.append((target, *kept[item]))
+            uid, _seq, *rest = kept[item]
+            rows.append((target, uid, summary_seq, *rest))
         else:
             m = item
             rows.append((target, m.uid, summary_seq, m.role, m.content, m.parts, m.tool_calls, m.tool_call_id,

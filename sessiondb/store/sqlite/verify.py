@@ -108,10 +108,10 @@ def _counters(conn: apsw.Connection, report: VerifyReport) -> None:
 
 def _order(conn: apsw.Connection, report: VerifyReport) -> None:
     # Appends number each row one past the last, so seq is unique until a compaction: its
-    # summary takes the seq of the newest row it replaces, and the rows it keeps verbatim
-    # follow with the lower seq they had. A fall right after a row whose seq another row
-    # of the session shares (or of the parent it was rotated from) is that head; any other
-    # fall is disorder.
+    # summary takes the seq of the newest row it replaces (and so do the rows it keeps
+    # verbatim; in older stores they follow with the lower seq they had). A fall right after a
+    # row whose seq another row of the session shares (or of the parent it was rotated
+    # from) is such a head; any other fall is disorder.
     rows = conn.execute(
         "SELECT session_id, id, seq, before FROM (SELECT session_id, id, seq, lag(seq) OVER w AS before, "
         "lag(id) OVER w AS before_id FROM messages WHERE state = 'active' "
