@@ -24,8 +24,8 @@ _INSERT = (
     "INSERT INTO messages(session_id, uid, seq, role, content, parts, tool_calls, tool_call_id, "
     "tool_name, reasoning, finish_reason, token_count, timestamp, display_kind, state) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-    "ON CONFLICT(session_id, uid) DO NOTHING RETURNING id"
-)
+    "ON CONFLICT(session_id, uid) DO NOTHING"
+)  # no RETURNING: it builds a temporary b-tree per statement; changes() and the rowid tell
 
 
 def from_row(row: tuple[Any, ...]) -> Message:
@@ -64,8 +64,8 @@ def append(conn: apsw.Connection, session_id: str, batch: Sequence[NewMessage], 
         row = (session_id, m.uid, seq + 1, m.role, m.content, m.parts, m.tool_calls, m.tool_call_id,
                m.tool_name, m.reasoning, m.finish_reason, m.token_count, timestamp, m.display_kind,
                m.state)
-        inserted = conn.execute(_INSERT, row).fetchone()
-        if inserted is None:
+        conn.execute(_INSERT, row)
+        if not conn.changes():  # the uid is stored already (DO NOTHING)
             existing = get_by_uid(conn, session_id, m.uid)
             if not m.same_payload(existing):
                 raise MessageConflict(
@@ -75,7 +75,7 @@ def append(conn: apsw.Connection, session_id: str, batch: Sequence[NewMessage], 
             stored.append(existing)
             continue
         seq += 1
-        stored.append(from_row((inserted[0], *row)))
+        stored.append(from_row((conn.last_insert_rowid(), *row)))
         if m.state == MessageState.ACTIVE.value:
             added_active += 1
             added_tool_calls += m.tool_call_total
