@@ -292,14 +292,22 @@ def index_batch(conn: apsw.Connection, limit: int) -> bool:
 
 def _add(conn: apsw.Connection, rows: Iterable[tuple[int, str]]) -> tuple[int, int]:
     """Index rows as they are read (a batch of long texts is never all in memory); returns
-    how many and the last id."""
+    how many and the last id. One prepared statement per index for the whole batch."""
     count = last = 0
-    for mid, text in rows:
-        conn.execute(f"INSERT INTO {schema.WORDS}(rowid, text) VALUES (?, ?)", (mid, text))
-        runs = cjk_runs(text)
-        if runs:
-            # Only the runs of CJK text: the word index serves the rest, and trigrams of the
-            # whole text would be most of the index's bytes.
-            conn.execute(f"INSERT INTO {schema.CJK}(rowid, text) VALUES (?, ?)", (mid, "\n".join(runs)))
-        count, last = count + 1, mid
+    cjk: list[tuple[int, str]] = []
+
+    def words() -> Iterable[tuple[int, str]]:
+        nonlocal count, last
+        for mid, text in rows:
+            runs = cjk_runs(text)
+            if runs:
+                # Only the runs of CJK text: the word index serves the rest, and trigrams of
+                # the whole text would be most of the index's bytes.
+                cjk.append((mid, "\n".join(runs)))
+            count, last = count + 1, mid
+            yield mid, text
+
+    conn.executemany(f"INSERT INTO {schema.WORDS}(rowid, text) VALUES (?, ?)", words())
+    if cjk:
+        conn.executemany(f"INSERT INTO {schema.CJK}(rowid, text) VALUES (?, ?)", cjk)
     return count, last
