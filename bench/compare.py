@@ -448,9 +448,11 @@ def why_missed(r: dict) -> list[str]:
         lines.append(
             f"- **Threads:** group commit lifts sessiondb from {one:,.0f} to {eight:,.0f} messages/s "
             f"({eight / one:.1f}x); with two cores and one GIL the per-message CPU bounds it once fsyncs "
-            "are shared: each append of a group still runs its own statements and Python (the instruction "
-            "counts below), and each group's commit writes, for every session in it, a page of each of the "
-            "three message indexes (uid, session order, active rows).")
+            "are shared. The committing thread is busy nearly all the time: each append of a group runs its "
+            "own statements and Python (about half of an append's instructions, below, are the "
+            "interpreter's), each statement hands the GIL to a thread preparing its next message and waits "
+            "to get it back, and a group holds about half of the eight threads (one half prepares while "
+            "the other commits).")
     search_missed = any(t["name"].startswith("search") for t in missed)
     queries = (w["search"]["systems"].get("sessiondb-full", {}).get("queries") or {}) if search_missed else {}
     slow = sorted(queries.items(), key=lambda kv: -kv[1]["median_ms"])[:3]
