@@ -411,28 +411,28 @@ def why_missed(r: dict) -> list[str]:
     def v(work, key):
         return w[work]["systems"].get(key, {}).get("median")
 
+    def missed_target(*prefixes: str) -> bool:  # each bullet explains only a target this run missed
+        return any(t["name"].startswith(prefixes) for t in missed)
+
     lines = ["### Why the missed targets are missed (from this run's own figures)", ""]
     raw_full, raw_norm = v("one", "raw-full"), v("one", "raw-normal")
     one, one_normal, eight = v("one", "sessiondb-full"), v("one", "sessiondb-normal"), v("threads", "sessiondb-full")
-    if not any(t["name"].startswith("one writer vs the raw") for t in missed):
-        raw_full = raw_norm = None  # the one-writer bullets explain only a missed one-writer target
-    if not any(t["name"].startswith("8 threads") for t in missed):
-        eight = None
-    if raw_full and raw_norm:
+    one_writer_missed = missed_target("one writer vs the raw")
+    if one_writer_missed and raw_full and raw_norm:
         lines.append(
             f"- **Where a commit's time goes here.** A durable commit costs about "
             f"{1000 / raw_full - 1000 / raw_norm:.2f} ms on this disk (the raw loop at sync FULL against NORMAL; "
             f"a bare 4 KiB fsync measured {r['machine']['fsync_ms']:.2f} ms). The search index is no longer in "
             "the acknowledged transaction: an append writes the message row, its three b-tree index "
             "entries and the session's counters.")
-    if one and raw_full and one_normal and raw_norm:
+    if one_writer_missed and one and raw_full and one_normal and raw_norm:
         lines.append(
             f"- **One writer:** sessiondb spends {1000 / one - 1000 / raw_full:.2f} ms per append more than the "
             f"raw loop at FULL ({one / raw_full:.2f}x its rate) and {1000 / one_normal - 1000 / raw_norm:.2f} ms "
             "more at NORMAL: the Python of the call (validation, the unit of work, the acknowledgement), the "
             "session row's head and counters, the uid index, and the indexer catching up on the other core.")
-    raw_indexed = v("one", "raw-idx-full") if raw_full else None
-    if raw_indexed and raw_full:
+    raw_indexed = v("one", "raw-idx-full")
+    if one_writer_missed and raw_indexed and raw_full:
         lines.append(
             f"- **The floor of one writer against the raw loop:** plain APSW writing one row into sessiondb's "
             f"own schema (its uid, session-order and active-row indexes, nothing else) already runs at "
@@ -444,7 +444,7 @@ def why_missed(r: dict) -> list[str]:
             "bare INSERT into its own indexes: not reachable by trimming, only by a schema with fewer "
             "indexes per message (one index for session order and live rows), which is left for a "
             "decision of its own.")
-    if eight and one:
+    if missed_target("8 threads") and eight and one:
         lines.append(
             f"- **Threads:** group commit lifts sessiondb from {one:,.0f} to {eight:,.0f} messages/s "
             f"({eight / one:.1f}x); with two cores and one GIL the per-message CPU bounds it once fsyncs "
@@ -453,16 +453,15 @@ def why_missed(r: dict) -> list[str]:
             "interpreter's), each statement hands the GIL to a thread preparing its next message and waits "
             "to get it back, and a group holds about half of the eight threads (one half prepares while "
             "the other commits).")
-    search_missed = any(t["name"].startswith("search") for t in missed)
-    queries = (w["search"]["systems"].get("sessiondb-full", {}).get("queries") or {}) if search_missed else {}
-    slow = sorted(queries.items(), key=lambda kv: -kv[1]["median_ms"])[:3]
+    search = w["search"]["systems"].get("sessiondb-full", {}) if missed_target("search") else {}
+    slow = sorted((search.get("queries") or {}).items(), key=lambda kv: -kv[1]["median_ms"])[:3]
     if slow:
         lines.append(
             "- **Search p50:** the slowest queries are common words and OR groups ("
             + ", ".join(f"`{q}` {v['median_ms']:.1f} ms" for q, v in slow)
             + f"): each ranks the newest {RANK_WINDOW:,} of its matches by bm25, a lookup into `messages` "
             "per match for the state and filters; the search profile below takes the ranking statement apart.")
-    if any(t["name"].startswith(("resume", "peak memory")) for t in missed):
+    if missed_target("resume", "peak memory"):
         lines.append(
             "- **Resume and memory:** `resume` selects only the columns a model is shown and builds each "
             "`ModelMessage` straight from its row (`store/model_rows.py`); OpenAI's `get_items` returns the "

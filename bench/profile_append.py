@@ -54,7 +54,7 @@ def appends(directory: Path, texts: list[str], *, indexing: bool = True, batch: 
         for i in range(0, len(messages), batch):
             store.append(sid, messages[i] if batch == 1 else messages[i:i + batch])
         if catch_up:
-            indexer.Indexer.catch_up(store._open()._file.indexer)
+            store._open()._file.indexer.catch_up()
 
 
 def run_counted(system: str, n: int) -> None:
