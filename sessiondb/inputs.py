@@ -18,11 +18,11 @@ from datetime import datetime
 from typing import Any
 
 from .errors import InvalidInput
-from .uids import new_uid
 from .model import (
     INTERNAL_NOTIFICATION, MAX_COUNT, MAX_NAME_LENGTH, MAX_SESSION_ID_LENGTH, MAX_TIMESTAMP, MAX_TITLE_LENGTH,
     MAX_UID_LENGTH, Message, MessageLimits, MessageState, ModelMessage, Role, Session, content_text, dump_json,
 )
+from .uids import new_uid
 
 
 def new_session_id(now: float) -> str:
