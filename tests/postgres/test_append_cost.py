@@ -1,0 +1,65 @@
+"""What an append reads on the server does not grow with its session (migration 0007)."""
+
+from __future__ import annotations
+
+import time
+
+import psycopg
+
+import sessiondb
+from sessiondb.inputs import prepare_messages
+from sessiondb.store.postgres import messages
+
+# Rows its index scans fetched in this transaction, over every index of `messages`.
+READS = ("SELECT sum(pg_stat_get_xact_tuples_fetched(indexrelid)) FROM pg_index "
+         "WHERE indrelid = 'messages'::regclass")
+
+
+def test_an_append_reads_the_same_few_rows_in_a_session_of_five_thousand(pg_url, pg_schema):
+    with sessiondb.open_store(pg_url, schema=pg_schema) as store:
+        session_id = store.create_session("cli").id
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f'SET search_path TO "{pg_schema}", sessiondb_extensions')
+
+        def append(text: str) -> None:
+            assert messages.append_fresh(conn, session_id, prepare_messages({"role": "user", "content": text}),
+                                         time.time()) is not None
+
+        # The connection plans append_fresh's statements while the session is small, as a
+        # new store's first appends do; then the session grows under those plans.
+        for i in range(10):
+            append(f"early {i}")
+        conn.execute("INSERT INTO messages(session_id, uid, seq, role, content, \"timestamp\", state) "
+                     "SELECT %s, 'bulk-' || n, 10 + n, 'user', 'filler', n, 'active' "
+                     "FROM generate_series(1, 5000) AS n", (session_id,))
+        with conn.transaction():
+            for i in range(10):
+                append(f"late {i}")
+            fetched = conn.execute(READS).fetchone()[0]
+        seqs = [row[0] for row in conn.execute(
+            "SELECT seq FROM messages WHERE session_id = %s ORDER BY id DESC LIMIT 3", (session_id,))]
+    # Each append reads a row or two (the session's last, for its seq); checking the uids by
+    # reading the session's rows, as migration 0006's function did with the plan it kept,
+    # fetched 5,000 a time.
+    assert fetched <= 3 * 10, fetched
+    assert seqs == [5020, 5019, 5018]
+
+
+def test_a_fresh_append_of_a_stored_or_repeated_uid_writes_nothing_and_the_full_append_decides(pg_url, pg_schema):
+    with sessiondb.open_store(pg_url, schema=pg_schema) as store:
+        session_id = store.create_session("cli").id
+        first = store.append(session_id, {"role": "user", "content": "one", "uid": "u-1"})
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(f'SET search_path TO "{pg_schema}", sessiondb_extensions')
+            stored = prepare_messages([{"role": "user", "content": "two", "uid": "u-2"},
+                                       {"role": "user", "content": "one", "uid": "u-1"}])
+            twice = prepare_messages([{"role": "user", "content": "three", "uid": "u-3"},
+                                      {"role": "user", "content": "three", "uid": "u-3"}])
+            assert messages.append_fresh(conn, session_id, stored, time.time()) is None
+            assert messages.append_fresh(conn, session_id, twice, time.time()) is None
+            assert conn.execute("SELECT count(*) FROM messages").fetchone()[0] == 1
+        again = store.append(session_id, [{"role": "user", "content": "two", "uid": "u-2"},
+                                          {"role": "user", "content": "one", "uid": "u-1"}])
+        assert again[1] == first[0] and again[0].seq == 2
+        assert [m.uid for m in store.transcript(session_id)] == ["u-1", "u-2"]
+        assert store.get_session(session_id).message_count == 2 and store.verify().problems == []
