@@ -22,6 +22,13 @@ Prints, for each variant, the CPU time its server process spent per statement (t
 kernel's account, which the load of other work hardly moves: the figure to compare) and
 its statements per second (the best round's, and every round's: these move with the
 load and with the disk's flushes).
+
+    .venv/bin/python bench/profile_pg_append.py --long-session 10000
+
+instead appends that many messages to one session through `messages.append_fresh`, on
+one connection from the session's first message on (as a new store's first connection
+does), for a store migrated up to 0006 and for one migrated up to 0007, and prints the
+server's CPU per append for each fifth of the session.
 """
 
 from __future__ import annotations
@@ -40,6 +47,8 @@ import pgserver  # noqa: E402
 import psycopg  # noqa: E402
 
 import sessiondb  # noqa: E402
+from sessiondb.inputs import prepare_messages  # noqa: E402
+from sessiondb.store.postgres import messages, migrations  # noqa: E402
 
 SESSIONS = 50  # each transaction picks one at random, as a fleet's writers are spread over sessions
 TEXT = "'w says kyoto temple garden market ramen station ticket hotel museum river bridge castle ' || %(u)s"
@@ -116,15 +125,51 @@ def measure(url: str, schema: str, statement: str, count: int, rng: random.Rando
     return (count - 1) / wall, cpu / 1000 / (count - 1)
 
 
+def backend_cpu_us(conn: psycopg.Connection) -> float:
+    return int(Path(f"/proc/{conn.info.backend_pid}/schedstat").read_text().split()[0]) / 1000
+
+
+def long_session(url: str, count: int) -> None:
+    """Server CPU per append as one session grows, under migration 0006's append_fresh and 0007's."""
+    bands = 5
+    for upto in ("0006", "0007"):
+        schema = f"long_{upto}"
+        known = migrations.MIGRATIONS
+        migrations.MIGRATIONS = [m for m in known if m[0][:4] <= upto]
+        try:
+            with sessiondb.open_store(url, schema=schema) as store:
+                session_id = store.create_session("bench").id
+        finally:
+            migrations.MIGRATIONS = known
+        batches = [prepare_messages({"role": "user", "content": f"message {i} says kyoto temple garden market"})
+                   for i in range(count)]
+        figures = []
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f"SET search_path TO {schema}, sessiondb_extensions")
+            for band in range(bands):
+                cpu = backend_cpu_us(conn)
+                part = batches[band * count // bands:(band + 1) * count // bands]
+                for batch in part:
+                    messages.append_fresh(conn, session_id, batch, time.time())
+                figures.append((backend_cpu_us(conn) - cpu) / len(part))
+        print(f"append_fresh of {upto}, one session of {count}: server CPU us per append, by fifth of the session: "
+              + ", ".join(f"{f:.0f}" for f in figures))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--statements", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--long-session", type=int, default=0, metavar="N",
+                        help="instead: N appends to one session, under migration 0006's function and 0007's")
     args = parser.parse_args()
     server = pgserver.start_server()
     rng = random.Random(7)
     try:
         url = server.url()
+        if args.long_session:
+            long_session(url, args.long_session)
+            return
         schemas = {}
         for i, (name, (_, statements)) in enumerate(VARIANTS.items()):
             schemas[name] = f"variant_{i}"

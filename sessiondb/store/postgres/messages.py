@@ -67,9 +67,10 @@ _FRESH = "SELECT append_fresh(%s::text, %s::text[], %s::bigint[], %s::float8[], 
 
 def append_fresh(conn: psycopg.Connection, session_id: str, batch: Sequence[NewMessage],
                  now: float) -> list[Message] | None:
-    """The common append as one statement (migration 0006's append_fresh), run outside a
-    transaction so that one round trip commits it; None, nothing written, when the batch
-    needs the full append (a rotated session or continuation, a uid stored already).
+    """The common append as one statement (append_fresh: migration 0006's arguments, 0007's
+    uid check), run outside a transaction so that one round trip commits it; None, nothing
+    written, when the batch needs the full append (a rotated session or continuation, a
+    uid stored already or given twice).
     Every text column of the batch travels in one array: the client adapts three arrays
     per call, whatever the batch holds, instead of one per column."""
     rows = [row(session_id, m, 0, now) for m in batch]
