@@ -18,13 +18,15 @@ each term is matched as a literal substring, `*` is literal and parentheses are 
 Nothing here does I/O; backends turn a Query into their own syntax (FTS5 strings, tsquery)
 with every term passed as data, never as syntax. The substring helpers at the end (a LIKE
 pattern with its wildcards escaped, a snippet around substring matches) are the same for
-every backend.
+every backend, and so is what a substring match folds (`fold`).
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 
 HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE = "<mark>", "</mark>"  # around each match in a snippet
 ELLIPSIS = "…"  # where a snippet cuts the text
@@ -240,10 +242,53 @@ def like_pattern(text: str) -> str:
     return f"%{escaped}%"
 
 
+# Letters with no canonical decomposition that PostgreSQL's unaccent folds all the same
+# (looked up after lower-casing, so Æ, Ø and Ǆ go too); of Cyrillic, unaccent folds ё only.
+_LETTERS = {"ß": "ss", "æ": "ae", "œ": "oe", "ø": "o", "ł": "l", "đ": "d", "ð": "d", "þ": "th", "ı": "i",
+            "ĳ": "ij", "ſ": "s", "ŉ": "'n", "ħ": "h", "ĸ": "q", "ŀ": "l", "ŋ": "n", "ŧ": "t", "ǆ": "dz", "ǉ": "lj",
+            "ǌ": "nj", "ё": "е"}
+_ACCENTS = re.compile("[\u0300-\u036f]+")  # the combining diacritics of Latin, Greek and Cyrillic
+
+
+def _fold_slowly(character: str) -> str:
+    if "\ufb00" <= character <= "\ufb06" or "\uff01" <= character <= "\uff5e":
+        return unicodedata.normalize("NFKC", character).lower()  # ligatures, full-width forms
+    if "\u0400" <= character <= "\u052f":
+        return _LETTERS.get(character, character)  # й stays й, as in unaccent
+    bare = _ACCENTS.sub("", unicodedata.normalize("NFD", character))
+    return _LETTERS.get(bare, bare)
+
+
+# Every character that fold changes once the text is lower-cased, looked up in a table
+# made once: the accented letters of Latin-1 to Latin Extended-B, Greek, Latin and Greek
+# Extended, the letters above, the combining diacritics themselves, ligatures (ﬁ) and
+# full-width forms (Ａ).
+_FOLDED = {c: f for c in map(chr, [*range(0xC0, 0x250), *range(0x300, 0x530), *range(0x1E00, 0x2000),
+                                   *range(0xFB00, 0xFB07), *range(0xFF01, 0xFF5F)])
+           if (f := _fold_slowly(c)) != c}
+_FOLDABLE = re.compile("[" + "".join(map(re.escape, _FOLDED)) + "]")
+
+
+def fold(text: str) -> str:
+    """What substring matching compares, on every backend: lower case, without accents.
+
+    The accents are the combining diacritics of Latin, Greek and Cyrillic letters (é, ü,
+    ñ, ç, å, ő...), taken off their canonical decomposition, and the letters listed in
+    _LETTERS are spelled out, as PostgreSQL's `lower(unaccent(...))` does (the
+    `search_fold` of that backend); ligatures and full-width forms become the letters
+    they are made of (ﬁ, Ａ). Other scripts are kept as they are. Called for every row a
+    substring scan reads, so only the accented letters a text holds are looked up, in a
+    table made once (tests/postgres/test_substring_folding.py holds it to the server's)."""
+    lowered = text.lower()
+    if lowered.isascii():
+        return lowered
+    return _FOLDABLE.sub(lambda found: _FOLDED[found.group()], lowered)
+
+
 def like_snippet(text: str, needles: list[str]) -> str:
     """A snippet around the first needle found in `text`, every occurrence highlighted."""
-    folded = _fold(text)
-    found = [(folded.find(_fold(n)), n) for n in needles if n]
+    folded = _fold_in_place(text)
+    found = [(folded.find(_fold_in_place(n)), n) for n in needles if n]
     found = [(at, n) for at, n in found if at >= 0]
     if not found:
         return text[: 2 * LIKE_SNIPPET_CONTEXT]
@@ -253,7 +298,7 @@ def like_snippet(text: str, needles: list[str]) -> str:
     window, window_folded = text[start:end], folded[start:end]
     marks: list[tuple[int, int]] = []
     for n in needles:
-        n_folded, pos = _fold(n), 0
+        n_folded, pos = _fold_in_place(n), 0
         while n_folded and (pos := window_folded.find(n_folded, pos)) >= 0:
             marks.append((pos, pos + len(n_folded)))
             pos += len(n_folded)
@@ -267,7 +312,16 @@ def like_snippet(text: str, needles: list[str]) -> str:
     return (ELLIPSIS if start else "") + "".join(out) + (ELLIPSIS if end < len(text) else "")
 
 
-def _fold(text: str) -> str:
-    """Lower-cased, when that keeps every character's position (so offsets still match)."""
-    lowered = text.lower()
-    return lowered if len(lowered) == len(text) else text
+def _fold_in_place(text: str) -> str:
+    """`fold`, character by character where that keeps every character's position (so
+    offsets into the fold are offsets into the text); a character whose fold is longer or
+    empty (ß, a lone accent) is kept as it is."""
+    if text.isascii():
+        return text.lower()
+    return "".join(map(_fold_character, text))
+
+
+@lru_cache(maxsize=4096)
+def _fold_character(character: str) -> str:
+    folded = fold(character)
+    return folded if len(folded) == 1 else character

@@ -97,6 +97,25 @@ def test_substring_mode_matches_inside_words(store, kyoto):
     assert store.search("ushim") == []
 
 
+def test_substrings_fold_case_and_accents_alike_on_every_backend(store):
+    store.append(store.create_session("cli").id, [
+        {"uid": "fr", "role": "user", "content": "Rendez-vous à l'École, puis un CAFÉ crème."},
+        {"uid": "de", "role": "user", "content": "Die Straße nach Øresund ist lang."},
+        {"uid": "ru", "role": "user", "content": "Москва и ёлка зимой"},
+        {"uid": "plain", "role": "user", "content": "plain ascii text about a cafe"},
+    ])
+    assert uids(store.search("ecole", substring=True)) == ["fr"]
+    assert uids(store.search("ÉCOLE, PUIS", substring=True)) == ["fr"]
+    assert uids(store.search("cafe cr", substring=True)) == ["fr"]
+    assert uids(store.search("café", substring=True)) == ["plain", "fr"]  # newest first
+    assert uids(store.search("strasse nach ore", substring=True)) == ["de"]
+    assert uids(store.search("москва", substring=True)) == ["ru"]
+    assert uids(store.search("ЕЛКА", substring=True)) == ["ru"]
+    assert uids(store.search("cafe -CRÈME", substring=True)) == ["plain"]
+    hit = store.search('"cafe crème"', substring=True)[0]
+    assert "un <mark>CAFÉ crème</mark>." in hit.snippet  # the text as written, where its fold matched
+
+
 MALFORMED = ['"', '"""', '((', ')', 'kyoto (', '"kyoto', 'OR', 'NOT', 'AND OR NOT', '-', '*', '-*', '**kyoto',
              'kyoto"', '(("fushimi" OR', '^kyoto', 'kyoto:', 'col:kyoto', 'NEAR(kyoto fushimi)', "'", '\\',
              '" OR "" AND (', 'kyoto NOT', '- - -', '"unbalanced OR -', '\x00', '東京"(', '{kyoto}', '+kyoto']

@@ -24,6 +24,7 @@ from typing import Callable
 import apsw
 
 from ...errors import InvalidInput, UnsupportedSQLite
+from ...query import fold
 
 MIN_SQLITE = (3, 51, 3)
 DURABILITY = {"full": "FULL", "normal": "NORMAL"}
@@ -134,10 +135,16 @@ def connect(path: Path, *, patience: float, vfs: str | None = None, immutable: b
         # after a row-returning one only as its rows are read). Read connections then keep
         # a smaller page cache for the store (configure_reader).
         conn.execute(f"PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-{CACHE_KIB}")
+        # What substring search compares (search.py): the same folding on every backend.
+        conn.create_scalar_function("fold", _fold_or_null, 1, deterministic=True)
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def _fold_or_null(text: str | None) -> str | None:
+    return None if text is None else fold(text)
 
 
 def file_uri_path(path: Path) -> str:

@@ -20,9 +20,10 @@ bound parameter; no SQL is ever built from user text.
   characters, all of scripts written without spaces, is matched through the `cjk` trigram
   index (which holds only each message's runs of such text; ranked by bm25). Any other
   substring term (Latin text, mixed text, or shorter than three characters) is a LIKE
-  condition on the text, with `%`, `_` and `\\` escaped: ASCII letters
-  match in either case, other letters and accents exactly. A query whose terms are all
-  LIKE terms scans messages newest first and stops at `limit` hits (scored 0).
+  condition on the text, with `%`, `_` and `\\` escaped, both sides folded by
+  query.fold (case and accents, as PostgreSQL's `search_fold`; a function of every
+  connection, connect.py). A query whose terms are all LIKE terms scans messages newest
+  first and stops at `limit` hits (scored 0).
 
 Ranking: hits are ordered by bm25 (ties newest first), among the newest RANK_WINDOW
 messages that match the query and its filters (query.RANK_WINDOW, the same on every
@@ -42,7 +43,7 @@ import apsw
 
 from ...model import SearchHit
 from ...query import (
-    ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, LIKE_SNIPPET_CONTEXT, RANK_WINDOW, Query, Term, like_pattern,
+    ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, LIKE_SNIPPET_CONTEXT, RANK_WINDOW, Query, Term, fold, like_pattern,
     like_snippet, through_trigrams,
 )
 from .index.schema import CJK, TOOL_TEXT_LIMIT, WORDS, text_sql
@@ -80,20 +81,23 @@ class _Plan:
         indexed = (lambda term: True) if not query.substring else (lambda term: through_trigrams(term.text))
         matched: list[str] = []
         text = text_sql("m")
+        # An ASCII text (as many bytes as characters) folds as LIKE already compares it:
+        # only the others pay for a call of query.fold.
+        folded = f"(CASE WHEN length(CAST({text} AS BLOB)) = length({text}) THEN {text} ELSE fold({text}) END)"
         for group in query.groups:
             if all(indexed(t) for t in group):
                 matched.append(_fts_group(group))
             else:
-                self.like_sql.append("(" + " OR ".join(f"{text} LIKE ? ESCAPE '\\'" for _ in group) + ")")
-                self.like_params += [like_pattern(t.text) for t in group]
+                self.like_sql.append("(" + " OR ".join(f"{folded} LIKE ? ESCAPE '\\'" for _ in group) + ")")
+                self.like_params += [like_pattern(fold(t.text)) for t in group]
                 self.needles += [t.text for t in group]
         excluded: list[str] = []
         for term in query.excluded:
             if matched and indexed(term):
                 excluded.append(_fts_term(term))
             else:
-                self.like_sql.append(f"{text} NOT LIKE ? ESCAPE '\\'")
-                self.like_params.append(like_pattern(term.text))
+                self.like_sql.append(f"{folded} NOT LIKE ? ESCAPE '\\'")
+                self.like_params.append(like_pattern(fold(term.text)))
         self.match: str | None = None
         if matched:
             self.match = " AND ".join(matched)
