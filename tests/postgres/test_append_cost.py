@@ -63,3 +63,26 @@ def test_a_fresh_append_of_a_stored_or_repeated_uid_writes_nothing_and_the_full_
         assert again[1] == first[0] and again[0].seq == 2
         assert [m.uid for m in store.transcript(session_id)] == ["u-1", "u-2"]
         assert store.get_session(session_id).message_count == 2 and store.verify().problems == []
+
+
+def test_small_and_large_fresh_batches_store_the_same_rows(pg_url, pg_schema):
+    """Up to messages._SCALAR_BATCH messages the call spells its arrays out of scalar
+    parameters, past it it passes arrays: the rows stored are the same either way."""
+    def batch(tag: str, count: int) -> list[dict]:
+        return [{"uid": f"{tag}-{i}", "role": ("user", "assistant", "tool")[i % 3], "content": f"{tag} {i} ünïcode",
+                 "token_count": i if i % 2 else None, "timestamp": 1_800_000_000.0 + i,
+                 **({"tool_call_id": f"call-{i}", "tool_name": "search"} if i % 3 == 2 else {})}
+                for i in range(count)]
+
+    at_limit, past_limit = messages._SCALAR_BATCH, messages._SCALAR_BATCH + 1
+    with sessiondb.open_store(pg_url, schema=pg_schema) as store:
+        small, large = store.create_session("cli").id, store.create_session("cli").id
+        stored = {small: store.append(small, batch("m", at_limit)), large: store.append(large, batch("m", past_limit))}
+        for sid, count in ((small, at_limit), (large, past_limit)):
+            read = store.transcript(sid)
+            assert read == stored[sid] and [m.seq for m in read] == list(range(1, count + 1))
+            assert [(m.uid, m.role, m.content, m.token_count, m.timestamp, m.tool_call_id) for m in read] == [
+                (d["uid"], d["role"], d["content"], d["token_count"], d["timestamp"], d.get("tool_call_id"))
+                for d in batch("m", count)]
+        assert store.get_session(small).message_count == at_limit
+        assert store.get_session(large).message_count == past_limit
