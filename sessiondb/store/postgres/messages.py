@@ -69,9 +69,9 @@ _SCALAR_BATCH = 16  # messages up to which the call spells its arrays out of sca
 
 @lru_cache(maxsize=_SCALAR_BATCH)
 def _fresh_of_scalars(count: int) -> str:
-    """_FRESH for `count` messages with every array element a parameter of its own: the
-    client adapts a scalar in C and an array element by element in Python, 20 to 40 µs of
-    a one-message append's CPU (scratch measure beside the array form)."""
+    """_FRESH for `count` messages with every array element a parameter of its own: psycopg
+    adapts a scalar in C and an array element by element in Python, about 50 µs of a
+    one-message append's client CPU (docs/fleet.md)."""
     texts, each = ", ".join(["%s"] * (len(TEXT_COLUMNS) * count)), ", ".join(["%s"] * count)
     return (f"SELECT append_fresh(%s::text, ARRAY[{texts}]::text[], ARRAY[{each}]::bigint[], "
             f"ARRAY[{each}]::float8[], %s::bigint, %s::bigint, %s::float8)")
