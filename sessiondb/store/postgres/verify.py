@@ -65,19 +65,29 @@ _CHECKS = (
 )
 
 
-#: Every check, and the counts, in one statement: one round trip to the server.
+#: Every check, the counts and the database's character classification, in one statement:
+#: one round trip to the server.
 _ALL = " UNION ALL ".join(
     [f"(SELECT {i}, offender FROM ({query}) AS found(offender))" for i, (_, query) in enumerate(_CHECKS)]
     + ["(SELECT -1, (SELECT count(*) FROM sessions) || ' ' || (SELECT count(*) FROM messages) || ' ' "
-       "|| (SELECT count(*) FROM compaction_leases))"])
+       "|| (SELECT count(*) FROM compaction_leases))", "(SELECT -2, current_setting('lc_ctype'))"])
+_ASCII_ONLY = ("C", "POSIX")  # the locales in which the server lower-cases ASCII letters only
 
 
 def verify(conn: psycopg.Connection) -> VerifyReport:
     problems: list[str] = []
     checked: dict[str, int] = {}
+    notes: list[str] = []
     for check, offender in conn.execute(_ALL):
-        if check < 0:
+        if check == -1:
             checked = dict(zip(("sessions", "messages", "leases"), map(int, offender.split())))
+        elif check == -2:
+            if offender.upper() in _ASCII_ONLY:
+                notes.append(
+                    f"the database's LC_CTYPE is {offender}, so the server folds the case of ASCII letters only: "
+                    "a search for 'москва' misses 'Москва'; create a database with a UTF-8 locale "
+                    "(CREATE DATABASE ... LC_CTYPE 'C.UTF-8' TEMPLATE template0) and move the store there "
+                    "(sessiondb migrate --from URL --to URL)")
         else:
             problems.append(f"{_CHECKS[check][0]}: {offender}")
-    return VerifyReport(problems=problems, checked=checked)
+    return VerifyReport(problems=problems, checked=checked, notes=notes)
