@@ -15,8 +15,12 @@ shared). Each run stores one message (or updates one session row):
   also as migration 0005 made it (its condition on the folded text);
 - the session row's update an append makes, with migration 0001's index over
   `last_activity_at` and with 0006's over the minute (HOT);
-- the whole append_fresh function, as `messages.append_fresh` calls it, with the indexes
-  of 0005 and of 0006, and without any search column.
+- the whole append_fresh function, as `messages.append_fresh` calls it: 0007's with the
+  indexes of 0005 and of 0006 and without any search column, and 0008's (the words in its
+  INSERT, a one-message VALUES).
+
+The INSERT variants leave the words out, so from migration 0008 on a trigger computes
+them: the "+ words tsvector" line is what an INSERT that does not compute them pays.
 
 Prints, for each variant, the CPU time its server process spent per statement (the
 kernel's account, which the load of other work hardly moves: the figure to compare) and
@@ -38,7 +42,9 @@ import statistics
 import sys
 import random
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -70,13 +76,17 @@ CJK_0005 = ["DROP INDEX messages_cjk_substrings",
             "CREATE INDEX messages_cjk_substrings ON messages USING gin "
             "(search_fold(search_text(role, content, parts)) gin_trgm_ops) "
             "WHERE state <> 'rewound' AND has_cjk(search_fold(search_text(role, content, parts)))"]
-NO_SEARCH = ["DROP INDEX messages_words, messages_cjk_substrings", "ALTER TABLE messages DROP COLUMN words"]
+# Migration 0008's triggers compute the words of an INSERT that leaves them out.
+WORDS_TRIGGERS = ["DROP TRIGGER IF EXISTS messages_words_inserted ON messages",
+                  "DROP TRIGGER IF EXISTS messages_words_changed ON messages"]
+NO_SEARCH = [*WORDS_TRIGGERS, "DROP INDEX messages_words, messages_cjk_substrings",
+             "ALTER TABLE messages DROP COLUMN words"]
 
 # name: (the statement, what is run on a freshly migrated schema to make the variant)
 VARIANTS: dict[str, tuple[str, list[str]]] = {
     "raw (4 columns, no index)": (RAW, ["CREATE TABLE raw_messages (session_id text, role text, content text, "
                                         "created float8)"]),
-    "messages, bare": (INSERT, ["DROP INDEX messages_words, messages_cjk_substrings, messages_uid, "
+    "messages, bare": (INSERT, [*WORDS_TRIGGERS, "DROP INDEX messages_words, messages_cjk_substrings, messages_uid, "
                                 "messages_session, messages_active",
                                 "ALTER TABLE messages DROP COLUMN words, DROP CONSTRAINT messages_pkey, "
                                 "DROP CONSTRAINT messages_session_id_fkey"]),
@@ -91,14 +101,30 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
     "messages, B-trees, no search": (INSERT, NO_SEARCH),
     "session update, recent index (0001)": (UPDATE, RECENT_0001),
     "session update, minute index (0006, HOT)": (UPDATE, []),
-    "append_fresh, 0005's indexes": (FRESH, RECENT_0001 + CJK_0005),
-    "append_fresh, 0006": (FRESH, []),
-    "append_fresh, 0006 without search columns": (FRESH, NO_SEARCH),
+    "append_fresh of 0007, 0005's indexes": (FRESH, RECENT_0001 + CJK_0005),
+    "append_fresh of 0007": (FRESH, []),
+    "append_fresh of 0007 without search columns": (FRESH, NO_SEARCH),
+    "append_fresh of 0008": (FRESH, []),
 }
+#: The variants of a store migrated only up to 0007 (whose append_fresh does not write the words).
+UP_TO_0007 = {name for name in VARIANTS if name.startswith("append_fresh of 0007")}
 
 
-def prepare(url: str, schema: str, statements: list[str]) -> None:
-    sessiondb.open_store(url, schema=schema).close()
+@contextmanager
+def migrations_up_to(upto: str | None) -> Iterator[None]:
+    """Stores opened meanwhile are migrated as the release whose last migration was
+    `upto` migrated them (None: every migration)."""
+    known = migrations.MIGRATIONS
+    migrations.MIGRATIONS = [m for m in known if upto is None or m[0][:4] <= upto]
+    try:
+        yield
+    finally:
+        migrations.MIGRATIONS = known
+
+
+def prepare(url: str, schema: str, statements: list[str], upto: str | None = None) -> None:
+    with migrations_up_to(upto):
+        sessiondb.open_store(url, schema=schema).close()
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f"SET search_path TO {schema}, sessiondb_extensions")
         for s in range(1, SESSIONS + 1):
@@ -134,13 +160,8 @@ def long_session(url: str, count: int) -> None:
     bands = 5
     for upto in ("0006", "0007"):
         schema = f"long_{upto}"
-        known = migrations.MIGRATIONS
-        migrations.MIGRATIONS = [m for m in known if m[0][:4] <= upto]
-        try:
-            with sessiondb.open_store(url, schema=schema) as store:
-                session_id = store.create_session("bench").id
-        finally:
-            migrations.MIGRATIONS = known
+        with migrations_up_to(upto), sessiondb.open_store(url, schema=schema) as store:
+            session_id = store.create_session("bench").id
         batches = [prepare_messages({"role": "user", "content": f"message {i} says kyoto temple garden market"})
                    for i in range(count)]
         figures = []
@@ -173,7 +194,7 @@ def main() -> None:
         schemas = {}
         for i, (name, (_, statements)) in enumerate(VARIANTS.items()):
             schemas[name] = f"variant_{i}"
-            prepare(url, schemas[name], statements)
+            prepare(url, schemas[name], statements, "0007" if name in UP_TO_0007 else None)
         runs: dict[str, list[tuple[float, float]]] = {name: [] for name in VARIANTS}
         for _ in range(args.rounds):
             for name, (statement, _) in VARIANTS.items():
@@ -184,7 +205,7 @@ def main() -> None:
         for name, figures in runs.items():
             cpu = statistics.median(c for _, c in figures)
             rates = [round(t) for t, _ in figures]
-            print(f"{name:46} {cpu:6.0f} us CPU {max(rates):7}/s  {rates}")
+            print(f"{name:48} {cpu:6.0f} us CPU {max(rates):7}/s  {rates}")
     finally:
         server.destroy()
 

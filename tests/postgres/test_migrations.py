@@ -149,3 +149,25 @@ def test_an_append_updates_its_session_row_without_a_new_index_entry(pg_url, pg_
         later = same_minute + 3600.0
         assert conn.execute(one, (session.id, texts("b"), later, later)).fetchone()[0] is not None
         assert conn.execute(counted).fetchone() == (2, 1)
+
+
+def test_a_store_from_before_words_planned_once_keeps_its_words_and_computes_new_ones(pg_url, pg_schema, monkeypatch):
+    monkeypatch.setattr(migrations, "MIGRATIONS", MIGRATIONS[:7])  # the store a release before 0008 wrote
+    written = [{"role": "user", "content": "Hello Kyoto"}, {"role": "assistant", "parts": ["東京の天気", "École"]}]
+    with sessiondb.open_store(pg_url, schema=pg_schema) as old:
+        sid = old.create_session("cli").id
+        before = old.append(sid, written)
+    with psycopg.connect(pg_url) as conn:
+        words = f'SELECT id, words::text FROM "{pg_schema}".messages ORDER BY id'
+        kept = conn.execute(words).fetchall()
+    monkeypatch.undo()
+    with sessiondb.open_store(pg_url, schema=pg_schema) as store:
+        assert store.transcript(sid) == before
+        added = store.append(sid, [{"role": "user", "content": "sourdough"}, {"role": "user", "content": "école"}])
+        assert [h.message_id for h in store.search("ecole")] == [added[1].id, before[1].id]
+        assert [h.message_id for h in store.search("kyoto")] == [before[0].id] and store.verify().problems == []
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute(words).fetchall()[:2] == kept and len(kept) == 2
+        generated = conn.execute("SELECT attgenerated FROM pg_attribute WHERE attrelid = %s::regclass "
+                                 "AND attname = 'words'", (f'"{pg_schema}".messages',)).fetchone()
+    assert generated == ("",)  # a plain column now: no INSERT plans its expression again
