@@ -157,9 +157,10 @@ def test_a_store_from_before_words_planned_once_keeps_its_words_and_computes_new
     with sessiondb.open_store(pg_url, schema=pg_schema) as old:
         sid = old.create_session("cli").id
         before = old.append(sid, written)
+    table = f"SELECT relfilenode FROM pg_class WHERE oid = '\"{pg_schema}\".messages'::regclass"
     with psycopg.connect(pg_url) as conn:
         words = f'SELECT id, words::text FROM "{pg_schema}".messages ORDER BY id'
-        kept = conn.execute(words).fetchall()
+        kept, file_before = conn.execute(words).fetchall(), conn.execute(table).fetchone()
     monkeypatch.undo()
     with sessiondb.open_store(pg_url, schema=pg_schema) as store:
         assert store.transcript(sid) == before
@@ -168,6 +169,7 @@ def test_a_store_from_before_words_planned_once_keeps_its_words_and_computes_new
         assert [h.message_id for h in store.search("kyoto")] == [before[0].id] and store.verify().problems == []
     with psycopg.connect(pg_url) as conn:
         assert conn.execute(words).fetchall()[:2] == kept and len(kept) == 2
+        assert conn.execute(table).fetchone() == file_before  # no row rewritten: the upgrade takes no time
         generated = conn.execute("SELECT attgenerated FROM pg_attribute WHERE attrelid = %s::regclass "
                                  "AND attname = 'words'", (f'"{pg_schema}".messages',)).fetchone()
     assert generated == ("",)  # a plain column now: no INSERT plans its expression again
