@@ -86,3 +86,15 @@ def test_small_and_large_fresh_batches_store_the_same_rows(pg_url, pg_schema):
                 for d in batch("m", count)]
         assert store.get_session(small).message_count == at_limit
         assert store.get_session(large).message_count == past_limit
+
+
+def test_a_lone_caller_runs_every_call_on_one_connection(pg_url, pg_schema):
+    """The pool hands out its connections first in, first out: had it two, a lone caller
+    would alternate between them, each cold in the other's turn (docs/fleet.md)."""
+    with sessiondb.open_store(pg_url, schema=pg_schema) as store:
+        session_id = store.create_session("cli").id
+        for i in range(20):
+            store.append(session_id, {"role": "user", "content": f"message {i}"})
+        assert len(store.transcript(session_id)) == 20 and len(store.search("message")) == 20
+        stats = store.backend._db.pool.get_stats()
+    assert stats["connections_num"] == 1 and stats["pool_size"] == 1, stats
