@@ -7,19 +7,19 @@ Measured with perf on the server process of a connection appending one message a
 time, and by that process's CPU time per append (docs/fleet.md):
 
 - `words` was a stored generated column. PostgreSQL 15 prepares a generated column's
-  expression at the start of every INSERT that writes the table, cached plan or not:
-  it inlines `search_text` by parsing and analysing its SQL body again, then simplifies
-  the result, about a tenth of the server's work per append. `words` is now a plain
-  column with the same values. `message_words` is the one definition of them;
-  `append_fresh`'s INSERT computes them through it, in the plan PL/pgSQL keeps for the
-  connection; a batch's INSERT reads each text out of the arrays once, in a subquery the
-  planner keeps (`OFFSET 0`), and computes the words from those (reading the arrays again
-  for the words made a batch of 8,000 messages a third slower). Every other INSERT that
-  leaves them out (the full append, a branch's copy,
-  an import, an older sessiondb still running during an upgrade) gets them from a
-  trigger, as before from the generated column, and a change of a row's role, content
-  or parts computes them again, so no row's words can go stale or missing by any path.
-  The column keeps its values and its GIN index; no row is rewritten.
+  expression at the start of every INSERT that writes the table, cached plan or not: it
+  inlines `search_text` by parsing and analysing its SQL body again, then simplifies the
+  result, about a tenth of the server's work per append. `words` is now a plain column
+  with the same values. `message_words` is the one definition of them; `append_fresh`'s
+  INSERT computes them through it, in the plan PL/pgSQL keeps for the connection; a
+  batch's INSERT reads each text out of the arrays once, in a subquery the planner keeps
+  (`OFFSET 0`), and computes the words from those (reading the arrays again for the words
+  made a batch of 8,000 messages a third slower). Every other INSERT that leaves them out
+  (the full append, a branch's copy, an import, an older sessiondb still running during
+  an upgrade) gets them from a trigger, as before from the generated column, and a change
+  of a row's role, content or parts computes them again, so no row's words can go stale
+  or missing by any path. The column keeps its values and its GIN index; no row is
+  rewritten.
 - A one-message `append_fresh` (the common append) inserts its row with VALUES instead
   of a set of one row built from the arrays, sorted and collected: the set's scans and
   sort were prepared at every call, as every executor node is. Its uid check is the same
