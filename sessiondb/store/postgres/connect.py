@@ -90,7 +90,7 @@ class Database:
         # No connection is made ahead of the first request (min_size=0). With one made at
         # open, the first request came while it was still connecting, so the pool grew a
         # second; a lone caller then alternated between the two for good (the pool hands
-        # them out first in, first out), each cold in the other's turn: about a sixth more
+        # them out first in, first out), each cold in the other's turn: about an eighth more
         # of the server's CPU per append with 8 writer processes (docs/fleet.md).
         self.pool = ConnectionPool(
             self.conninfo, min_size=0, max_size=pool_size, open=False, configure=self._configure,

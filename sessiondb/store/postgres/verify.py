@@ -46,7 +46,7 @@ _CHECKS = (
         LIMIT 20"""),
     ("the search words of every row are its text's", """
         SELECT 'message ' || id || ' carries stale search words' FROM messages
-        WHERE words IS DISTINCT FROM to_tsvector('words', search_text(role, content, parts)) LIMIT 20"""),
+        WHERE words IS DISTINCT FROM message_words(role, content, parts) LIMIT 20"""),
     ("every search index is valid", """
         SELECT 'index ' || c.relname || ' is not valid' FROM pg_index AS i
         JOIN pg_class AS c ON c.oid = i.indexrelid JOIN pg_class AS t ON t.oid = i.indrelid
