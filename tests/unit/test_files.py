@@ -209,27 +209,30 @@ def test_the_journal_mode_on_disk_is_wal(tmp_path):
     assert (raw[18], raw[19]) == (2, 2)
 
 
-def test_the_writer_is_synchronous_full_by_default(tmp_path):
+def syncs_after_commit(store) -> bool:
+    return store.backend._file.writer.syncs_after_commit
+
+
+def test_the_writer_syncs_the_wal_after_each_commit_by_default(tmp_path):
+    # COMMIT at NORMAL, then the WAL synced before the acknowledgement (walsync.py).
     with sessiondb.open_store(tmp_path / "s.db") as store:
         write_something(store)
-        assert synchronous(store) == 2
+        assert (synchronous(store), syncs_after_commit(store)) == (1, True)
 
 
 def test_durability_normal_makes_the_writer_synchronous_normal(tmp_path):
     with sessiondb.open_store(tmp_path / "s.db", durability="normal") as store:
         write_something(store)
-        assert synchronous(store) == 1
+        assert (synchronous(store), syncs_after_commit(store)) == (1, False)
 
 
 def test_the_strictest_durability_of_the_open_handles_applies(tmp_path):
     path = tmp_path / "s.db"
-    relaxed = sessiondb.open_store(path, durability="normal")
-    assert synchronous(relaxed) == 1
-    strict = sessiondb.open_store(path)
-    assert synchronous(relaxed) == 2
-    strict.close()
-    assert synchronous(relaxed) == 1
-    relaxed.close()
+    with sessiondb.open_store(path, durability="normal") as relaxed:
+        assert syncs_after_commit(relaxed) is False
+        with sessiondb.open_store(path):
+            assert syncs_after_commit(relaxed) is True
+        assert syncs_after_commit(relaxed) is False
 
 
 @pytest.mark.parametrize("durability", ["FULL", "off", "", None, "extra"])

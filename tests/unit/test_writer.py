@@ -369,7 +369,7 @@ def _interrupt_at(event, function_name, line_text=None):
     def tracer(frame, ev, arg):
         if state["fired"] or frame.f_code.co_name != function_name:
             return None
-        if not frame.f_code.co_filename.endswith(("writer.py", "messages.py")):
+        if not frame.f_code.co_filename.endswith(("writer.py", "messages.py", "walsync.py")):
             return None
         if event == "call":
             state["fired"] = True
@@ -411,9 +411,11 @@ def _append_interrupted_at(path, event, function_name, line_text=None):
     [
         ("call", "append", None),  # while the unit of work runs
         ("line", "_commit_group", 'conn.execute("COMMIT")'),  # just before COMMIT
-        ("call", "_deliver", None),  # just after COMMIT, before the acks
+        ("call", "_sync_committed", None),  # just after COMMIT, the connection let go
+        ("call", "__call__", None),  # as the WAL is synced
+        ("call", "_settle", None),  # just after the sync, before the acks
     ],
-    ids=["during-the-work", "before-commit", "after-commit"],
+    ids=["during-the-work", "before-commit", "after-commit", "syncing", "after-sync"],
 )
 def test_an_interrupt_at_any_point_of_a_group_never_loses_or_repeats_the_write(path, event, function_name, line_text):
     _append_interrupted_at(path, event, function_name, line_text)
@@ -439,7 +441,7 @@ def _interruptible_here(frame) -> bool:
     if not frame.f_code.co_filename.startswith(OURS):
         return False
     while frame is not None:
-        if frame.f_code.co_name == "_drain" and frame.f_code.co_filename.endswith("writer.py"):
+        if frame.f_code.co_name in ("_drain", "_sync_committed") and frame.f_code.co_filename.endswith("writer.py"):
             return True
         frame = frame.f_back
     return False

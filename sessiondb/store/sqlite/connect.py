@@ -6,7 +6,9 @@ Policy, in one place:
   SMB, 9p, virtiofs, FUSE), where WAL's shared memory cannot be trusted, it uses the
   rollback journal, except that a file already in WAL is never downgraded: another
   process may be using it.
-- durability "full" is synchronous=FULL: an acknowledged commit survives power loss.
+- durability "full": an acknowledged commit survives power loss. With a rollback journal
+  that is synchronous=FULL; in WAL the writer syncs the WAL after COMMIT instead, outside
+  the write lock (registry.py sets it up, walsync.py says why that is as safe).
   "normal" is synchronous=NORMAL: it survives the process dying, not the machine.
 - A locked database is waited for by a busy handler with jittered back-off, within a
   patience budget; past it the caller gets StoreBusy.

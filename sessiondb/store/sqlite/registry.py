@@ -32,6 +32,7 @@ from .safety.probe import startup_probe, unclean_shutdown
 from .safety.schema import refuse_damaged_schema
 from .safety.walowner import set_aside_foreign_wal
 from .connect import CACHE_KIB, configure_reader, configure_writer, connect, set_durability
+from .walsync import WalSync
 from .errors import convert
 from .index import schema as index_schema
 from .index.indexer import INDEX_MARKS, STORE_MARKS, Indexer
@@ -60,6 +61,7 @@ class SharedFile:
         self.containment = Containment(path)
         self.retired = False  # replaced underneath and closed: every handle left on it is refused
         self.full: DiskFull | None = None  # opened for reading only, the disk being full
+        self._wal_sync: WalSync | None = None  # made once the writer has the WAL open
         try:
             self.writer: Writer | FullDisk = Writer(
                 lambda: self._open_writer(durability),
@@ -74,6 +76,8 @@ class SharedFile:
             # without the -shm that could not grow. Writes are refused with the same cause.
             self.full = full
             self.writer = FullDisk(full)
+        else:
+            self.writer.run(lambda conn: self._set_durability(conn, durability), in_transaction=False)
         # The search index, off the acknowledgement path (invariant 9): its own file and
         # thread; readers attach it (at the indexer's generation) when they search.
         self.indexer = Indexer(path, patience=patience, vfs=vfs)
@@ -147,7 +151,16 @@ class SharedFile:
     def _apply_if_changed(self, before: str) -> None:
         after = self._effective()
         if after != before and self.full is None:
-            self.writer.run(lambda conn: set_durability(conn, after), in_transaction=False)
+            self.writer.run(lambda conn: self._set_durability(conn, after), in_transaction=False)
+
+    def _set_durability(self, conn: apsw.Connection, durability: str) -> None:
+        """A unit of work of the writer. "full" in WAL syncs after COMMIT, outside the write
+        lock (walsync.py), when the WAL's file can be had for it; else SQLite syncs in COMMIT."""
+        if durability == "full" and self.journal_mode == "wal" and self._wal_sync is None:
+            self._wal_sync = WalSync.of(self.path, self._vfs)
+        after_commit = self._wal_sync if durability == "full" and self.journal_mode == "wal" else None
+        set_durability(conn, "normal" if after_commit is not None else durability)
+        self.writer.set_sync(after_commit)
 
     # --- reads -------------------------------------------------------------------------
 
@@ -275,6 +288,8 @@ class SharedFile:
             self.indexer.settle()  # a clean close leaves the index caught up with the store
         self.indexer.stop()
         self.writer.stop()
+        if self._wal_sync is not None:
+            self._wal_sync.close()
         self.containment.close()
         with self._readers_lock:
             for conn in self._all_readers:

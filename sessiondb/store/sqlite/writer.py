@@ -12,6 +12,13 @@ as an fsync on a fast disk), and before letting go commits a few more groups for
 that queued meanwhile. What is still queued when the lock is released goes to the writer
 thread, which commits whatever is queued whenever the lock comes free.
 
+At durability "full" in WAL, COMMIT does not wait for the disk: the transaction is written
+at synchronous=NORMAL, the connection is let go, and then the WAL is synced (`set_sync`,
+walsync.py says why that keeps the promise) by the caller that committed, or by the one
+already syncing, whose sync covers every commit written before it began. So the next
+group is written while the disk syncs the last, and a request is acknowledged only once
+a sync that began after its COMMIT has returned.
+
 An interrupted caller never cancels a write it submitted: if KeyboardInterrupt lands
 while a caller is running a group, the transaction is rolled back and the whole group is
 handed to the writer thread, which commits it; the caller sees the interrupt, and the
@@ -27,7 +34,7 @@ from typing import Any, Callable, Generic, TypeVar
 
 import apsw
 
-from ...errors import StoreClosed
+from ...errors import StoreBusy, StoreClosed
 from .errors import convert
 
 T = TypeVar("T")
@@ -80,12 +87,16 @@ class Outcome(Generic[T]):
 
 
 class _Request:
-    __slots__ = ("work", "future", "in_transaction")
+    __slots__ = ("work", "future", "in_transaction", "committed")
 
     def __init__(self, work: Work[Any], in_transaction: bool) -> None:
         self.work = work
         self.future: Outcome = Outcome()
         self.in_transaction = in_transaction
+        self.committed = False  # its transaction committed; acknowledged once a sync covers it
+
+
+Outcomes = list[tuple[_Request, Any, "BaseException | None"]]
 
 
 class Writer:
@@ -108,7 +119,17 @@ class Writer:
         self._connection_lock = threading.Lock()
         self._stopping = False
         self._committing = False  # set while COMMIT runs: tells an interrupt what happened
-        self._outcomes: list[tuple[_Request, Any, BaseException | None]] = []
+        self._outcomes: Outcomes = []
+        # Syncing after COMMIT (set_sync): commits are numbered as they are made, and held
+        # with their outcomes until a sync covers them.
+        self._sync: Callable[[], None] | None = None
+        self._syncs = threading.Condition(threading.Lock())
+        self._commits = 0  # transactions committed so far (while syncing after COMMIT)
+        self._synced = 0  # the highest commit a finished sync covered
+        self._syncing = False  # a caller is syncing; the others wait for it
+        self._unsynced: deque[tuple[int, Outcomes]] = deque()
+        self._suspect = False  # a sync failed: the WAL is checkpointed before the next commit
+        self._failed_sync: tuple[int, BaseException] | None = None  # (last commit it covered, error)
         self._conn = opener()
         self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
         self._thread.start()
@@ -126,6 +147,11 @@ class Writer:
             finally:
                 self._connection_lock.release()
                 self._wake_writer_if_queued()
+            try:
+                self._sync_committed()
+            except BaseException:
+                self._wake_writer()  # interrupted: the writer thread syncs what this caller committed
+                raise
         # Otherwise the lock holder takes this request: it drains the queue before it lets
         # go of the connection, and wakes the writer thread for whatever arrives after.
         return request.future
@@ -133,6 +159,18 @@ class Writer:
     def run(self, work: Work[T], *, in_transaction: bool = True) -> T:
         """Submit `work` and wait for its acknowledgement."""
         return self.submit(work, in_transaction=in_transaction).result()
+
+    def set_sync(self, sync: Callable[[], None] | None) -> None:
+        """Sync with `sync` after COMMIT, outside the connection (the connection then commits at
+        synchronous=NORMAL), or with None acknowledge as COMMIT returns. Called from a unit
+        of work, so that no commit falls between this and the change of the connection's
+        synchronous setting. Commits still waiting when it is turned off are acknowledged
+        by the next sync as they are: the durability that asked for them was let go."""
+        self._sync = sync
+
+    @property
+    def syncs_after_commit(self) -> bool:
+        return self._sync is not None
 
     def stop(self) -> None:
         """Commit everything already submitted, then close the connection."""
@@ -148,8 +186,8 @@ class Writer:
         then up to `linger` more groups while others are waiting: serving them here saves
         each a wake-up of the writer thread."""
         try:
-            while until is None or not until.future.done() or linger > 0:
-                if until is not None and until.future.done():
+            while until is None or not _settled(until) or linger > 0:
+                if until is not None and _settled(until):
                     linger -= 1
                 group = self._take_group()
                 if not group:
@@ -172,7 +210,9 @@ class Writer:
         are committed by the writer thread.
         """
         if self._committing and not self._conn.in_transaction:
-            _deliver(self._outcomes)
+            self._acknowledge(self._outcomes)
+            if self._sync is not None:
+                self._wake_writer()  # the writer thread syncs them: this caller will not
         elif self._conn.in_transaction:
             self._conn.execute("ROLLBACK")
         self._committing = False
@@ -195,7 +235,7 @@ class Writer:
             self._forget_done_locked()
 
     def _forget_done_locked(self) -> None:
-        while self._queue and self._queue[0].future.done():
+        while self._queue and _settled(self._queue[0]):
             self._queue.popleft()
 
     def _run_alone(self, request: _Request) -> None:
@@ -204,7 +244,7 @@ class Writer:
         except Exception as exc:  # noqa: BLE001 - delivered to the caller
             request.future.set_exception(self._error(exc))
         else:
-            request.future.set_result(result)
+            self._acknowledge([(request, result, None)])
 
     def _commit_group(self, group: list[_Request]) -> None:
         conn = self._conn
@@ -212,6 +252,8 @@ class Writer:
         self._outcomes = outcomes = []  # (request, result, error), read by _recover_interrupted
         try:
             self._before_group(conn)
+            if self._suspect:
+                self._checkpoint_after_failed_sync(conn)
             conn.execute("BEGIN IMMEDIATE")
         except Exception as exc:  # noqa: BLE001
             self._fail(group, exc)
@@ -248,8 +290,82 @@ class Writer:
                     conn.execute("ROLLBACK")  # a failed COMMIT can leave the transaction open
                 self._fail(group, exc)
                 return
-        _deliver(outcomes)
+        self._acknowledge(outcomes)
         self._committing = False
+
+    def _acknowledge(self, outcomes: Outcomes) -> None:
+        """Deliver a committed transaction's outcomes, or hold them for the sync after COMMIT."""
+        if self._sync is None:
+            _deliver(outcomes)
+            return
+        for request, _, _ in outcomes:
+            request.committed = True
+        with self._syncs:
+            self._commits += 1
+            self._unsynced.append((self._commits, outcomes))
+
+    def _checkpoint_after_failed_sync(self, conn: apsw.Connection) -> None:
+        """After a failed sync the kernel may have dropped the pages of commits already made;
+        a later sync succeeding would then leave acknowledged commits behind a hole in the
+        log, lost at the next power cut. So nothing more is committed until the whole WAL
+        is in the main file, synced there, and the log is started over."""
+        busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if busy:
+            raise StoreBusy("the disk failed a sync of the store's log, and the checkpoint that must follow is "
+                            "held up by a reader in another process; retry once it finishes")
+        self._suspect = False
+
+    # --- the sync after COMMIT (without the connection lock) ---------------------------
+
+    def _sync_committed(self) -> None:
+        """Return once every commit made so far is synced and settled: lead a sync, or wait
+        for the one running and lead the next if it began before the last commit."""
+        if self._synced >= self._commits:
+            return
+        target = self._commits
+        while True:
+            with self._syncs:
+                while self._synced < target and self._syncing:
+                    self._syncs.wait()
+                if self._synced >= target:
+                    return
+                self._syncing = True
+                covered = self._commits  # every commit counted has its frames written
+            self._lead_sync(covered)
+
+    def _lead_sync(self, covered: int) -> None:
+        """Sync, then settle the commits held up to `covered`, each let go only once settled:
+        an interrupt leaves the rest, and a sync, to the next leader (the writer thread)."""
+        finished = False
+        try:
+            sync = self._sync
+            if sync is not None:
+                try:
+                    sync()
+                except Exception as exc:  # noqa: BLE001 - delivered to the callers it covered
+                    self._failed_sync = (covered, exc)
+                    self._suspect = True
+            self._synced = max(self._synced, covered)
+            while self._unsynced and self._unsynced[0][0] <= covered:
+                self._settle(*self._unsynced[0])
+                self._unsynced.popleft()
+            finished = True
+        finally:
+            with self._syncs:
+                if not finished and self._unsynced:
+                    self._synced = min(self._synced, self._unsynced[0][0] - 1)
+                self._syncing = False
+                self._syncs.notify_all()
+            if not finished:
+                self._wake_writer()
+
+    def _settle(self, number: int, outcomes: Outcomes) -> None:
+        """Acknowledge a synced commit's outcomes; after a failed sync that covered it, the
+        writes it holds are refused instead (they may not be durable), never acknowledged."""
+        failed = self._failed_sync
+        if failed is not None and number <= failed[0]:
+            self._fail([request for request, _, error in outcomes if error is None], failed[1])
+        _deliver(outcomes)
 
     def _error(self, exc: BaseException) -> BaseException:
         self._on_error(exc)
@@ -267,24 +383,34 @@ class Writer:
         # Checked without the lock first: this runs after every write, and a request queued
         # after the check is handled by its own caller, who finds the connection free.
         if self._queue:
-            with self._wakeup:
-                self._wakeup.notify()
+            self._wake_writer()
+
+    def _wake_writer(self) -> None:
+        with self._wakeup:
+            self._wakeup.notify()
 
     def _serve(self) -> None:
-        """Commit whatever callers left queued; on stop, finish the queue and close."""
+        """Commit (and sync) whatever callers left queued; on stop, finish the queue and close."""
         while True:
             with self._wakeup:
-                while not self._queue and not self._stopping:
+                while not self._queue and not self._stopping and self._synced >= self._commits:
                     self._wakeup.wait()
                 stopping = self._stopping and not self._queue
             with self._connection_lock:
                 if stopping:
+                    self._sync_committed()
                     self._conn.close()
                     return
                 self._drain(until=None)
+            self._sync_committed()
 
 
-def _deliver(outcomes: list[tuple[_Request, Any, BaseException | None]]) -> None:
+def _settled(request: _Request) -> bool:
+    """Done with the connection: acknowledged or refused, or committed and awaiting its sync."""
+    return request.committed or request.future.done()
+
+
+def _deliver(outcomes: Outcomes) -> None:
     for request, result, error in outcomes:
         if request.future.done():
             continue
