@@ -17,8 +17,8 @@ class Adapter:
         from importlib import metadata
         return {"version": metadata.version("sessiondb"), "sqlite": apsw.sqlite_lib_version(),
                 "library": f"APSW {apsw.apsw_version()}",
-                "durability": f"WAL, synchronous={'FULL' if self.durability == 'full' else 'NORMAL'}"
-                              f" (durability='{self.durability}')"}
+                "durability": ("WAL, synced after each commit, outside the write lock (durability='full')"
+                               if self.durability == "full" else "WAL, synchronous=NORMAL (durability='normal')")}
 
     def new_session(self, name: str) -> str:
         return self.store.create_session("bench", title=name).id
