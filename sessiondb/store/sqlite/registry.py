@@ -62,6 +62,7 @@ class SharedFile:
         self.retired = False  # replaced underneath and closed: every handle left on it is refused
         self.full: DiskFull | None = None  # opened for reading only, the disk being full
         self._wal_sync: WalSync | None = None  # made once the writer has the WAL open
+        self._sync_at_open: WalSync | None = None  # the sync after COMMIT the writer opened with
         try:
             self.writer: Writer | FullDisk = Writer(
                 lambda: self._open_writer(durability),
@@ -77,7 +78,7 @@ class SharedFile:
             self.full = full
             self.writer = FullDisk(full)
         else:
-            self.writer.run(lambda conn: self._set_durability(conn, durability), in_transaction=False)
+            self.writer.set_sync(self._sync_at_open)  # no write can have been submitted yet
         # The search index, off the acknowledgement path (invariant 9): its own file and
         # thread; readers attach it (at the indexer's generation) when they search.
         self.indexer = Indexer(path, patience=patience, vfs=vfs)
@@ -121,6 +122,7 @@ class SharedFile:
                 conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
             homes.make_private(self.path)
             self.containment.attach(conn, self.journal_mode)
+            self._sync_at_open = self._set_durability(conn, durability)
         except BaseException as exc:
             if conn is not None:
                 # An open that failed (foreign, newer, damaged file) leaves the file as it was.
@@ -151,16 +153,19 @@ class SharedFile:
     def _apply_if_changed(self, before: str) -> None:
         after = self._effective()
         if after != before and self.full is None:
-            self.writer.run(lambda conn: self._set_durability(conn, after), in_transaction=False)
+            self.writer.run(lambda conn: self.writer.set_sync(self._set_durability(conn, after)),
+                            in_transaction=False)
 
-    def _set_durability(self, conn: apsw.Connection, durability: str) -> None:
-        """A unit of work of the writer. "full" in WAL syncs after COMMIT, outside the write
-        lock (walsync.py), when the WAL's file can be had for it; else SQLite syncs in COMMIT."""
-        if durability == "full" and self.journal_mode == "wal" and self._wal_sync is None:
+    def _set_durability(self, conn: apsw.Connection, durability: str) -> WalSync | None:
+        """Set the writer's connection for `durability`; returns the sync to run after COMMIT.
+        "full" in WAL syncs after COMMIT, outside the write lock (walsync.py), when the WAL's
+        file can be had for it; else SQLite syncs in COMMIT (or, at "normal", nothing does)."""
+        after_commit = durability == "full" and self.journal_mode == "wal"
+        if after_commit and self._wal_sync is None:
             self._wal_sync = WalSync.of(self.path, self._vfs)
-        after_commit = self._wal_sync if durability == "full" and self.journal_mode == "wal" else None
-        set_durability(conn, "normal" if after_commit is not None else durability)
-        self.writer.set_sync(after_commit)
+        sync = self._wal_sync if after_commit else None
+        set_durability(conn, "normal" if sync is not None else durability)
+        return sync
 
     # --- reads -------------------------------------------------------------------------
 

@@ -163,8 +163,8 @@ class Writer:
     def set_sync(self, sync: Callable[[], None] | None) -> None:
         """Sync with `sync` after COMMIT, outside the connection (the connection then commits at
         synchronous=NORMAL), or with None acknowledge as COMMIT returns. Called from a unit
-        of work, so that no commit falls between this and the change of the connection's
-        synchronous setting. Commits still waiting when it is turned off are acknowledged
+        of work (or before any is submitted), so that no commit falls between this and the
+        change of the connection's synchronous setting. Commits still waiting when it is turned off are acknowledged
         by the next sync as they are: the durability that asked for them was let go."""
         self._sync = sync
 
@@ -335,7 +335,8 @@ class Writer:
 
     def _lead_sync(self, covered: int) -> None:
         """Sync, then settle the commits held up to `covered`, each let go only once settled:
-        an interrupt leaves the rest, and a sync, to the next leader (the writer thread)."""
+        an interrupt leaves the rest, and a sync, to the next leader (the writer thread,
+        which the interrupted caller wakes in submit)."""
         finished = False
         try:
             sync = self._sync
@@ -356,8 +357,6 @@ class Writer:
                     self._synced = min(self._synced, self._unsynced[0][0] - 1)
                 self._syncing = False
                 self._syncs.notify_all()
-            if not finished:
-                self._wake_writer()
 
     def _settle(self, number: int, outcomes: Outcomes) -> None:
         """Acknowledge a synced commit's outcomes; after a failed sync that covered it, the
