@@ -6,7 +6,8 @@ A fresh server (tests/pgserver.py, fsync and synchronous_commit on) holds one sc
 variant, each migrated like a real store and then stripped of what the variant leaves
 out; each variant's statement runs on its own connection, every run committed on its
 own as an unbatched append is, rounds alternating between the variants (the machine is
-shared). Each run stores one message (or updates one session row):
+shared), each round in an order of its own. Each run stores one message (or updates one
+session row):
 
 - raw: the fleet benchmark's raw loop, a four-column table without any index;
 - messages, bare: the messages table's columns, no index, no search column;
@@ -17,7 +18,7 @@ shared). Each run stores one message (or updates one session row):
   `last_activity_at` and with 0006's over the minute (HOT);
 - the whole append_fresh function, as `messages.append_fresh` calls it: 0007's with the
   indexes of 0005 and of 0006 and without any search column, and 0008's (the words in its
-  INSERT, a one-message VALUES).
+  INSERT, a one-message VALUES; 0009 left one message's path as it was).
 
 The INSERT variants leave the words out, so from migration 0008 on a trigger computes
 them: the "+ words tsvector" line is what an INSERT that does not compute them pays.
@@ -33,6 +34,12 @@ instead appends that many messages to one session through `messages.append_fresh
 one connection from the session's first message on (as a new store's first connection
 does), for a store migrated up to 0006 and for one migrated up to 0007, and prints the
 server's CPU per append for each fifth of the session.
+
+    .venv/bin/python bench/profile_pg_append.py --batch-sizes 1000,4000,8000 [--rounds 3]
+
+instead makes one append of each of those many messages into a new session through
+`messages.append_fresh`, for a store migrated up to 0008 and for one migrated up to 0009,
+and prints the time per message (client and server together) and the server's CPU in it.
 """
 
 from __future__ import annotations
@@ -177,12 +184,40 @@ def long_session(url: str, count: int) -> None:
               + ", ".join(f"{f:.0f}" for f in figures))
 
 
+def large_batches(url: str, sizes: list[int], rounds: int) -> None:
+    """Cost per message of one append of many messages into a new session, through
+    migration 0008's append_fresh and 0009's, rounds alternating. Each append runs on a
+    connection of its own, after one small append: so the function is compiled, and the
+    batch's INSERT runs with a plan for its values, as in a connection's first five."""
+    figures: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    for _ in range(rounds):
+        for upto in ("0008", "0009"):
+            with migrations_up_to(upto), sessiondb.open_store(url, schema=f"batch_{upto}") as store:
+                sessions = [(store.create_session("bench").id, store.create_session("bench").id) for _ in sizes]
+            for size, (warm, session_id) in zip(sizes, sessions):
+                with psycopg.connect(url, autocommit=True) as conn:
+                    conn.execute(f"SET search_path TO batch_{upto}, sessiondb_extensions")
+                    messages.append_fresh(conn, warm, prepare_messages([{"role": "user", "content": "warm"}] * 2),
+                                          time.time())
+                    batch = prepare_messages([{"role": ("user", "assistant")[i % 2], "content": f"message {i} of kyoto",
+                                               **({"token_count": i} if i % 3 else {})} for i in range(size)])
+                    cpu, wall = backend_cpu_us(conn), time.perf_counter()
+                    assert messages.append_fresh(conn, session_id, batch, time.time()) is not None
+                    figures.setdefault((upto, size), []).append(
+                        ((time.perf_counter() - wall) * 1e6 / size, (backend_cpu_us(conn) - cpu) / size))
+    for (upto, size), runs in figures.items():
+        print(f"append_fresh of {upto}, one append of {size:6} messages: {statistics.median(w for w, _ in runs):5.0f} us "
+              f"a message ({statistics.median(c for _, c in runs):5.0f} us of it the server's CPU), median of {rounds}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--statements", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--long-session", type=int, default=0, metavar="N",
                         help="instead: N appends to one session, under migration 0006's function and 0007's")
+    parser.add_argument("--batch-sizes", default="", metavar="N,N,...",
+                        help="instead: one append of each many messages, under migration 0008's function and 0009's")
     args = parser.parse_args()
     server = pgserver.start_server()
     rng = random.Random(7)
@@ -191,15 +226,20 @@ def main() -> None:
         if args.long_session:
             long_session(url, args.long_session)
             return
+        if args.batch_sizes:
+            large_batches(url, [int(n) for n in args.batch_sizes.split(",")], args.rounds)
+            return
         schemas = {}
         for i, (name, (_, statements)) in enumerate(VARIANTS.items()):
             schemas[name] = f"variant_{i}"
             prepare(url, schemas[name], statements, "0007" if name in UP_TO_0007 else None)
         runs: dict[str, list[tuple[float, float]]] = {name: [] for name in VARIANTS}
         for _ in range(args.rounds):
-            for name, (statement, _) in VARIANTS.items():
-                runs[name].append(measure(url, schemas[name], statement, args.statements, rng))
-        print(f"{args.statements} statements per variant and round, {args.rounds} rounds alternating, each "
+            # Each round in an order of its own: in a fixed order a variant's figure moved
+            # with its place in the round (by some 30 us a statement), not with its work.
+            for name in rng.sample(list(VARIANTS), len(VARIANTS)):
+                runs[name].append(measure(url, schemas[name], VARIANTS[name][0], args.statements, rng))
+        print(f"{args.statements} statements per variant and round, {args.rounds} rounds, each in its own order, each "
               "committed on its own (synchronous_commit on): the server backend's CPU us per statement (median "
               "of the rounds), the best round's statements/s (the least disturbed by other work) and every round's")
         for name, figures in runs.items():

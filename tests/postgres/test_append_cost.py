@@ -55,9 +55,16 @@ def test_a_fresh_append_of_a_stored_or_repeated_uid_writes_nothing_and_the_full_
                                        {"role": "user", "content": "one", "uid": "u-1"}])
             twice = prepare_messages([{"role": "user", "content": "three", "uid": "u-3"},
                                       {"role": "user", "content": "three", "uid": "u-3"}])
-            assert messages.append_fresh(conn, session_id, stored, time.time()) is None
-            assert messages.append_fresh(conn, session_id, twice, time.time()) is None
+            alone = prepare_messages({"role": "user", "content": "one", "uid": "u-1"})
+            large = prepare_messages([{"role": "user", "content": f"bulk {i}", "uid": f"b-{i}"} for i in range(999)]
+                                     + [{"role": "user", "content": "one", "uid": "u-1"}])
+            counters = ("SELECT message_count, tool_call_count, last_activity_at FROM sessions WHERE id = %s",
+                        (session_id,))
+            before = conn.execute(*counters).fetchone()
+            for refused in (stored, twice, alone, large):
+                assert messages.append_fresh(conn, session_id, refused, time.time() + 60) is None
             assert conn.execute("SELECT count(*) FROM messages").fetchone()[0] == 1
+            assert conn.execute(*counters).fetchone() == before
         again = store.append(session_id, [{"role": "user", "content": "two", "uid": "u-2"},
                                           {"role": "user", "content": "one", "uid": "u-1"}])
         assert again[1] == first[0] and again[0].seq == 2

@@ -80,11 +80,11 @@ def _fresh_of_scalars(count: int) -> str:
 def append_fresh(conn: psycopg.Connection, session_id: str, batch: Sequence[NewMessage],
                  now: float) -> list[Message] | None:
     """The common append as one statement (append_fresh: migration 0006's arguments, 0007's
-    uid check, 0008's words and one-message insert), run outside a transaction so that one
-    round trip commits it; None, nothing written, when the batch needs the full append (a
-    rotated session or continuation, a uid stored already or given twice). Every text
-    column of the batch travels in one array, built on the server out of scalar
-    parameters for a small batch."""
+    uid check, 0008's words and one-message insert, 0009's batch read in one pass), run
+    outside a transaction so that one round trip commits it; None, nothing written, when
+    the batch needs the full append (a rotated session or continuation, a uid stored
+    already or given twice). Every text column of the batch travels in one array, built
+    on the server out of scalar parameters for a small batch."""
     rows = [row(session_id, m, 0, now) for m in batch]
     active = [(m, r[12]) for m, r in zip(batch, rows) if m.state == _ACTIVE]
     activity = [ts for m, ts in active if m.role in ACTIVITY_ROLES and m.display_kind != INTERNAL_NOTIFICATION]
