@@ -13,7 +13,10 @@ and the p99 latency of one append, for
 - OpenAI Agents' SQLAlchemySession on asyncpg (in its own venv: --peer-python);
 - sessiondb on SQLite (one file on the same disk, the embedded default).
 
-Then search: the p50 of sessiondb's search on PostgreSQL over a store of 200,000 messages.
+Then one writer again, the raw loop and sessiondb on PostgreSQL, with the writer and its
+server process pinned to one core and to two (each twice): unpinned, the scheduler's
+choice moves one writer's rate by up to half again. Then search: the p50 of sessiondb's
+search on PostgreSQL over a store of 200,000 messages.
 Prints the versions and the disk's fsync latency (pg_test_fsync) with the figures, and
 writes them to bench/results/fleet.json.
 """
@@ -37,6 +40,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 import pgserver  # noqa: E402  (the suite's server, from the machine's binaries)
 
 WRITERS = (1, 2, 4, 8)
+PLACEMENTS = ("one core", "two cores")  # where one writer and its server process run
 SYSTEMS = ("raw", "sessiondb-postgres", "sqlalchemy-asyncpg", "sessiondb-sqlite")
 WORDS = ("kyoto temple garden market ramen station ticket hotel museum river bridge castle shrine "
          "tea lunch dinner train bus taxi map rain sun cloud budget plan day night morning evening "
@@ -46,13 +50,16 @@ WORDS = ("kyoto temple garden market ramen station ticket hotel museum river bri
 # --- one writer process ------------------------------------------------------------------
 
 
-def writer(system: str, target: str, name: str, count: int, start_at: float) -> dict:
-    """Append `count` messages one at a time; each append's latency in seconds."""
+def writer(system: str, target: str, name: str, count: int, start_at: float, placement: str = "free") -> dict:
+    """Append `count` messages one at a time; each append's latency in seconds. With
+    `placement` "one core" or "two cores", this process and its server process are pinned
+    to the same core or to two (PLACEMENTS)."""
     text = lambda i: f"{name} says {' '.join(random.Random(i).choices(WORDS, k=12))}"  # noqa: E731
     latencies = []
     if system == "raw":
         import psycopg
         conn = psycopg.connect(target)
+        pin(placement, conn.info.backend_pid)
         wait(start_at)
         for i in range(count):
             t = time.perf_counter()
@@ -65,6 +72,9 @@ def writer(system: str, target: str, name: str, count: int, start_at: float) -> 
         options = {"schema": "bench_fleet"} if system == "sessiondb-postgres" else {}
         with sessiondb.open_store(target, **options) as store:
             sid = store.create_session("bench", title=None).id
+            if placement != "free":  # a lone caller's one connection (tests/postgres/test_append_cost.py)
+                with store.backend.pool.connection() as conn:
+                    pin(placement, conn.info.backend_pid)
             wait(start_at)
             for i in range(count):
                 t = time.perf_counter()
@@ -86,6 +96,15 @@ def writer(system: str, target: str, name: str, count: int, start_at: float) -> 
     return {"latencies": latencies, "started": started, "finished": time.time()}
 
 
+def pin(placement: str, server_pid: int) -> None:
+    if placement != "free":
+        os.sched_setaffinity(0, {0})
+        try:
+            os.sched_setaffinity(server_pid, {0} if placement == "one core" else {1})
+        except PermissionError:
+            raise SystemExit("pinning the server's process takes root or CAP_SYS_NICE (placement n/a)") from None
+
+
 def wait(start_at: float) -> None:
     global started
     time.sleep(max(0.0, start_at - time.time()))
@@ -98,10 +117,10 @@ started = 0.0  # when this writer's clock started (after the barrier)
 # --- the driver ---------------------------------------------------------------------------
 
 
-def run_round(python: str, system: str, target: str, processes: int, count: int) -> dict:
+def run_round(python: str, system: str, target: str, processes: int, count: int, placement: str = "free") -> dict:
     start_at = time.time() + 8.0  # every writer connected and waiting before the clock starts
     procs = [subprocess.Popen([python, __file__, "--worker", system, target, f"w{os.getpid()}-{processes}-{k}",
-                               str(count), repr(start_at)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               str(count), repr(start_at), placement], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}) for k in range(processes)]
     results = []
     for p in procs:
@@ -113,6 +132,26 @@ def run_round(python: str, system: str, target: str, processes: int, count: int)
     elapsed = max(r["finished"] for r in results) - min(r["started"] for r in results)
     return {"appends_per_s": round(len(latencies) / elapsed), "p99_ms": round(1000 * latencies[int(0.99 * len(latencies)) - 1], 2),
             "p50_ms": round(1000 * statistics.median(latencies), 2)}
+
+
+def placements(url: str, count: int) -> dict:
+    """One writer's appends/s with the writer and its server process on one core and on
+    two, for the raw loop and sessiondb, each order twice. Unpinned, the scheduler picks,
+    and the two differ by up to half again, in opposite directions: each exchange of the
+    raw loop's three per message wakes a process on the other core, which costs this
+    machine's virtual CPUs dearly, while sessiondb's larger work per message is slowed
+    more by sharing one core's caches (docs/fleet.md)."""
+    rates: dict[str, dict[str, list[int]]] = {}
+    for _ in range(2):
+        for placement in PLACEMENTS:
+            for system in ("raw", "sessiondb-postgres"):
+                figures = run_round(sys.executable, system, url, 1, count, placement)
+                rates.setdefault(placement, {}).setdefault(system, []).append(figures.get("appends_per_s", 0))
+    for placement, by_system in rates.items():
+        ratios = [round(s / r, 2) for s, r in zip(by_system["sessiondb-postgres"], by_system["raw"]) if r]
+        print(f"1 writer, {placement:9}: raw {by_system['raw']}/s, sessiondb {by_system['sessiondb-postgres']}/s, "
+              f"ratio {ratios}", flush=True)
+    return rates
 
 
 def fsync_latency(directory: Path, bindir: Path) -> str:
@@ -209,6 +248,8 @@ def main() -> None:
                     figures = run_round(python, system, targets[system], processes, args.messages)
                 report["writes"].setdefault(system, {})[processes] = figures
                 print(f"{processes} writer(s)  {system:20} {figures}", flush=True)
+        if len(os.sched_getaffinity(0)) >= 2:
+            report["one_writer_placement"] = placements(url, args.messages)
         report["search"] = search_p50(url, args.search_corpus)
         print(f"search over {args.search_corpus:,} messages: {report['search']}", flush=True)
         out = ROOT / "bench" / "results" / "fleet.json"
@@ -221,7 +262,7 @@ def main() -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
-        system, target, name, count, start_at = sys.argv[2:7]
-        print(json.dumps(writer(system, target, name, int(count), float(start_at))))
+        system, target, name, count, start_at, placement = sys.argv[2:8]
+        print(json.dumps(writer(system, target, name, int(count), float(start_at), placement)))
     else:
         main()
