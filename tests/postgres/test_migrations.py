@@ -173,3 +173,23 @@ def test_a_store_from_before_words_planned_once_keeps_its_words_and_computes_new
         generated = conn.execute("SELECT attgenerated FROM pg_attribute WHERE attrelid = %s::regclass "
                                  "AND attname = 'words'", (f'"{pg_schema}".messages',)).fetchone()
     assert generated == ("",)  # a plain column now: no INSERT plans its expression again
+
+
+def test_a_store_from_before_batches_in_one_pass_takes_a_large_append_after_the_upgrade(pg_url, pg_schema, monkeypatch):
+    monkeypatch.setattr(migrations, "MIGRATIONS", MIGRATIONS[:8])  # the store a release before 0009 wrote
+    with sessiondb.open_store(pg_url, schema=pg_schema) as old:
+        sid = old.create_session("cli").id
+        before = old.append(sid, [{"role": "user", "content": f"early {i}"} for i in range(20)])
+    monkeypatch.undo()
+    with sessiondb.open_store(pg_url, schema=pg_schema) as store:
+        batch = [{"role": ("user", "assistant", "tool")[i % 3], "content": f"later {i}",
+                  **({"tool_call_id": f"call-{i}"} if i % 3 == 2 else {}), **({"token_count": i} if i % 2 else {})}
+                 for i in range(300)]
+        added = store.append(sid, batch)
+        assert store.transcript(sid) == before + added and [m.seq for m in added] == list(range(21, 321))
+        assert [(m.role, m.content, m.token_count) for m in added] == [
+            (b["role"], b["content"], b.get("token_count")) for b in batch]
+        assert len(store.search("later", include_tools=True, limit=300)) == 300 and store.verify().problems == []
+    with psycopg.connect(pg_url) as conn:
+        names = [r[0] for r in conn.execute(f'SELECT name FROM "{pg_schema}".schema_migrations ORDER BY name')]
+    assert names[-1] == "0009_batches_in_one_pass"
