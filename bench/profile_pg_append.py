@@ -111,7 +111,7 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
     "append_fresh of 0007, 0005's indexes": (FRESH, RECENT_0001 + CJK_0005),
     "append_fresh of 0007": (FRESH, []),
     "append_fresh of 0007 without search columns": (FRESH, NO_SEARCH),
-    "append_fresh of 0008": (FRESH, []),
+    "append_fresh of 0008 (one message as 0009)": (FRESH, []),
 }
 #: The variants of a store migrated only up to 0007 (whose append_fresh does not write the words).
 UP_TO_0007 = {name for name in VARIANTS if name.startswith("append_fresh of 0007")}
@@ -129,11 +129,17 @@ def migrations_up_to(upto: str | None) -> Iterator[None]:
         migrations.MIGRATIONS = known
 
 
+def connect_to(url: str, schema: str, **options) -> psycopg.Connection:
+    """An autocommit connection whose statements name the tables of `schema`, as a store's do."""
+    conn = psycopg.connect(url, autocommit=True, **options)
+    conn.execute(f"SET search_path TO {schema}, sessiondb_extensions")
+    return conn
+
+
 def prepare(url: str, schema: str, statements: list[str], upto: str | None = None) -> None:
     with migrations_up_to(upto):
         sessiondb.open_store(url, schema=schema).close()
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f"SET search_path TO {schema}, sessiondb_extensions")
+    with connect_to(url, schema) as conn:
         for s in range(1, SESSIONS + 1):
             conn.execute("INSERT INTO sessions(id, source, started_at) VALUES (%s, 'bench', 1.0e9)", (f"s{s}",))
         for statement in statements:
@@ -146,8 +152,7 @@ def measure(url: str, schema: str, statement: str, count: int, rng: random.Rando
     `count` runs of `statement`, each committed on its own. The CPU time is the kernel's
     account of the backend process (/proc/PID/schedstat): unlike the rate, it hardly
     moves with the load of other work on the machine."""
-    with psycopg.connect(url, autocommit=True, prepare_threshold=0) as conn:
-        conn.execute(f"SET search_path TO {schema}, sessiondb_extensions")
+    with connect_to(url, schema, prepare_threshold=0) as conn:
         schedstat = Path(f"/proc/{conn.info.backend_pid}/schedstat")
         params = [{"s": f"s{rng.randrange(1, SESSIONS + 1)}", "u": rng.randrange(2_000_000_000)} for _ in range(count)]
         conn.execute(statement, params[0])  # prepared, and the function's plans cached, before the clock
@@ -172,8 +177,7 @@ def long_session(url: str, count: int) -> None:
         batches = [prepare_messages({"role": "user", "content": f"message {i} says kyoto temple garden market"})
                    for i in range(count)]
         figures = []
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(f"SET search_path TO {schema}, sessiondb_extensions")
+        with connect_to(url, schema) as conn:
             for band in range(bands):
                 cpu = backend_cpu_us(conn)
                 part = batches[band * count // bands:(band + 1) * count // bands]
@@ -195,8 +199,7 @@ def large_batches(url: str, sizes: list[int], rounds: int) -> None:
             with migrations_up_to(upto), sessiondb.open_store(url, schema=f"batch_{upto}") as store:
                 sessions = [(store.create_session("bench").id, store.create_session("bench").id) for _ in sizes]
             for size, (warm, session_id) in zip(sizes, sessions):
-                with psycopg.connect(url, autocommit=True) as conn:
-                    conn.execute(f"SET search_path TO batch_{upto}, sessiondb_extensions")
+                with connect_to(url, f"batch_{upto}") as conn:
                     messages.append_fresh(conn, warm, prepare_messages([{"role": "user", "content": "warm"}] * 2),
                                           time.time())
                     batch = prepare_messages([{"role": ("user", "assistant")[i % 2], "content": f"message {i} of kyoto",

@@ -164,8 +164,9 @@ class Writer:
         """Sync with `sync` after COMMIT, outside the connection (the connection then commits at
         synchronous=NORMAL), or with None acknowledge as COMMIT returns. Called from a unit
         of work (or before any is submitted), so that no commit falls between this and the
-        change of the connection's synchronous setting. Commits still waiting when it is turned off are acknowledged
-        by the next sync as they are: the durability that asked for them was let go."""
+        change of the connection's synchronous setting. Commits still waiting when it is
+        turned off are acknowledged by the next sync as they are: the durability that asked
+        for them was let go."""
         self._sync = sync
 
     @property
