@@ -1,11 +1,15 @@
-"""The profiles of a home: listed, created and deleted on purpose, never by a typo.
+"""The profiles of a home, or of a server: listed, created and deleted on purpose, never
+by a typo.
 
 A named profile exists when its directory `<home>/profiles/NAME/` does; `main` (the
-store in the home itself) always does. Reading a profile that does not exist is refused
+store in the home itself) always does. With `url`, the profiles are those of the server
+it names (a PostgreSQL database holds one schema per profile, docs/fleet.md), and `main`
+is the server's default store. Reading a profile that does not exist is refused
 with `NoSuchProfile`, whose message says how to create it; only `create` (and an import
 or the demo, which write on purpose) bring one into being. `delete` removes the
-profile's directory with its store, spool and backups, and refuses while another process
-holds the store, in the same words as maintenance (S-19, S-43).
+profile's directory with its store, spool and backups (on a server, its schema), and
+refuses while another process holds the store, in the same words as maintenance (S-19,
+S-43).
 """
 
 from __future__ import annotations
@@ -18,15 +22,17 @@ from .errors import InvalidInput, NotFound, StoreHeld
 from .guidance import command_for
 from .home import (DEFAULT_PROFILE, STORE_FILENAME, profile_dir, refuse_real_home_under_test, resolve_home,
                    validate_profile)
-from .store.locations import open_doctor, open_store
+from .store.locations import delete_server_profile, list_server_profiles, open_doctor, open_store, shown_location
 
 
 class NoSuchProfile(NotFound):
     """A named profile whose directory does not exist under the home."""
 
 
-def list_profiles(home: str | os.PathLike[str] | None = None) -> list[str]:
-    """`main`, then every named profile under the home, sorted."""
+def list_profiles(home: str | os.PathLike[str] | None = None, *, url: str | None = None) -> list[str]:
+    """`main`, then every named profile under the home (or on the server), sorted."""
+    if url is not None:
+        return list_server_profiles(url)
     root = resolve_home(home) / "profiles"
     names = [DEFAULT_PROFILE]
     if root.is_dir():
@@ -36,43 +42,52 @@ def list_profiles(home: str | os.PathLike[str] | None = None) -> list[str]:
     return names
 
 
-def exists(profile: str | None, home: str | os.PathLike[str] | None = None) -> bool:
+def exists(profile: str | None, home: str | os.PathLike[str] | None = None, *, url: str | None = None) -> bool:
     name = _canonical(profile)
-    return name == DEFAULT_PROFILE or profile_dir(resolve_home(home), name).is_dir()
+    if name == DEFAULT_PROFILE:
+        return True
+    return name in list_server_profiles(url) if url is not None else profile_dir(resolve_home(home), name).is_dir()
 
 
 def require(profile: str | None, home: str | os.PathLike[str] | None = None, *,
-            given_home: bool = False) -> None:
+            given_home: bool = False, url: str | None = None, command: str | None = None) -> None:
     """Raise NoSuchProfile, naming the command that creates it, unless the profile exists.
 
-    `given_home` says the home was chosen explicitly, so the advice carries `--home`.
+    `given_home` says the home was chosen explicitly, so the advice carries `--home`;
+    `command` is how to spell the store in that advice, when the caller knows better.
     """
-    if exists(profile, home):
+    if exists(profile, home, url=url):
         return
     root = resolve_home(home)
-    others = [n for n in list_profiles(root) if n != DEFAULT_PROFILE]
-    create = command_for(None, root if given_home else None)
+    others = [n for n in list_profiles(root, url=url) if n != DEFAULT_PROFILE]
+    if command is None:
+        command = command_for(None, root if given_home else None) if url is None else \
+            f"sessiondb --store '{shown_location(url)}'"
     known = f" (profiles: {', '.join(others)})" if others else ""
-    raise NoSuchProfile(f"no profile {profile!r} under {root}{known}; create it with "
-                        f"`{create} profiles create {profile}`")
+    raise NoSuchProfile(f"no profile {profile!r} {_where(root, url)}{known}; create it with "
+                        f"`{command} profiles create {profile}`")
 
 
-def create(profile: str, home: str | os.PathLike[str] | None = None) -> Path:
-    """Create the profile's directory and its empty store; return the store's path."""
+def create(profile: str, home: str | os.PathLike[str] | None = None, *, url: str | None = None) -> str:
+    """Create the profile's empty store (under the home: its directory); return its location."""
     name = _named(profile)
     root = resolve_home(home)
-    if exists(name, root):
-        raise InvalidInput(f"profile {name!r} already exists under {root}")
-    with open_store(home=root, profile=name) as store:
-        return Path(store.location)
+    if exists(name, root, url=url):
+        raise InvalidInput(f"profile {name!r} already exists {_where(root, url)}")
+    with open_store(url, profile=name) if url is not None else open_store(home=root, profile=name) as store:
+        return store.location
 
 
-def delete(profile: str, home: str | os.PathLike[str] | None = None) -> Path:
-    """Delete the profile's directory (store, sidecars, spool, backups); return what went.
+def delete(profile: str, home: str | os.PathLike[str] | None = None, *, url: str | None = None) -> str:
+    """Delete the profile's directory (store, sidecars, spool, backups), or its schema on
+    the server; return what went.
 
     Refused (StoreHeld) while another process holds its store.
     """
     name = _named(profile)
+    if url is not None:
+        require(name, url=url)
+        return delete_server_profile(url, name)
     root = resolve_home(home)
     require(name, root)
     directory = profile_dir(root, name)
@@ -83,7 +98,11 @@ def delete(profile: str, home: str | os.PathLike[str] | None = None) -> Path:
         raise StoreHeld(f"delete refused: {db} is held by {', '.join(map(str, held_by))}; quit those "
                         "processes and run it again", held_by)
     shutil.rmtree(directory)
-    return directory
+    return str(directory)
+
+
+def _where(home: Path, url: str | None) -> str:
+    return f"under {home}" if url is None else f"on {shown_location(url)}"
 
 
 def _canonical(profile: str | None) -> str:
@@ -93,7 +112,7 @@ def _canonical(profile: str | None) -> str:
 def _named(profile: str) -> str:
     name = _canonical(profile)
     if name == DEFAULT_PROFILE:
-        raise InvalidInput(f"{DEFAULT_PROFILE!r} is the home's own store, always there: it cannot be "
+        raise InvalidInput(f"{DEFAULT_PROFILE!r} is the default store, always there: it cannot be "
                            "created or deleted as a profile")
     return name
 

@@ -22,6 +22,7 @@ def isolated_home(tmp_path, monkeypatch):
     monkeypatch.setenv("SESSIONDB_HOME", str(home))
     monkeypatch.setenv("SESSIONDB_UNDER_TEST", "1")  # kept even if a test cleared it
     monkeypatch.delenv("SESSIONDB_ALLOW_REAL_HOME", raising=False)
+    monkeypatch.delenv("SESSIONDB_URL", raising=False)  # a developer's own server is never the store under test
     return home
 
 
@@ -74,3 +75,14 @@ def pg_schema(request):
 
 
 _schemas = itertools.count()
+
+
+@pytest.fixture
+def pg_database(pg_server, pg_schema):
+    """The URL of a database of this test's own on the suite's server, for what spans the
+    schemas of a database, such as the profiles a server holds."""
+    import psycopg
+
+    with psycopg.connect(pg_server.url(), autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{pg_schema}"')
+    return pg_server.url(pg_schema)

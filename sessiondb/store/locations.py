@@ -2,8 +2,10 @@
 
 A location is a file path (the embedded SQLite backend), a `sqlite:` URL, or a URL whose
 scheme names another backend (`postgresql://...`). `BACKENDS` maps each kind to the
-module that serves it; that module offers `open_backend(target, *, profile, **options)`
-and, where the backend has one, `open_doctor(target, *, command)`. This is the only
+module that serves it; that module offers `open_backend(target, *, profile, **options)`,
+where the backend has one `open_doctor(target, *, command)`, and where one server holds
+many profiles `list_profiles(target)`, `delete_profile(target, profile)` and
+`shown_location(target)`, the server as messages may name it (no password). This is the only
 place outside `store/` backends are named, and they are imported when first used, so
 a backend's driver is loaded only by the stores that need it.
 """
@@ -20,7 +22,7 @@ from typing import Any, Callable
 from urllib.parse import unquote, urlsplit
 
 from .. import home as homes
-from ..errors import InvalidInput
+from ..errors import InvalidInput, NoDoctor
 from ..guidance import command_for
 from ..model import MessageLimits
 from .capabilities import Doctor, checked_store
@@ -80,6 +82,34 @@ def _backend_module(kind: str) -> ModuleType:
     return importlib.import_module(BACKENDS[kind])
 
 
+def holds_profiles(location: str | os.PathLike[str]) -> bool:
+    """Whether `location` names a server holding many profiles (a URL), not one store file."""
+    return hasattr(_backend_module(locate(location).kind), "list_profiles")
+
+
+def list_server_profiles(url: str) -> list[str]:
+    """The profiles on the server `url` names: `main`, then the others, sorted."""
+    return _server(url).list_profiles(url)
+
+
+def delete_server_profile(url: str, profile: str) -> str:
+    """Delete a profile's store on the server `url` names; what went (its schema)."""
+    return _server(url).delete_profile(url, profile)
+
+
+def shown_location(url: str) -> str:
+    """The server `url` names, as messages may show it (no password)."""
+    return _server(url).shown_location(url)
+
+
+def _server(url: str) -> ModuleType:
+    module = _backend_module(locate(url).kind)
+    if not hasattr(module, "list_profiles"):
+        raise InvalidInput(f"{url} is one store file, not a server holding profiles; "
+                           "the profiles of a home are under its directory (--home)")
+    return module
+
+
 def open_store(
     location: str | os.PathLike[str] | None = None,
     *,
@@ -111,7 +141,8 @@ def open_doctor(
     where = locate(location, home=home, profile=profile)
     module = _backend_module(where.kind)
     if not hasattr(module, "open_doctor"):
-        raise InvalidInput(f"the {where.kind} backend has no doctor; its server's own tools examine it")
+        raise NoDoctor(f"the {where.kind} backend has no doctor: the server examines and repairs its own "
+                       "storage, and `sessiondb sessions stats` shows the store answers")
     command = command_for(where.profile, where.home if home is not None else None)
     return module.open_doctor(
         where.target, command=command,

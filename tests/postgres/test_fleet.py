@@ -8,6 +8,7 @@ import time
 import psycopg
 
 import sessiondb
+from sessiondb.store.postgres.connect import client_name
 from fleet_writers import acknowledged, check_sessions, start_writer
 
 
@@ -47,8 +48,7 @@ def test_a_connection_killed_while_idle_is_replaced_and_the_append_lands_once(pg
         store.append(s.id, {"uid": "before", "role": "user", "content": "hello"})
         with psycopg.connect(pg_url, autocommit=True) as admin:  # what an idle timeout or pgbouncer does
             killed = admin.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                                   "WHERE application_name = '' AND pid <> pg_backend_pid() "
-                                   "AND backend_type = 'client backend'").fetchone()[0]
+                                   "WHERE application_name = %s", (client_name(pg_schema),)).fetchone()[0]
         assert killed >= 1
         store.append(s.id, {"uid": "after", "role": "user", "content": "still here"})
         assert [m.uid for m in store.transcript(s.id)] == ["before", "after"]

@@ -1,17 +1,20 @@
 """The fleet backend: one schema per profile on a PostgreSQL server, through psycopg 3.
 
 `open_backend` is what store/locations.py calls for `postgresql:` (and `postgres:`)
-locations; this package, and with it psycopg, is imported only when such a store is
-first opened. There is no `open_doctor`: the server's own tools examine its storage.
+locations, and `list_profiles`, `delete_profile` and `shown_location` what it calls for
+the profiles a server holds (profiles.py); this package, and with it psycopg, is imported only when
+such a store is first used. There is no `open_doctor`: the server's own tools examine
+its storage.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from .profiles import delete_profile, list_profiles, shown_location
 from .store import PostgresBackend
 
-__all__ = ["PostgresBackend", "open_backend"]
+__all__ = ["PostgresBackend", "delete_profile", "list_profiles", "open_backend", "shown_location"]
 
 
 def open_backend(url: str, *, profile: str | None, **options: Any) -> PostgresBackend:

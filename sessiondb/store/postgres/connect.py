@@ -24,6 +24,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ...errors import InvalidInput, SessionDBError
@@ -51,6 +52,21 @@ def schema_for(profile: str | None) -> str:
         digest = hashlib.sha256(profile.encode()).hexdigest()[:10]
         name = f"{name[:50]}_{digest}"
     return name
+
+
+def application_name(conninfo: str, schema: str) -> dict[str, str]:
+    """The connection parameter naming sessiondb and the schema to the server (seen in
+    `pg_stat_activity`, and how a profile's deletion tells it is in use), unless the URL
+    names an application of its own."""
+    if "application_name" in conninfo_to_dict(conninfo):
+        return {}
+    return {"application_name": client_name(schema)}
+
+
+def client_name(schema: str) -> str:
+    """`application_name` of sessiondb's connections to `schema`, as the server keeps it
+    (63 bytes at most)."""
+    return f"sessiondb:{schema}"[:63]
 
 
 def check_schema(schema: str) -> str:
@@ -85,6 +101,10 @@ class Database:
             raise InvalidInput("pool_size must be a positive number of connections")
         self.conninfo, self.location, in_url = split_url(url)
         self.schema = check_schema(schema or in_url or schema_for(profile))
+        #: The profile this schema serves (None for a schema named for itself), which
+        #: migration 0010 records so the server's profiles can be listed by name.
+        named = profile or "main"
+        self.profile = named if schema_for(named) == self.schema else None
         self.patience = float(patience)
         self.synchronous_commit = synchronous_commit
         # No connection is made ahead of the first request (min_size=0). With one made at
@@ -94,8 +114,9 @@ class Database:
         # of the server's CPU per append with 8 writer processes (docs/fleet.md).
         self.pool = ConnectionPool(
             self.conninfo, min_size=0, max_size=pool_size, open=False, configure=self._configure,
-            kwargs={"autocommit": True, "connect_timeout": max(1, int(min(self.patience, 10)) or 1)},
-            reconnect_timeout=max(self.patience, 1.0), name=f"sessiondb:{schema}",
+            kwargs={"autocommit": True, "connect_timeout": max(1, int(min(self.patience, 10)) or 1),
+                    **application_name(self.conninfo, self.schema)},
+            reconnect_timeout=max(self.patience, 1.0), name=f"sessiondb:{self.schema}",
         )
 
     def _configure(self, conn: psycopg.Connection) -> None:

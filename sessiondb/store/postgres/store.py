@@ -55,7 +55,7 @@ class PostgresBackend:
         self.spool_anchor = homes.resolve_home() / "postgres" / _anchor_name(self._db.location, self._db.schema)
         self._closed = threading.Event()
         with connect(self._db.conninfo, self._db.location, self._db.patience) as conn:
-            migrations.migrate(conn, self._db.schema, EXTENSIONS_SCHEMA)
+            migrations.migrate(conn, self._db.schema, EXTENSIONS_SCHEMA, self._db.profile)
         self._db.open()
         self._appends = AppendBatcher(self._run, self._direct)
 

@@ -20,20 +20,22 @@ from psycopg import sql
 from ....errors import NotASessionStore
 from . import (
     m0001_core, m0002_turns, m0003_lease_holders, m0004_usage_calls, m0005_cheaper_indexing, m0006_hot_appends,
-    m0007_uid_check_by_index, m0008_words_planned_once, m0009_batches_in_one_pass,
+    m0007_uid_check_by_index, m0008_words_planned_once, m0009_batches_in_one_pass, m0010_profile_recorded,
 )
 
 MIGRATIONS = [(m.NAME, m.SQL) for m in (m0001_core, m0002_turns, m0003_lease_holders, m0004_usage_calls,
                                           m0005_cheaper_indexing, m0006_hot_appends, m0007_uid_check_by_index,
-                                          m0008_words_planned_once, m0009_batches_in_one_pass)]
+                                          m0008_words_planned_once, m0009_batches_in_one_pass,
+                                          m0010_profile_recorded)]
 #: One key for every schema of a database: the extensions they share are created once too.
 LOCK_KEY = 0x5E55_10DB
 
 
-def migrate(conn: psycopg.Connection, schema: str, extensions: str) -> bool:
+def migrate(conn: psycopg.Connection, schema: str, extensions: str, profile: str | None = None) -> bool:
     """Bring `schema` up to date (creating it and the shared extensions); whether anything
-    was applied. `conn` is in autocommit mode; this opens its own transaction."""
-    names = {"schema": sql.Identifier(schema), "ext": sql.Identifier(extensions)}
+    was applied. `profile` is the profile whose schema it is, None for a schema opened by
+    its own name. `conn` is in autocommit mode; this opens its own transaction."""
+    names = {"schema": sql.Identifier(schema), "ext": sql.Identifier(extensions), "profile": sql.Literal(profile)}
     if _recorded(conn, schema) == {name for name, _ in MIGRATIONS}:
         return False  # the common open: up to date, no lock taken (migrations are only ever added)
     with conn.transaction():
