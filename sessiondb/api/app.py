@@ -35,14 +35,15 @@ def stores_of(request: Request) -> Stores:
 
 
 def create_app(home: str | Path | None = None, *, token: str | None = None, host: str = "127.0.0.1",
-               port: int = 8765, max_body: int = DEFAULT_MAX_BODY) -> FastAPI:
+               port: int = 8765, max_body: int = DEFAULT_MAX_BODY, url: str | None = None) -> FastAPI:
     """The service for every profile under `home` (default: $SESSIONDB_HOME or ~/.sessiondb),
-    answering only requests addressed to `host`:`port` (and loopback names on that port).
+    or with `url` every profile on that server, answering only requests addressed to
+    `host`:`port` (and loopback names on that port).
 
     With `token`, every API request must send `Authorization: Bearer <token>`.
     Request bodies over `max_body` bytes are refused (413).
     """
-    stores = Stores(resolve_home(home))
+    stores = Stores(resolve_home(home), url)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -57,15 +58,17 @@ def create_app(home: str | Path | None = None, *, token: str | None = None, host
 
     @app.get("/api/health", tags=["service"])
     async def health(request: Request) -> dict:
-        """The service is up: its version, home and profiles."""
-        return {"status": "ok", "version": VERSION, "home": str(stores.home),
+        """The service is up: its version, home (or server) and profiles."""
+        return {"status": "ok", "version": VERSION, "home": stores.shown,
                 "profiles": await asyncio.to_thread(stores.profiles)}
 
     @app.get("/api/profiles", tags=["service"])
     async def profiles() -> dict:
-        """Every profile under the home: `main` (the home's own store), then the named ones."""
+        """Every profile under the home (or on the server): `main` (the home's own store),
+        then the named ones."""
         names = await asyncio.to_thread(stores.profiles)
-        return {"items": [{"name": n, "path": str(stores.path(n))} for n in names]}
+        return {"items": [{"name": n, "path": str(stores.path(n) if stores.url is None else stores.shown)}
+                          for n in names]}
 
     app.include_router(sessions.router, prefix="/api")
     app.include_router(search.router, prefix="/api")

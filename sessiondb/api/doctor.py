@@ -23,7 +23,7 @@ router = APIRouter(tags=["doctor"])
 
 def _doctor(stores: Stores, profile: str | None) -> Doctor:
     stores.path(profile)  # NotFound for a profile the home does not have
-    return open_doctor(home=stores.home, profile=stores.name(profile))
+    return open_doctor(**stores.where(stores.name(profile)))
 
 
 @router.get("/doctor")

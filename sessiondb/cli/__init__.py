@@ -7,7 +7,9 @@ import sys
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
+from ..store.locations import URL_VARIABLE
 from .checkpoints import checkpoints
 from .context import CliContext, CliError
 from .demo import demo
@@ -58,12 +60,20 @@ def _emit_error(code: str, message: str, detail: Any) -> None:
 @click.version_option(package_name="sessiondb", prog_name="sessiondb", message="%(prog)s %(version)s")
 @click.option("--home", type=click.Path(file_okay=False), envvar="SESSIONDB_HOME",
               help="The sessiondb home (default: $SESSIONDB_HOME or ~/.sessiondb).")
+@click.option("--store", metavar="URL", envvar=URL_VARIABLE,
+              help="The store to use instead of the home's: a PostgreSQL URL, whose server holds the "
+                   "profiles, or a store file (default: $SESSIONDB_URL, unless --home is given).")
 @click.option("-p", "--profile", default=None,
               help="The profile whose store to use (default: main); create one with `profiles create`.")
 @click.pass_context
-def main(ctx: click.Context, home: str | None, profile: str | None) -> None:
+def main(ctx: click.Context, home: str | None, store: str | None, profile: str | None) -> None:
     """sessiondb: the durable memory of AI agents."""
-    ctx.obj = CliContext(home=home, profile=profile)
+    typed = {name: ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE for name in ("home", "store")}
+    if typed["home"] and typed["store"]:
+        raise click.UsageError("give --home or --store, not both")
+    if typed["home"]:
+        store = None  # a home on the command line beats $SESSIONDB_URL; otherwise the URL wins, as in open_store()
+    ctx.obj = CliContext(home=home, profile=profile, store=store or None, store_given=typed["store"])
     if ctx.invoked_subcommand is None:  # bare `sessiondb`: the help, and success
         click.echo(ctx.get_help())
 

@@ -1,5 +1,10 @@
-"""What every command shares: the chosen home and profile, how to open their store, and
-how a refusal becomes one line (or, with --json, one JSON object) and exit status 1."""
+"""What every command shares: the chosen home (or store) and profile, how to open their
+store, and how a refusal becomes one line (or, with --json, one JSON object) and exit
+status 1.
+
+With `--store` (or $SESSIONDB_URL) the store is the one that location names instead of
+the home's: a server's URL, whose profiles are that server's (`-p` picks one), or a
+store file."""
 
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ from .. import open_store, profiles
 from ..errors import SessionDBError, StoreHeld, classify
 from ..guidance import command_for, error_code, for_error
 from ..store.contract import Store
+from ..store.locations import holds_profiles, shown_location
 
 T = TypeVar("T")
 
@@ -31,23 +37,76 @@ class CliError(click.ClickException):
 class CliContext:
     home: str | None
     profile: str | None
+    store: str | None = None  # --store or $SESSIONDB_URL: the store instead of the home's
+    store_given: bool = False  # --store was on the command line (advice must repeat it)
 
     @property
     def command(self) -> str:
-        """`sessiondb` as this invocation spelled its store: with --home and -p when given."""
-        return command_for(self.profile, None if self.home is None else Path(self.home))
+        """`sessiondb` as this invocation spelled its store: with --home (or --store) and -p
+        when given."""
+        if self.store is None:
+            return command_for(self.profile, None if self.home is None else Path(self.home))
+        return command_for(self.profile, None).replace("sessiondb", self._bare_command, 1)
+
+    @property
+    def server(self) -> str | None:
+        """The URL of the server holding the profiles, when the store is on one."""
+        with self.refusals():
+            return self.store if self.store is not None and holds_profiles(self.store) else None
 
     def require_profile(self, profile: str | None = None) -> None:
         """Refuse, saying how to create it, a named profile that does not exist."""
+        if self.store is not None and self.server is None:
+            return  # a store file is one store: -p is refused when it is opened
         with self.refusals():
-            profiles.require(profile or self.profile, self.home, given_home=self.home is not None)
+            profiles.require(profile or self.profile, self.home, given_home=self.home is not None,
+                             url=self.server, command=None if self.server is None else self._bare_command)
 
     def open(self, profile: str | None = None, *, create: bool = False) -> Store:
         """Open the store; a profile is never created by a typo, only when `create` says so."""
         if not create:
             self.require_profile(profile)
         with self.refusals():
-            return open_store(home=self.home, profile=profile or self.profile)
+            return open_store(**self.where(profile))
+
+    def where(self, profile: str | None = None) -> dict[str, str | None]:
+        """The store chosen, as open_store's and open_doctor's arguments."""
+        place = {"home": self.home} if self.store is None else {"location": self.store}
+        return {**place, "profile": profile or self.profile}
+
+    def list_profiles(self) -> list[str]:
+        with self.refusals():
+            return profiles.list_profiles(self._home_of_profiles, url=self.server)
+
+    def profile_exists(self, profile: str | None) -> bool:
+        """Whether the profile's store exists (a store file, given by --store, always does)."""
+        if self.store is not None and self.server is None:
+            return True
+        with self.refusals():
+            return profiles.exists(profile, self._home_of_profiles, url=self.server)
+
+    def create_profile(self, profile: str) -> str:
+        with self.refusals():
+            return profiles.create(profile, self._home_of_profiles, url=self.server)
+
+    def delete_profile(self, profile: str) -> str:
+        with self.refusals():
+            return profiles.delete(profile, self._home_of_profiles, url=self.server)
+
+    @property
+    def _home_of_profiles(self) -> str | None:
+        if self.store is not None and self.server is None:
+            raise CliError(f"{self.store} is one store file: profiles are a home's (--home) or a server's "
+                           "(--store URL)", "invalid_input")
+        return self.home
+
+    @property
+    def _shown_store(self) -> str:
+        return shown_location(self.store) if self.server is not None else str(self.store)
+
+    @property
+    def _bare_command(self) -> str:
+        return f"sessiondb --store '{self._shown_store}'" if self.store_given else "sessiondb"
 
     def call(self, method: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run a library call on an open store; a refusal becomes one line of guidance, exit 1."""

@@ -26,7 +26,7 @@ from .context import CliContext, CliError
 def _doctor(ctx: CliContext) -> Doctor:
     ctx.require_profile()
     with ctx.refusals():
-        return open_doctor(home=ctx.home, profile=ctx.profile)
+        return open_doctor(**ctx.where())
 
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s")

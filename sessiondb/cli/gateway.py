@@ -37,6 +37,8 @@ def gateway() -> None:
 @click.pass_obj
 def status(ctx: CliContext, show_routes: bool, as_json: bool) -> None:
     """Routing entries by turn state, and messages waiting in memory or the spool, per profile."""
+    if ctx.store is not None:
+        raise click.UsageError("the gateway runs on the profiles of a home (--home), not on --store or $SESSIONDB_URL")
     try:
         with Gateway(ctx.home, retry_interval=3600) as gw:
             report = gw.status()

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import click
 
-from .. import profiles as library
 from ..home import DEFAULT_PROFILE, profile_dir, resolve_home
+from ..store.locations import shown_location
 from . import render
 from .context import CliContext
 from .sessions import json_option
@@ -18,23 +18,26 @@ from .sessions import json_option
 
 @click.group()
 def profiles() -> None:
-    """List, create and delete the profiles of the home."""
+    """List, create and delete the profiles of the home (or of the server --store names)."""
 
 
 @profiles.command("list")
 @json_option
 @click.pass_obj
 def list_profiles(ctx: CliContext, as_json: bool) -> None:
-    """`main` (the home's own store), then every named profile, with its store's path."""
-    home = resolve_home(ctx.home)
-    with ctx.refusals():
-        names = library.list_profiles(home)
-    rows = [{"name": n, "path": str(profile_dir(home, n) / "state.db")} for n in names]
+    """`main` (the home's own store), then every named profile, with its store's path (on
+    a server, with --store or $SESSIONDB_URL: the server's profiles)."""
+    names = ctx.list_profiles()
+    if ctx.server is not None:
+        rows = [{"name": n, "server": shown_location(ctx.server)} for n in names]
+    else:
+        home = resolve_home(ctx.home)
+        rows = [{"name": n, "path": str(profile_dir(home, n) / "state.db")} for n in names]
     if as_json:
         render.emit_json(rows)
         return
     for row in rows:
-        click.echo(f"{row['name']:<20} {row['path']}")
+        click.echo(f"{row['name']:<20} {row.get('path', row.get('server'))}")
 
 
 @profiles.command()
@@ -42,13 +45,12 @@ def list_profiles(ctx: CliContext, as_json: bool) -> None:
 @json_option
 @click.pass_obj
 def create(ctx: CliContext, name: str, as_json: bool) -> None:
-    """Create profile NAME: its directory and an empty store."""
-    with ctx.refusals():
-        path = library.create(name, ctx.home)
+    """Create profile NAME: its directory and an empty store (on a server: its schema)."""
+    location = ctx.create_profile(name)
     if as_json:
-        render.emit_json({"name": name, "path": str(path)})
+        render.emit_json({"name": name, "path": location})
     else:
-        click.echo(f"created profile {name}: {path}")
+        click.echo(f"created profile {name}: {location}")
 
 
 @profiles.command()
@@ -59,15 +61,15 @@ def create(ctx: CliContext, name: str, as_json: bool) -> None:
 def delete(ctx: CliContext, name: str, yes: bool, as_json: bool) -> None:
     """Delete profile NAME with every session in it (asks first unless --yes).
 
-    Refused while another process holds the profile's store.
+    Refused while another process holds the profile's store (on a server: while another
+    sessiondb connection uses its schema).
     """
     if name != DEFAULT_PROFILE:
         ctx.require_profile(name)
     if not yes:
         click.confirm(f"Delete profile {name} and every session in it? This cannot be undone", abort=True, err=True)
-    with ctx.refusals():
-        directory = library.delete(name, ctx.home)
+    gone = ctx.delete_profile(name)
     if as_json:
-        render.emit_json({"deleted": name, "path": str(directory)})
+        render.emit_json({"deleted": name, "path": gone})
     else:
-        click.echo(f"deleted profile {name} ({directory})")
+        click.echo(f"deleted profile {name} ({gone})")

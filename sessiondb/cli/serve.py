@@ -1,4 +1,5 @@
-"""`sessiondb serve`: the HTTP API and the dashboard for every profile under the home.
+"""`sessiondb serve`: the HTTP API and the dashboard for every profile under the home, or
+on the server `--store` (or $SESSIONDB_URL) names.
 
 Loopback by default. Binding any other address needs a token ($SESSIONDB_TOKEN,
 `--token-file`, or `--token`, which other local users can read in the process list), which
@@ -49,7 +50,8 @@ def _token(token: str | None, token_file: str | None) -> str | None:
 @click.pass_obj
 def serve(ctx: CliContext, host: str, port: int, token: str | None, token_file: str | None, max_body: int | None,
           header_timeout: float, max_connections: int) -> None:
-    """Serve the HTTP API and the dashboard for every profile under the home."""
+    """Serve the HTTP API and the dashboard for every profile under the home (or on the
+    server --store names)."""
     from ..api.auth import is_loopback
 
     token = _token(token, token_file)
@@ -58,8 +60,13 @@ def serve(ctx: CliContext, host: str, port: int, token: str | None, token_file: 
             f"refusing to serve on {host} without a token: anyone who can reach it could read and change "
             "your sessions; set SESSIONDB_TOKEN or pass --token-file (or bind 127.0.0.1)")
     home = resolve_home(ctx.home)
+    url = ctx.server
+    if ctx.store is not None and url is None:
+        raise click.UsageError(f"serve serves the profiles of a home (--home) or of a server (--store URL); "
+                               f"{ctx.store} is one store file")
     try:
-        refuse_real_home_under_test(home / "state.db")
+        if url is None:
+            refuse_real_home_under_test(home / "state.db")
     except SessionDBError as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -69,9 +76,9 @@ def serve(ctx: CliContext, host: str, port: int, token: str | None, token_file: 
     from ..api.server import config
 
     limits = {"max_body": max_body} if max_body else {}
-    app = create_app(home, token=token, host=host, port=port, **limits)
+    app = create_app(home, token=token, host=host, port=port, url=url, **limits)
     shown = f"[{host}]" if ":" in host else host
-    click.echo(f"sessiondb: serving {home} on http://{shown}:{port}/ "
+    click.echo(f"sessiondb: serving {app.state.stores.shown} on http://{shown}:{port}/ "
                f"({'token required' if token else 'no token'}; Ctrl-C stops)")
     sys.stdout.flush()
     server = uvicorn.Server(config(app, host=host, port=port, header_timeout=header_timeout,

@@ -16,7 +16,7 @@ from pathlib import Path
 import click
 
 from ..errors import SessionDBError
-from .. import exports, profiles
+from .. import exports
 from ..files import private_file
 from . import progress, render
 from .context import CliContext
@@ -106,8 +106,7 @@ def import_(ctx: CliContext, file: str, dry_run: bool, as_json: bool) -> None:
     """
     # Importing into a profile that does not exist yet creates it, but only for an import
     # that writes: a dry run or a file the dry run rejects leaves no profile behind.
-    with ctx.refusals():
-        created = not profiles.exists(ctx.profile, ctx.home)
+    created = not ctx.profile_exists(ctx.profile)
     try:
         with ctx.open(create=True) as store:
             report = _import(ctx, store, file, dry_run=True)
@@ -115,10 +114,10 @@ def import_(ctx: CliContext, file: str, dry_run: bool, as_json: bool) -> None:
                 report = _import(ctx, store, file, dry_run=False)
     except click.ClickException:
         if created:
-            profiles.delete(ctx.profile, ctx.home)
+            ctx.delete_profile(ctx.profile)
         raise
     if created and dry_run:
-        profiles.delete(ctx.profile, ctx.home)
+        ctx.delete_profile(ctx.profile)
     if as_json:
         render.emit_json({**report.to_dict(), "dry_run": dry_run})
         return

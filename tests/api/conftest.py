@@ -39,11 +39,13 @@ class Server:
 
 
 def start(home: Path, *args: str, token: str | None = None, token_file: Path | None = None,
-          env: dict | None = None) -> Server:
+          env: dict | None = None, store: str | None = None) -> Server:
+    """`sessiondb serve` for the home, or with `store` for the profiles on that server."""
     port = free_port()
     environ = {k: v for k, v in os.environ.items() if k != "SESSIONDB_TOKEN"}
     environ.update({"SESSIONDB_UNDER_TEST": "1", **(env or {})})
-    command = SERVE + ["--home", str(home), "serve", "--port", str(port), *args]
+    command = SERVE + (["--home", str(home)] if store is None else ["--store", store]) + [
+        "serve", "--port", str(port), *args]
     if token:
         command += ["--token", token]
     if token_file:

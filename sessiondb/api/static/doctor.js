@@ -11,9 +11,10 @@ export async function checkHealth(profile) {
     badge.textContent = report.healthy ? "Healthy" : report.damage === "none" ? "Needs attention" : `Damaged: ${report.damage}`;
     badge.report = report;
   } catch (error) {
-    badge.className = "badge bad";
-    badge.textContent = "Unreachable";
-    badge.report = { error: error.message };
+    const server = error.body && error.body.code === "no_doctor";  // a store on a server, which keeps its own storage
+    badge.className = server ? "badge" : "badge bad";
+    badge.textContent = server ? "On a server" : "Unreachable";
+    badge.report = server ? { note: error.message } : { error: error.message };
   }
 }
 
@@ -34,6 +35,8 @@ export function openDoctor() {
   const top = [];
   if (report.error) {
     top.push(el("p", { class: "lead", text: `The doctor could not be reached: ${report.error}` }));
+  } else if (report.note) {
+    top.push(el("p", { class: "lead", "data-testid": "doctor-lead", text: report.note }));
   } else if (report.healthy) {
     top.push(el("p", { class: "lead ok", text: "Healthy: nothing needs attention." }));
   } else {
