@@ -42,10 +42,6 @@ class InvalidInput(SessionDBError, ValueError):
     """The caller's input was refused before anything was written."""
 
 
-class NoDoctor(InvalidInput):
-    """The store's backend has no doctor: its server examines and repairs its own storage."""
-
-
 class NotFound(SessionDBError, LookupError):
     """A session (or other named thing) does not exist."""
 

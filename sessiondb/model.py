@@ -321,6 +321,26 @@ class StoreStats:
         return asdict(self)
 
 
+@dataclass(kw_only=True)
+class DoctorReport:
+    """What every doctor's report says, whatever the backend adds: the damage (`none` when
+    there is none), what it is, what makes the exit status 1, what to do next, and what a
+    repair did."""
+
+    damage: str = "none"
+    findings: list[str] = field(default_factory=list)  # what the damage is
+    problems: list[str] = field(default_factory=list)  # everything that makes the exit status 1
+    steps: list[str] = field(default_factory=list)  # what to do next
+    repair: dict[str, Any] | None = None  # what --fix did
+
+    @property
+    def healthy(self) -> bool:
+        return not self.problems
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "healthy": self.healthy}
+
+
 @dataclass
 class VerifyReport:
     """What Store.verify() found: every broken invariant in words, and how much was checked.

@@ -108,6 +108,14 @@ class CliContext:
     def _bare_command(self) -> str:
         return f"sessiondb --store '{self._shown_store}'" if self.store_given else "sessiondb"
 
+    def respelled(self, text: str) -> str:
+        """`text` with the commands it names for this store spelled as this invocation
+        spelled the store (a --store typed here is repeated)."""
+        if not self.store_given:
+            return text
+        plain = command_for(self.profile, None)
+        return text.replace(f"`{plain} ", f"`{self.command} ")
+
     def call(self, method: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run a library call on an open store; a refusal becomes one line of guidance, exit 1."""
         try:

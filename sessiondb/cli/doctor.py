@@ -38,6 +38,43 @@ def _render(report: Any) -> None:
         echo(f"problem      {SENTENCE_END.split(report.problems[0], maxsplit=1)[0]}")
         if report.steps:
             echo(f"first step   {report.steps[0]}")
+    if hasattr(report, "server_version"):  # a store on a server (store/postgres/doctor.py)
+        _server_state(report)
+    else:
+        _file_state(report)
+    echo(f"damage       {report.damage}")
+    shown = 8  # the rest are in --json
+    for finding in report.findings[:shown]:
+        echo(f"  - {finding}")
+    if len(report.findings) > shown:
+        echo(f"  ... and {len(report.findings) - shown} more (--json lists them)")
+    if report.repair:
+        for action in report.repair.get("actions", []):
+            echo(f"fix: {action}")
+    for i, step in enumerate(report.steps, 1):
+        echo(f"next {i}. {step}")
+    echo("healthy" if report.healthy else "problems found")
+
+
+def _server_state(report: Any) -> None:
+    echo = click.echo
+    echo(f"store        {report.location}")
+    if not report.exists:
+        echo("             does not exist")
+    echo(f"server       PostgreSQL {report.server_version}")
+    if report.migrations:
+        echo(f"migrations   {report.migrations['applied']} applied, {len(report.migrations['pending'])} pending")
+    echo(f"size         {render.size(report.size)}")
+    echo(f"connections  {', '.join(report.connections) or 'none'} (sessiondb's, on this schema)")
+    if report.checked:
+        echo(f"checked      {report.checked.get('sessions', 0)} sessions, {report.checked.get('messages', 0)} messages")
+    echo(f"spool        {report.spool_pending} batch(es) pending on this host")
+    for note in report.notes:
+        echo(f"note         {note}")
+
+
+def _file_state(report: Any) -> None:
+    echo = click.echo
     echo(f"store        {report.path}")
     if not report.exists:
         echo("             does not exist")
@@ -60,23 +97,12 @@ def _render(report: Any) -> None:
     echo(f"backups      {len(report.backups)} forensic backup(s)")
     if report.repair_failures:
         echo(f"repairs      {report.repair_failures} failed pass(es) on this file")
-    echo(f"damage       {report.damage}")
-    shown = 8  # the rest are in --json
-    for finding in report.findings[:shown]:
-        echo(f"  - {finding}")
-    if len(report.findings) > shown:
-        echo(f"  ... and {len(report.findings) - shown} more (--json lists them)")
-    if report.repair:
-        for action in report.repair.get("actions", []):
-            echo(f"fix: {action}")
-    for i, step in enumerate(report.steps, 1):
-        echo(f"next {i}. {step}")
-    echo("healthy" if report.healthy else "problems found")
 
 
 @click.command()
 @click.option("--fix", is_flag=True, help="Replay the spool, rebuild the search index, repair the schema, "
-              "checkpoint; never while another process holds the store.")
+              "checkpoint; never while another process holds a store file (a store on a server is "
+              "repaired beside its writers).")
 @click.option("--deep", is_flag=True, help="Run the full integrity check, however long it takes.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_obj
@@ -90,8 +116,11 @@ def doctor(ctx: CliContext, fix: bool, deep: bool, as_json: bool) -> None:
     except SessionDBError as exc:  # refused (held, budget spent, no room for a backup): nothing changed
         error = ctx.error(exc, " ".join(str(exc).split()))
         detail = error.detail if isinstance(error.detail, dict) else {}
-        error.detail = {"store": store.location, "damage": store.examine().damage, **detail}
+        if fix:  # the repair was refused: say what state the store is left in
+            detail = {"damage": store.examine().damage, **detail}
+        error.detail = {"store": store.location, **detail}
         raise error from None
+    report.steps = [ctx.respelled(step) for step in report.steps]
     if as_json:
         click.echo(json.dumps(report.to_dict()))
     else:

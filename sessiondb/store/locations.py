@@ -3,7 +3,7 @@
 A location is a file path (the embedded SQLite backend), a `sqlite:` URL, or a URL whose
 scheme names another backend (`postgresql://...`). `BACKENDS` maps each kind to the
 module that serves it; that module offers `open_backend(target, *, profile, **options)`,
-where the backend has one `open_doctor(target, *, command)`, and where one server holds
+where the backend has one `open_doctor(target, *, profile, command, replay)`, and where one server holds
 many profiles `list_profiles(target)`, `delete_profile(target, profile)` and
 `shown_location(target)`, the server as messages may name it (no password). This is the only
 place outside `store/` backends are named, and they are imported when first used, so
@@ -22,7 +22,7 @@ from typing import Any, Callable
 from urllib.parse import unquote, urlsplit
 
 from .. import home as homes
-from ..errors import InvalidInput, NoDoctor
+from ..errors import InvalidInput
 from ..guidance import command_for
 from ..model import MessageLimits
 from .capabilities import Doctor, checked_store
@@ -141,11 +141,10 @@ def open_doctor(
     where = locate(location, home=home, profile=profile)
     module = _backend_module(where.kind)
     if not hasattr(module, "open_doctor"):
-        raise NoDoctor(f"the {where.kind} backend has no doctor: the server examines and repairs its own "
-                       "storage, and `sessiondb sessions stats` shows the store answers")
+        raise InvalidInput(f"the {where.kind} backend has no doctor")
     command = command_for(where.profile, where.home if home is not None else None)
     return module.open_doctor(
-        where.target, command=command,
+        where.target, profile=where.profile, command=command,
         replay=lambda: _replay(location, home=home, profile=profile))
 
 

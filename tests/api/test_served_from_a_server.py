@@ -10,6 +10,7 @@ import pytest
 
 import sessiondb
 from sessiondb import profiles
+from sessiondb.store.postgres.migrations import MIGRATIONS
 
 from .conftest import start, stop
 
@@ -48,8 +49,8 @@ def test_the_api_serves_the_servers_profiles_and_creates_none(served):
         missing = api.get("/api/sessions", params={"profile": "wrok"})
         assert missing.status_code == 404 and "no profile 'wrok' on postgresql://" in missing.json()["message"]
         assert schemas(url) == before
-        doctor = api.get("/api/doctor", params={"profile": "work"})
-        assert doctor.status_code == 422 and doctor.json()["code"] == "no_doctor"
+        doctor = api.get("/api/doctor", params={"profile": "work"}).json()
+        assert doctor["healthy"] and doctor["checked"]["messages"] == 2 and doctor["location"].endswith("#sessiondb_work")
         added = api.post(f"/api/sessions/{sid}/messages", params={"profile": "work"},
                          json={"messages": [{"uid": "3", "role": "user", "content": "and a tea house"}]})
         assert added.status_code in (200, 201), added.text
@@ -57,8 +58,22 @@ def test_the_api_serves_the_servers_profiles_and_creates_none(served):
         assert [m.uid for m in store.transcript(sid)] == ["1", "2", "3"]
 
 
+def test_the_doctor_fixes_a_servers_store_while_the_service_has_it_open(served):
+    server, sid, url = served
+    with server.client() as api:
+        assert api.get("/api/sessions", params={"profile": "work"}).status_code == 200  # the service's handle
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("UPDATE sessiondb_work.sessions SET message_count = 99")
+        found = api.get("/api/doctor", params={"profile": "work"}).json()
+        assert found["damage"] == "counters" and "doctor --fix" in found["steps"][0]
+        fixed = api.post("/api/doctor/fix", params={"profile": "work"})
+        assert fixed.status_code == 200 and fixed.json()["healthy"], fixed.text
+        assert fixed.json()["repair"]["actions"] == [f"recounted session {sid}"]
+        assert api.get(f"/api/sessions/{sid}", params={"profile": "work"}).json()["message_count"] == 2
+
+
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed at /usr/bin/chromium")
-def test_the_dashboard_shows_a_servers_sessions_and_says_the_server_keeps_its_storage(served):
+def test_the_dashboard_shows_a_servers_sessions_and_its_doctors_report(served):
     from playwright.sync_api import expect, sync_playwright
 
     server, sid, _ = served
@@ -73,8 +88,9 @@ def test_the_dashboard_shows_a_servers_sessions_and_says_the_server_keeps_its_st
         expect(page.locator("[data-testid=session]")).to_have_count(1)
         expect(page.locator("[data-testid=session]").first).to_contain_text("Kyoto trip")
         badge = page.locator("[data-testid=health]")
-        expect(badge).to_have_text("On a server")
+        expect(badge).to_have_text("Healthy")
         badge.click()
-        expect(page.locator("[data-testid=doctor-lead]")).to_contain_text("the server examines and repairs")
+        expect(page.locator("#doctor-body")).to_contain_text("PostgreSQL 15")
+        expect(page.locator("#doctor-body")).to_contain_text(f"{len(MIGRATIONS)} applied, 0 pending")
         assert errors == []
         browser.close()

@@ -11,10 +11,9 @@ export async function checkHealth(profile) {
     badge.textContent = report.healthy ? "Healthy" : report.damage === "none" ? "Needs attention" : `Damaged: ${report.damage}`;
     badge.report = report;
   } catch (error) {
-    const server = error.body && error.body.code === "no_doctor";  // a store on a server, which keeps its own storage
-    badge.className = server ? "badge" : "badge bad";
-    badge.textContent = server ? "On a server" : "Unreachable";
-    badge.report = server ? { note: error.message } : { error: error.message };
+    badge.className = "badge bad";
+    badge.textContent = "Unreachable";
+    badge.report = { error: error.message };
   }
 }
 
@@ -24,7 +23,8 @@ function firstSentence(text) {
 }
 
 const DAMAGE = { none: "None", index: "The search index (messages are safe)", schema: "An index, trigger or view (recreated by the fix)",
-  structural: "The file or its table data (see the steps)" };
+  structural: "The file or its table data (see the steps)", counters: "A session's counters (recounted by the fix)",
+  records: "Rows breaking an invariant (see the steps)" };
 // What a person reads first, per class of damage (docs/recovery.md says the same at length).
 const LEAD = { index: "The search index is damaged; your messages are safe and the fix rebuilds it.",
   schema: "An index, trigger or view of the store is damaged; your messages are safe and the fix recreates it.",
@@ -35,8 +35,6 @@ export function openDoctor() {
   const top = [];
   if (report.error) {
     top.push(el("p", { class: "lead", text: `The doctor could not be reached: ${report.error}` }));
-  } else if (report.note) {
-    top.push(el("p", { class: "lead", "data-testid": "doctor-lead", text: report.note }));
   } else if (report.healthy) {
     top.push(el("p", { class: "lead ok", text: "Healthy: nothing needs attention." }));
   } else {
@@ -63,9 +61,19 @@ export function openDoctor() {
     show("Journal mode", report.journal_mode || "unknown");
     show("Filesystem", report.filesystem || "unknown");
     show("SQLite", report.sqlite_version);
+  } else if ("server_version" in report) {  // a store on a PostgreSQL server
+    show("Store", report.location + (report.exists ? "" : " (does not exist yet)"));
+    show("Damage", DAMAGE[report.damage] || report.damage);
+    show("Server", `PostgreSQL ${report.server_version}`);
+    if (report.migrations && "applied" in report.migrations) {
+      show("Migrations", `${report.migrations.applied} applied, ${report.migrations.pending.length} pending`);
+    }
+    show("Size", bytes(report.size));
+    show("sessiondb connections", (report.connections || []).join(", ") || "none");
+    show("Waiting in this host's spool", plural(report.spool_pending, "batch", "batches"));
   }
   const lists = [];
-  for (const [key, title] of [["problems", "Problems"], ["steps", "What to do"], ["findings", "Findings"]]) {
+  for (const [key, title] of [["problems", "Problems"], ["steps", "What to do"], ["findings", "Findings"], ["notes", "Notes"]]) {
     if (report[key] && report[key].length) lists.push(el("h3", { text: title }), el(key === "steps" ? "ol" : "ul", {}, ...report[key].map((t) => el("li", { text: t }))));
   }
   $("doctor-body").replaceChildren(...top, el("dl", {}, ...rows), ...lists);

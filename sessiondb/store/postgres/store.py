@@ -52,7 +52,7 @@ class PostgresBackend:
                             synchronous_commit=DURABILITY[durability])
         self.location = f"{self._db.location}#{self._db.schema}"
         # Refused batches (damage only) are kept under the home, one folder per server and schema.
-        self.spool_anchor = homes.resolve_home() / "postgres" / _anchor_name(self._db.location, self._db.schema)
+        self.spool_anchor = spool_anchor(self._db.location, self._db.schema)
         self._closed = threading.Event()
         with connect(self._db.conninfo, self._db.location, self._db.patience) as conn:
             migrations.migrate(conn, self._db.schema, EXTENSIONS_SCHEMA, self._db.profile)
@@ -256,6 +256,8 @@ class PostgresBackend:
         return MaintenanceReport(action, dry_run, before, self.stats().size_bytes, sessions=result or [], warnings=[])
 
 
-def _anchor_name(location: str, schema: str) -> str:
+def spool_anchor(location: str, schema: str) -> Path:
+    """Where this host keeps the batches a store on a server refused (damage only): under
+    the home, one name per server and schema."""
     keep = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in location.split("://", 1)[-1])
-    return f"{keep[:80]}-{schema}"
+    return homes.resolve_home() / "postgres" / f"{keep[:80]}-{schema}"

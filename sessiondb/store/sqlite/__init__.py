@@ -20,5 +20,6 @@ def open_backend(path: Path, *, profile: str | None, **options: Any) -> SQLiteBa
     return SQLiteBackend(path, profile=profile, **options)
 
 
-def open_doctor(path: Path, *, command: str, replay: Callable[[], SpoolReport]) -> FileDoctor:
+def open_doctor(path: Path, *, profile: str | None, command: str, replay: Callable[[], SpoolReport]) -> FileDoctor:
+    """The doctor of the store file at `path` (the path is the profile's already)."""
     return FileDoctor(path, command=command, replay=replay)

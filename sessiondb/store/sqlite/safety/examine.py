@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import apsw
 
+from ....model import DoctorReport
 from ... import spool
 from ..connect import file_uri_path, filesystem_type
 from ..index import schema as index_schema
@@ -33,7 +34,7 @@ STALE_KEY = "search_stale"  # store_meta's marker of a damaged in-file index (st
 
 
 @dataclass
-class Report:
+class Report(DoctorReport):
     path: str
     exists: bool = False
     sqlite_version: str = apsw.sqlite_lib_version()
@@ -53,20 +54,6 @@ class Report:
     retired_wal: list[str] = field(default_factory=list)
     backups: list[str] = field(default_factory=list)
     repair_failures: int = 0
-    damage: str = NONE
-    findings: list[str] = field(default_factory=list)  # what the damage is
-    problems: list[str] = field(default_factory=list)  # everything that makes the exit status 1
-    steps: list[str] = field(default_factory=list)  # what to do next
-    repair: dict[str, Any] | None = None  # what --fix did
-
-    @property
-    def healthy(self) -> bool:
-        return not self.problems
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["healthy"] = self.healthy
-        return data
 
 
 # --- opening ---------------------------------------------------------------------------
