@@ -40,10 +40,13 @@ def damage(pg_url, pg_schema):
     return run
 
 
-def test_a_sound_store_is_healthy(stored, pg_schema):
+def test_a_sound_store_is_healthy_and_its_connections_are_listed(stored, pg_schema):
     url, _ = stored
-    report = sessiondb.open_doctor(url).examine()
+    with sessiondb.open_store(url) as store:
+        store.stats()  # the pool's one connection, kept open
+        report = sessiondb.open_doctor(url).examine()
     assert report.healthy and report.damage == "none" and report.exists
+    assert len(report.connections) == 1 and report.connections[0].startswith("server process ")
     assert report.migrations == {"applied": len(MIGRATIONS), "pending": [], "unknown": []}
     assert report.checked == {"sessions": 1, "messages": 2, "leases": 0}
     assert report.location.endswith(f"#{pg_schema}") and report.server_version.startswith("15")

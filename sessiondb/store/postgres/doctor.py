@@ -29,10 +29,11 @@ from psycopg import sql
 from ...model import DoctorReport, SpoolReport
 from .. import spool
 from . import verify
-from .connect import EXTENSIONS_SCHEMA, client_name, connect, schema_for, split_url
+from .connect import EXTENSIONS_SCHEMA, connect, schema_for, split_url
 from .errors import convert
 from .messages import recount
 from .migrations import MIGRATIONS
+from .profiles import connections
 from .store import spool_anchor
 
 NONE, INDEX, COUNTERS, RECORDS = "none", "index", "counters", "records"
@@ -128,9 +129,7 @@ class ServerDoctor:
         report.server_version = conn.execute("SHOW server_version").fetchone()[0]
         report.exists = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (
             sql.Identifier(self.schema, "schema_migrations").as_string(conn),)).fetchone()[0]
-        report.connections = [f"server process {pid}" + (f" (from {addr})" if addr else "") for pid, addr in conn.execute(
-            "SELECT pid, host(client_addr) FROM pg_stat_activity WHERE application_name = %s ORDER BY pid",
-            (client_name(self.schema),))]
+        report.connections = connections(conn, self.schema)
         if not report.exists:
             return
         applied = {row[0] for row in conn.execute("SELECT name FROM schema_migrations")}

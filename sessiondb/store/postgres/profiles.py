@@ -47,9 +47,7 @@ def delete_profile(url: str, profile: str) -> str:
     with _connection(url) as conn, conn.transaction():
         if _by_schema(conn).get(schema) != profile:
             raise NotFound(f"no profile {profile!r} on {location}")
-        users = [f"server process {pid}" + (f" (from {addr})" if addr else "") for pid, addr in conn.execute(
-            "SELECT pid, host(client_addr) FROM pg_stat_activity WHERE application_name = %s "
-            "AND pid <> pg_backend_pid() ORDER BY pid", (client_name(schema),))]
+        users = connections(conn, schema)
         if users:
             raise StoreHeld(f"delete refused: profile {profile!r} on {location} is in use by {', '.join(users)}; "
                             "close the stores open on it and run it again", users)
@@ -60,6 +58,13 @@ def delete_profile(url: str, profile: str) -> str:
             raise StoreHeld(f"delete refused: profile {profile!r} on {location} stayed in use for {_LOCK_WAIT}; "
                             "close the stores open on it and run it again", []) from None
     return schema
+
+
+def connections(conn: psycopg.Connection, schema: str) -> list[str]:
+    """sessiondb's connections on `schema` but `conn`, each as `server process PID (from ADDRESS)`."""
+    return [f"server process {pid}" + (f" (from {addr})" if addr else "") for pid, addr in conn.execute(
+        "SELECT pid, host(client_addr) FROM pg_stat_activity WHERE application_name = %s "
+        "AND pid <> pg_backend_pid() ORDER BY pid", (client_name(schema),))]
 
 
 def shown_location(url: str) -> str:
