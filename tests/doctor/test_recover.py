@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 import corpus
 import sessiondb
-from conftest import damaged
+from .conftest import damaged
 from sessiondb.cli import main
 from sessiondb.store.sqlite.safety import recover
 

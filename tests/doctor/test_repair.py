@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 import corpus
 import sessiondb
-from conftest import damaged
+from .conftest import damaged
 from sessiondb.cli import main
 from sessiondb.errors import StoreDamaged, StoreHeld
 from sessiondb.store.sqlite.safety import doctor, forensics, ledger
