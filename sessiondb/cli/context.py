@@ -56,7 +56,7 @@ class CliContext:
 
     def require_profile(self, profile: str | None = None) -> None:
         """Refuse, saying how to create it, a named profile that does not exist."""
-        if self.store is not None and self.server is None:
+        if self._one_file:
             return  # a store file is one store: -p is refused when it is opened
         with self.refusals():
             profiles.require(profile or self.profile, self.home, given_home=self.home is not None,
@@ -80,7 +80,7 @@ class CliContext:
 
     def profile_exists(self, profile: str | None) -> bool:
         """Whether the profile's store exists (a store file, given by --store, always does)."""
-        if self.store is not None and self.server is None:
+        if self._one_file:
             return True
         with self.refusals():
             return profiles.exists(profile, self._home_of_profiles, url=self.server)
@@ -94,8 +94,13 @@ class CliContext:
             return profiles.delete(profile, self._home_of_profiles, url=self.server)
 
     @property
+    def _one_file(self) -> bool:
+        """--store (or $SESSIONDB_URL) names one store file, not a server's profiles."""
+        return self.store is not None and self.server is None
+
+    @property
     def _home_of_profiles(self) -> str | None:
-        if self.store is not None and self.server is None:
+        if self._one_file:
             raise CliError(f"{self.store} is one store file: profiles are a home's (--home) or a server's "
                            "(--store URL)", "invalid_input")
         return self.home
