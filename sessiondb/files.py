@@ -7,12 +7,18 @@ reader never sees a half-written file; it is 0600 whatever the umask, synced, an
 renamed into place in one step: an existing destination is replaced atomically
 (`replace=True`) or left alone (`replace=False`: the name is claimed with a hard link,
 which fails if anything, a symlink included, is already there).
+
+Files another library creates (SQLite's store and index files) are claimed first
+(`claim_private`): made empty, 0600, with O_EXCL and O_NOFOLLOW, so SQLite opens a file
+that is already private; a file found there that another account planted, or a link, is
+refused before anything reads or writes it.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,6 +28,36 @@ from .errors import InvalidInput
 from .home import FILE_MODE, fsync_dir
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class DestinationExists(InvalidInput, FileExistsError):
+    """A file that must be new is already there (whatever it is, a link included)."""
+
+
+def claim_private(path: Path, sidecars: tuple[str, ...] = ()) -> None:
+    """Make sure `path` is a regular file of this account's before another library opens
+    it: created empty, 0600, with O_EXCL | O_NOFOLLOW when missing; when present, refused
+    (InvalidInput) if it is a link or not this account's, judged by lstat alone (opening
+    and closing a descriptor on a live SQLite file would drop the process's locks on it).
+    Each existing sidecar (`path` + suffix) is held to the same rule, since SQLite would
+    open a planted one as the store's own. An existing file's mode is the caller's to
+    tighten (home.make_private), once it knows the file is one it may change."""
+    path = Path(path)
+    try:
+        os.close(os.open(path, _CREATE, FILE_MODE))
+    except FileExistsError:
+        pass
+    for name in [str(path)] + [f"{path}{suffix}" for suffix in sidecars]:
+        try:
+            st = os.lstat(name)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
+            raise InvalidInput(f"{name} is a link or not a regular file; sessiondb opens only a file it made "
+                               "there: remove it, or choose another place for the store")
+        if st.st_uid != os.geteuid():
+            raise InvalidInput(f"{name} belongs to another account (uid {st.st_uid}); sessiondb never opens a "
+                               "file someone else could have planted: remove it, or choose another place")
 
 
 @contextmanager
@@ -45,7 +81,7 @@ def staged(destination: Path, *, replace: bool = True) -> Iterator[Path]:
             try:
                 os.link(staging, destination, follow_symlinks=False)
             except FileExistsError:
-                raise InvalidInput(f"{destination} already exists; choose a new file") from None
+                raise DestinationExists(f"{destination} already exists; choose a new file") from None
         fsync_dir(destination.parent)
     finally:
         shutil.rmtree(directory, ignore_errors=True)

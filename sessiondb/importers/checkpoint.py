@@ -4,17 +4,18 @@ One small JSON file per source and path, in `imports/` beside the store (0700), 
 whole to a temporary file (0600), fsynced and renamed over the old one, so a crash leaves
 either the old checkpoint or the new one, never half of one. It only ever records what
 is already stored (see core.Mark), so resuming from it re-reads nothing that was
-imported and skips nothing that was not.
+imported and skips nothing that was not. The temporary file is files.private_file's, in a
+private directory of its own, so a link planted at a predictable name is never written through.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
-from ..home import FILE_MODE, ensure_private_dir, fsync_dir, resolve_home
+from ..files import private_file
+from ..home import ensure_private_dir, resolve_home
 from ..store.contract import Store
 from .core import fingerprint
 
@@ -43,14 +44,5 @@ def load(path: Path, source: str, root: Path) -> dict[str, Any]:
 def save(path: Path, source: str, root: Path, cursor: dict[str, Any]) -> None:
     ensure_private_dir(path.parent)
     body = json.dumps({"version": VERSION, "source": source, "root": str(root.resolve()), "cursor": cursor})
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(body)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(partial, path)
-    finally:
-        partial.unlink(missing_ok=True)
-    fsync_dir(path.parent)
+    with private_file(path) as f:
+        f.write(body)

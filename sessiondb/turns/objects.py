@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
-from ..home import FILE_MODE, ensure_private_dir, fsync_dir
+from ..files import private_file
+from ..home import ensure_private_dir
 
 
 def digest(data: bytes) -> str:
@@ -50,24 +50,11 @@ class Objects:
 
 
 def write_private(path: Path, data: bytes, *, exclusive: bool = False) -> None:
-    """Write `path` atomically with mode 0600; with `exclusive`, FileExistsError if it exists."""
+    """Write `path` atomically with mode 0600 (files.private_file: staged in a private
+    directory, never through a planted link); with `exclusive`, FileExistsError if it exists."""
     ensure_private_dir(path.parent)
-    staging = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        if exclusive:
-            os.link(staging, path)  # fails if another writer took the name first
-            staging.unlink()
-        else:
-            os.replace(staging, path)
-    except BaseException:
-        staging.unlink(missing_ok=True)
-        raise
-    fsync_dir(path.parent)
+    with private_file(path, "wb", replace=not exclusive) as out:
+        out.write(data)
 
 
 def write_json(path: Path, value: Any, *, exclusive: bool = False) -> None:

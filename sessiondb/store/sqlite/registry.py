@@ -24,6 +24,7 @@ import apsw
 
 from ... import home as homes
 from ...errors import Cause, DiskFull
+from ...files import claim_private
 from .safety.holders import holders
 from .safety.containment import (
     Containment, damaged_error, forget_replaced, no_checkpoint_on_close, refuse_if_damaged,
@@ -100,6 +101,9 @@ class SharedFile:
 
     def _open_writer(self, durability: str) -> apsw.Connection:
         homes.ensure_private_dir(self.path.parent)
+        # SQLite gives the WAL and shm the main file's mode: a main file made 0600 before
+        # SQLite first sees it leaves no moment in which any of them is readable by others.
+        claim_private(self.path, homes.SIDECAR_SUFFIXES)
         conn = None
         try:
             # Before SQLite sees the files: a WAL written for a file since replaced is set
@@ -112,8 +116,8 @@ class SharedFile:
             refuse_damaged_schema(conn, self.path)  # what the doctor would report, open refuses
             if unclean:
                 startup_probe(conn, self.path)  # structural damage stops us before any write
-            # Tighten the file before the first write creates the WAL, which SQLite gives
-            # the main file's mode.
+            # Tighten a file that was already there before the first write creates the
+            # WAL, which SQLite gives the main file's mode.
             homes.make_private(self.path)
             self.journal_mode = configure_writer(conn, self.path, durability)
             if migrate(conn) and self.journal_mode == "wal":

@@ -36,7 +36,9 @@ from urllib.parse import quote
 
 import apsw
 
-from ....home import INDEX_SUFFIXES
+from ....errors import InvalidInput
+from ....files import claim_private
+from ....home import INDEX_SUFFIXES, SIDECAR_SUFFIXES, make_private
 from ..connect import connect
 
 FILES = INDEX_SUFFIXES  # beside the store file: the index, its WAL, shared memory, journal
@@ -93,8 +95,17 @@ def text_sql(row: str) -> str:
 def open_index(store: Path, *, patience: float, vfs: str | None, path: Path | None = None) -> apsw.Connection:
     """A writable connection to the index file (created with its layout when new), with the
     store attached as `store` for reading the messages it follows. `path` puts the index
-    somewhere else (a check builds a second one from nothing to compare)."""
-    conn = connect(path or path_of(store), patience=patience, vfs=vfs)
+    somewhere else (a check builds a second one from nothing to compare).
+
+    The index holds every word of every message: it is made 0600 before SQLite creates
+    it (its WAL and shm take its mode), and one planted by another account is refused."""
+    path = path or path_of(store)
+    try:
+        claim_private(path, SIDECAR_SUFFIXES)
+    except InvalidInput as exc:  # an index trouble like any other: searches say it, writes go on
+        raise apsw.CantOpenError(str(exc)) from None
+    make_private(path)  # an index made by an earlier release with the umask's mode
+    conn = connect(path, patience=patience, vfs=vfs)
     try:
         conn.execute("PRAGMA journal_mode=WAL").fetchall()
         conn.execute("PRAGMA synchronous=NORMAL")
