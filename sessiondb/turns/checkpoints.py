@@ -249,8 +249,11 @@ class Checkpoints:
         report = RestoreReport(checkpoint.id, checkpoint.tree, force)
         refused = False
         for rel in _changed(checkpoint, now):
-            trees.inside(tree, rel)  # every path is checked before anything is written
             action = "write" if rel in checkpoint.files else "delete"
+            if action == "write":  # every path is checked before anything is written
+                trees.writable(tree, rel)
+            else:
+                trees.inside(tree, rel)
             current = digest(now.files[rel][0]) if rel in now.files else None
             key = str(tree / rel)
             if key not in ledger:

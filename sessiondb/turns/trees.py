@@ -109,12 +109,21 @@ def read(tree: Path, rel: str, max_bytes: int) -> tuple[bytes, int]:
         return f.read(), stat.S_IMODE(os.fstat(f.fileno()).st_mode)
 
 
-def write(tree: Path, rel: str, content: bytes, mode: int) -> None:
-    path = inside(tree, rel, create=True)
+def writable(tree: Path, rel: str, *, create: bool = False) -> Path:
+    """`tree/rel` where a restore may put a file: inside the tree, and not a link or a directory."""
+    path = inside(tree, rel, create=create)
     if path.is_symlink() or path.is_dir():
-        raise CheckpointRefused(f"{rel} is now a link or a directory; sessiondb does not write through it")
-    staging = path.with_name(f".{path.name}.sessiondb-restore")
-    fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode & 0o777)
+        raise CheckpointRefused(f"{rel} is now a link or a directory; sessiondb does not write through it, "
+                                "and nothing was written")
+    return path
+
+
+def write(tree: Path, rel: str, content: bytes, mode: int) -> None:
+    path = writable(tree, rel, create=True)
+    # A name nobody can predict, created with O_EXCL: nothing planted beside the file can
+    # stand in for it, so a restore never meets a link half-way.
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".sessiondb-restore", dir=path.parent)
+    staging = Path(name)
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(content)

@@ -145,6 +145,27 @@ def test_a_restore_never_writes_through_a_directory_swapped_for_a_link(worked, c
     assert (tree / "app.py").read_text() == "the agent again\n"  # refused before anything was written
 
 
+def test_a_link_planted_at_a_staging_name_is_never_written_through(worked, checkpoints, session, tree, tmp_path):
+    [first] = checkpoints.list(session.id)
+    victim = tmp_path / "victim"
+    victim.write_text("the attacker's\n")
+    for name in (".app.py.sessiondb-restore", ".app.py.tmp", ".app.py.partial"):
+        os.symlink(victim, tree / name)
+    report = checkpoints.restore(session.id, first.id)
+    assert ("app.py", "restored") in [(f.path, f.status) for f in report.files]
+    assert (tree / "app.py").read_text() == "original\n" and victim.read_text() == "the attacker's\n"
+
+
+def test_a_file_swapped_for_a_directory_is_refused_before_anything_is_written(worked, checkpoints, session, tree):
+    [first] = checkpoints.list(session.id)
+    (tree / "README").write_text("changed by hand\n")  # restored first, were nothing checked up front
+    (tree / "app.py").unlink()
+    (tree / "app.py").mkdir()
+    with pytest.raises(CheckpointRefused, match="app.py is now a link or a directory.*nothing was written"):
+        checkpoints.restore(session.id, first.id, force=True)
+    assert (tree / "README").read_text() == "changed by hand\n"
+
+
 def test_contents_are_stored_once_and_private(worked, checkpoints, session, tree, isolated_home):
     checkpoints.take(session.id, tree)
     before = sum(1 for _ in (checkpoints.root / "objects").rglob("*") if _.is_file())
