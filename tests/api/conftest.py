@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote, unquote
 
 import httpx
 import pytest
@@ -27,7 +29,12 @@ class Server:
     url: str
     home: Path
     process: subprocess.Popen
-    token: str | None = None
+    token: str
+
+    @property
+    def link(self) -> str:
+        """The dashboard link `sessiondb serve` prints: the page takes the token from it."""
+        return f"{self.url}/#token={quote(self.token, safe='')}"
 
     def client(self, token: str | None = None, **kwargs) -> httpx.Client:
         """A client that sends JSON, as the service asks of every state-changing request."""
@@ -43,16 +50,20 @@ def start(home: Path, *args: str, token: str | None = None, token_file: Path | N
     """`sessiondb serve` for the home, or with `store` for the profiles on that server."""
     port = free_port()
     environ = {k: v for k, v in os.environ.items() if k != "SESSIONDB_TOKEN"}
-    environ.update({"SESSIONDB_UNDER_TEST": "1", **(env or {})})
+    environ.update({"SESSIONDB_UNDER_TEST": "1", "SESSIONDB_HOME": str(home), **(env or {})})
     command = SERVE + (["--home", str(home)] if store is None else ["--store", store]) + [
         "serve", "--port", str(port), *args]
     if token:
         command += ["--token", token]
     if token_file:
         command += ["--token-file", str(token_file)]
-        token = token_file.read_text(encoding="utf-8").strip()
     process = subprocess.Popen(command, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    token = token or environ.get("SESSIONDB_TOKEN")
+    # The first line is the link to open, with the token after '#' (the owner's own when none was given).
+    printed = re.search(r"http://\S+/#token=(\S+)", process.stdout.readline())
+    if printed is None:
+        process.wait(10)
+        raise RuntimeError(f"sessiondb serve exited {process.returncode}: {process.stderr.read()}")
+    token = unquote(printed.group(1))
     server = Server(f"http://127.0.0.1:{port}", home, process, token)
     headers = {"Authorization": b"Bearer " + token.encode("utf-8")} if token else {}
     deadline = time.monotonic() + 30

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import socket
 import time
 
@@ -136,6 +137,14 @@ def test_an_append_answers_the_stored_rows_identities_not_their_content(api):
 # --- slow and many clients -----------------------------------------------------------------
 
 
+def closed_by_service(sock: socket.socket) -> bool:
+    """Whether the service closed `sock`: an end of file, or a reset (its bytes were never read)."""
+    try:
+        return sock.recv(1024) == b""
+    except ConnectionResetError:
+        return True
+
+
 def test_idle_sockets_past_the_connection_cap_are_closed_and_health_answers(tmp_path):
     server = start(tmp_path / "home", "--max-connections", "50", "--header-timeout", "1")
     sockets = []
@@ -144,10 +153,28 @@ def test_idle_sockets_past_the_connection_cap_are_closed_and_health_answers(tmp_
             sock = socket.create_connection(("127.0.0.1", port_of(server)), timeout=30)
             sock.sendall(b"GET /api/health HTTP/1.1\r\n")
             sockets.append(sock)
-        for sock in sockets:  # every one of them is closed by the service (recv gives EOF)
-            assert sock.recv(1024) == b""
+        for sock in sockets:  # every one of them is closed by the service
+            assert closed_by_service(sock)
         with server.client() as api:
             assert api.get("/api/health").status_code == 200
+    finally:
+        for sock in sockets:
+            sock.close()
+        stop(server)
+
+
+def test_a_flood_of_idle_sockets_never_locks_the_owner_out_before_the_deadline_frees_them(tmp_path):
+    server = start(tmp_path / "home", "--max-connections", "50", "--header-timeout", "600")
+    sockets = []
+    try:
+        for _ in range(300):  # far past the cap, and the deadline is far away
+            sock = socket.create_connection(("127.0.0.1", port_of(server)), timeout=30)
+            sock.sendall(b"GET /api/health HTTP/1.1\r\n")
+            sockets.append(sock)
+        with server.client() as api:  # served at once: the longest-waiting idle sockets made room
+            assert api.get("/api/health").status_code == 200
+            assert api.get("/api/sessions").status_code == 200
+        assert closed_by_service(sockets[0])  # the longest-waiting idle socket made room
     finally:
         for sock in sockets:
             sock.close()
@@ -171,7 +198,7 @@ def test_a_request_whose_headers_arrived_is_not_cut_off_by_the_header_timeout(tm
     try:
         body = b'{"source": "cli", "title": "slow body"}'
         head = (f"POST /api/sessions HTTP/1.1\r\nHost: 127.0.0.1:{port_of(server)}\r\n"
-                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n")
+                f"Authorization: Bearer {server.token}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n")
         status, _ = exchange(server, head.encode(), then=body, pause=2)  # the body comes after the header deadline
         assert status == 201
     finally:
@@ -206,6 +233,7 @@ def test_a_non_ascii_token_from_a_file_works_as_utf8(tmp_path):
     token = "pässwörd-東京"
     token_file = tmp_path / "token"
     token_file.write_text(token + "\n", encoding="utf-8")
+    os.chmod(token_file, 0o600)
     server = start(tmp_path / "home", token_file=token_file)
     try:
         with httpx.Client(base_url=server.url, timeout=30) as api:

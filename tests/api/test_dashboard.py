@@ -110,13 +110,14 @@ class Page:
         self.page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
         self.page.route("**/*", self._with_csp)
         self.url = server.url
+        self.link = server.link
 
     def _with_csp(self, route):
         response = route.fetch()
         route.fulfill(response=response, headers={**response.headers, "content-security-policy": CSP})
 
     def goto(self, fragment: str = ""):
-        self.page.goto(self.url + "/" + fragment)
+        self.page.goto(self.link + ("&" + fragment.lstrip("#") if fragment else ""))
         self.page.wait_for_selector("body[data-ready='1']")
         return self.page
 
@@ -541,3 +542,13 @@ def test_with_a_token_the_export_buttons_download_and_the_page_breaks_no_csp_rul
         assert problems == []
     finally:
         stop(server)
+
+
+def test_the_printed_link_opens_the_dashboard_without_asking_and_leaves_no_token_in_the_address(demo):
+    page = demo.goto("#profile=demo")
+    assert demo.dialogs == []
+    assert "token" not in page.url and page.url.endswith("#profile=demo")
+    assert page.locator("[data-testid=session]").count() > 0
+    page.reload()  # the tab keeps the token; the address never held it again
+    page.wait_for_selector("body[data-ready='1']")
+    assert demo.dialogs == [] and page.locator("[data-testid=session]").count() > 0

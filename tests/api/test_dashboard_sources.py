@@ -41,7 +41,7 @@ def test_the_source_filter_narrows_the_list_and_the_search_and_hits_name_their_t
         page = browser.new_page(viewport={"width": 1280, "height": 800})
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
-        page.goto(served.url + "/")
+        page.goto(served.link)
         page.wait_for_selector("body[data-ready='1']")
         sessions = page.locator("[data-testid=session]")
         expect(sessions).to_have_count(3)

@@ -45,7 +45,7 @@ def test_each_turn_shows_why_it_ended(served):
         problems: list[str] = []
         page.on("pageerror", lambda exc: problems.append(str(exc)))
         page.on("console", lambda m: problems.append(m.text) if "Content Security Policy" in m.text else None)
-        page.goto(served.url + "/")
+        page.goto(served.link)
         page.wait_for_selector("body[data-ready='1']")
         page.click("[data-testid=recent] li:has-text('Turns shown')")
         page.wait_for_selector("[data-testid=turns]", state="attached")

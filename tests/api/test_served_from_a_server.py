@@ -82,7 +82,7 @@ def test_the_dashboard_shows_a_servers_sessions_and_its_doctors_report(served):
         page = browser.new_page(viewport={"width": 1280, "height": 800})
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
-        page.goto(server.url + "/")
+        page.goto(server.link)
         page.wait_for_selector("body[data-ready='1']")
         expect(page.locator("[data-testid=profile]")).to_have_value("work")  # the first with sessions
         expect(page.locator("[data-testid=session]")).to_have_count(1)

@@ -1,11 +1,25 @@
-// The JSON API, as the dashboard calls it: the token when the service needs one, JSON
+// The JSON API, as the dashboard calls it: the service's token, JSON
 // bodies (always sent as application/json), and errors as the API's {code, message}.
 
-// Every call carries the token when there is one; anything that changes data is sent as
-// JSON, body or not, because the service refuses any other state-changing request.
+// The link `sessiondb serve` prints carries the token after '#', which the browser never
+// sends to the server: it is kept for this tab and taken out of the address at once, so it
+// is neither in the history nor in a link copied from the address bar.
+const TOKEN_KEY = "sessiondb-token";
+{
+  const params = new URLSearchParams(location.hash.slice(1));
+  if (params.has("token")) {
+    sessionStorage.setItem(TOKEN_KEY, params.get("token"));
+    params.delete("token");
+    const rest = params.toString();
+    history.replaceState(null, "", location.pathname + location.search + (rest ? "#" + rest : ""));
+  }
+}
+
+// Every call carries the token; anything that changes data is sent as JSON, body or not,
+// because the service refuses any other state-changing request.
 export async function request(path, options = {}) {
   const headers = Object.assign({ Accept: "application/json" }, options.headers || {});
-  const token = sessionStorage.getItem("sessiondb-token");
+  const token = sessionStorage.getItem(TOKEN_KEY);
   if (token) headers["Authorization"] = "Bearer " + token;
   if (options.method && options.method !== "GET") headers["Content-Type"] = "application/json";
   if (options.body !== undefined && typeof options.body !== "string") {
@@ -13,9 +27,10 @@ export async function request(path, options = {}) {
   }
   const response = await fetch(path, Object.assign({}, options, { headers }));
   if (response.status === 401) {
-    const given = window.prompt("This sessiondb service needs its token:");
+    const given = window.prompt("This sessiondb service answers its owner only: paste its token (open the " +
+      "link `sessiondb serve` printed, or copy the token from serve-token in the sessiondb home):");
     if (given) {
-      sessionStorage.setItem("sessiondb-token", given.trim());
+      sessionStorage.setItem(TOKEN_KEY, given.trim());
       return request(path, options);
     }
   }
