@@ -22,7 +22,8 @@ from .errors import InvalidInput, NotFound, StoreHeld
 from .guidance import command_for
 from .home import (DEFAULT_PROFILE, STORE_FILENAME, profile_dir, refuse_real_home_under_test, resolve_home,
                    validate_profile)
-from .store.locations import delete_server_profile, list_server_profiles, open_doctor, open_store, shown_location
+from .store.locations import (check_server_profile, delete_server_profile, list_server_profiles, open_doctor,
+                              open_store, shown_location)
 
 
 class NoSuchProfile(NotFound):
@@ -46,7 +47,9 @@ def exists(profile: str | None, home: str | os.PathLike[str] | None = None, *, u
     name = _canonical(profile)
     if name == DEFAULT_PROFILE:
         return True
-    return name in list_server_profiles(url) if url is not None else profile_dir(resolve_home(home), name).is_dir()
+    if url is not None:
+        return check_server_profile(url, name) in list_server_profiles(url)
+    return profile_dir(resolve_home(home), name).is_dir()
 
 
 def require(profile: str | None, home: str | os.PathLike[str] | None = None, *,

@@ -92,6 +92,11 @@ def list_server_profiles(url: str) -> list[str]:
     return _server(url).list_profiles(url)
 
 
+def check_server_profile(url: str, profile: str) -> str:
+    """`profile`, when it can name a profile on the server `url` names; else InvalidInput."""
+    return _server(url).check_name(profile)
+
+
 def delete_server_profile(url: str, profile: str) -> str:
     """Delete a profile's store on the server `url` names; what went (its schema)."""
     return _server(url).delete_profile(url, profile)

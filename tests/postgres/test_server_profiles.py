@@ -62,14 +62,15 @@ def test_a_profile_from_before_0010_is_listed_by_its_schema_and_then_by_its_reco
     for name in ("plain", "with-dash"):
         sessiondb.open_store(pg_database, profile=name).close()
     monkeypatch.setattr(migrations, "MIGRATIONS", MIGRATIONS)
-    # Nothing recorded yet: each is listed by the name its schema spells, which opens it too;
-    # `with-dash`'s schema is hashed, `with_dash_<hash>`.
+    # Nothing recorded yet: a schema is listed by the name it spells, when only that name opens
+    # it. `with-dash`'s schema is hashed (`with_dash_<hash>`), a name refused as a profile
+    # since it would open another's store: it is listed once its profile opens it and records it.
     spelled = schema_for("with-dash").removeprefix("sessiondb_")
-    assert profiles.list_profiles(url=pg_database) == ["main", "plain", spelled]
+    assert profiles.list_profiles(url=pg_database) == ["main", "plain"]
+    with pytest.raises(InvalidInput, match="choose another name"):
+        sessiondb.open_store(pg_database, profile=spelled)
     sessiondb.open_store(pg_database, profile="with-dash").close()  # the upgrade to 0010 records it
     assert profiles.list_profiles(url=pg_database) == ["main", "plain", "with-dash"]
-    with sessiondb.open_store(pg_database, profile=spelled) as store:  # the same store
-        assert store.backend.schema == schema_for("with-dash")
 
 
 HOLDER = """
@@ -149,3 +150,24 @@ def test_a_store_file_given_by_store_has_no_profiles(tmp_path):
     assert cli("--store", path, "sessions", "list").output.strip() == "no sessions"
     refused = cli("--store", path, "profiles", "list")
     assert refused.exit_code == 1 and "one store file" in refused.stderr
+
+
+def test_two_profile_names_never_share_a_schema(pg_database):
+    hashed = schema_for("team-alpha")  # a name its schema cannot spell: it ends in a hash
+    look_alike = hashed[len("sessiondb_"):]
+    assert look_alike.startswith("team_alpha_")
+    profiles.create("team-alpha", url=pg_database)
+    with sessiondb.open_store(pg_database, profile="team-alpha") as store:
+        store.create_session("cli", title="alpha's own")
+    for name in (look_alike, "extensions"):
+        with pytest.raises(InvalidInput, match="choose another name"):
+            profiles.create(name, url=pg_database)
+        with pytest.raises(InvalidInput, match="choose another name"):
+            sessiondb.open_store(pg_database, profile=name)
+        done = cli("--store", pg_database, "-p", name, "sessions", "list")
+        assert done.exit_code != 0 and "choose another name" in done.output, done.output
+    with pytest.raises(InvalidInput, match="extensions every profile shares"):
+        sessiondb.open_store(pg_database, schema="sessiondb_extensions")
+    assert profiles.list_profiles(url=pg_database) == ["main", "team-alpha"]
+    with sessiondb.open_store(pg_database, profile="team-alpha") as store:
+        assert [s.title for s in store.list_sessions().items] == ["alpha's own"]

@@ -1,7 +1,7 @@
 """The fleet backend: one schema per profile on a PostgreSQL server, through psycopg 3.
 
 `open_backend` is what store/locations.py calls for `postgresql:` (and `postgres:`)
-locations, `open_doctor` for its doctor (doctor.py), and `list_profiles`,
+locations, `open_doctor` for its doctor (doctor.py), and `check_name`, `list_profiles`,
 `delete_profile` and `shown_location` what it calls for the profiles a server holds
 (profiles.py); this package, and with it psycopg, is imported only when such a store is
 first used.
@@ -13,10 +13,10 @@ from typing import Any, Callable
 
 from ...model import SpoolReport
 from .doctor import ServerDoctor
-from .profiles import delete_profile, list_profiles, shown_location
+from .profiles import check_name, delete_profile, list_profiles, shown_location
 from .store import PostgresBackend
 
-__all__ = ["PostgresBackend", "delete_profile", "list_profiles", "open_backend", "open_doctor", "shown_location"]
+__all__ = ["PostgresBackend", "check_name", "delete_profile", "list_profiles", "open_backend", "open_doctor", "shown_location"]
 
 
 def open_backend(url: str, *, profile: str | None, **options: Any) -> PostgresBackend:

@@ -36,6 +36,7 @@ DEFAULT_PATIENCE = 30.0  # seconds a call may spend waiting for the server or th
 DEFAULT_POOL_SIZE = 10
 EXTENSIONS_SCHEMA = "sessiondb_extensions"  # unaccent and pg_trgm, shared by every profile's schema
 _SCHEMA = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_HASHED = re.compile(r".*_[0-9a-f]{10}")  # how a schema_for name that had to be hashed ends
 _BACKOFF = (0.05, 1.0)  # first and longest pause between attempts
 
 
@@ -43,10 +44,20 @@ def schema_for(profile: str | None) -> str:
     """The schema of a profile: `sessiondb` for the default, `sessiondb_<name>` otherwise.
 
     Profile names may hold '-' and run to 64 characters; PostgreSQL names run to 63 bytes,
-    so a name that would not fit keeps its start and gains a hash of the whole.
+    so a name that would not fit keeps its start and gains a hash of the whole. Two names
+    never share a schema: a name spelled like such a hash's ending (an underscore and 10
+    hex digits), which could open another profile's schema, is refused, and so is
+    `extensions`, whose schema holds the extensions every profile shares.
     """
     if profile is None or profile == "main":
         return "sessiondb"
+    if "sessiondb_" + profile == EXTENSIONS_SCHEMA:
+        raise InvalidInput(f"profile name {profile!r} is reserved on a PostgreSQL server (its schema holds the "
+                           "extensions every profile shares); choose another name")
+    if _HASHED.fullmatch(profile):
+        raise InvalidInput(f"profile name {profile!r} ends like the schema of another profile's longer or "
+                           "hyphenated name (an underscore and 10 hex digits), so on a PostgreSQL server it could "
+                           "open that profile's store; choose another name")
     name = "sessiondb_" + profile.replace("-", "_")
     if len(name) > 63 or name != "sessiondb_" + profile:
         digest = hashlib.sha256(profile.encode()).hexdigest()[:10]
@@ -72,6 +83,8 @@ def client_name(schema: str) -> str:
 def check_schema(schema: str) -> str:
     if not isinstance(schema, str) or not _SCHEMA.fullmatch(schema):
         raise InvalidInput(f"a schema name is 1-63 lower-case letters, digits or '_' (got {schema!r})")
+    if schema == EXTENSIONS_SCHEMA:
+        raise InvalidInput(f"schema {schema!r} holds the extensions every profile shares; choose another schema")
     return schema
 
 

@@ -29,6 +29,13 @@ _CANDIDATES = (
 _LOCK_WAIT = "5s"  # how long a deletion waits for the schema's tables before it is refused
 
 
+def check_name(profile: str) -> str:
+    """`profile`, when it can name a profile on a server (a schema no other name opens);
+    else InvalidInput, which says why."""
+    schema_for(validate_profile(profile))
+    return profile
+
+
 def list_profiles(url: str) -> list[str]:
     """`main` (the server's default store, made when first opened), then every other
     profile on the server, sorted."""
@@ -97,7 +104,6 @@ def _spelled(schema: str) -> str | None:
     """The profile a schema's name spells, where only that profile's schema is so named."""
     name = DEFAULT_PROFILE if schema == "sessiondb" else schema[len(_PREFIX):]
     try:
-        validate_profile(name)
+        return name if schema_for(validate_profile(name)) == schema else None
     except InvalidInput:
         return None
-    return name if schema_for(name) == schema else None
