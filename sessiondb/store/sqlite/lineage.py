@@ -314,12 +314,13 @@ def branch(conn: apsw.Connection, session_id: str, at_message_id: int, values: d
 # --- resume ------------------------------------------------------------------------------------
 
 
-def live_messages(conn: apsw.Connection, session_id: str) -> tuple[str, list[Message]]:
-    """The tip's id and all its active messages in order, as stored."""
+def lineage_messages(conn: apsw.Connection, session_id: str) -> tuple[str, list[Message]]:
+    """The tip's id and every message of the lineage through `session_id`: root first, each
+    session's in id order, every state (what flush aligns a conversation with)."""
     path, _ = resolve(conn, session_id)
-    tip_id = path[-1]
-    return tip_id, [messages.from_row(r) for r in conn.execute(
-        f"SELECT {messages.COLUMNS} FROM messages WHERE session_id = ? AND state = 'active' ORDER BY id", (tip_id,))]
+    chain = [*reversed(ancestors(conn, session_id)), *path]
+    return path[-1], [messages.from_row(r) for sid in chain for r in conn.execute(
+        f"SELECT {messages.COLUMNS} FROM messages WHERE session_id = ? ORDER BY id", (sid,))]
 
 
 def live_model_messages(conn: apsw.Connection, session_id: str, max_messages: int) -> list[ModelMessage]:
