@@ -201,6 +201,18 @@ def test_the_item_list_from_before_three_compactions_handed_back_stores_only_the
                                                          {"role": "user", "content": "ok"}])
 
 
+def test_a_turn_that_begins_as_the_conversation_began_is_stored_after_a_compaction(open_session):
+    """Only a batch that holds the whole stored history is taken as handed back: new items
+    that repeat the first ones are new."""
+    session = open_session(summarise=lambda items: [{"role": "assistant", "content": "gist"}])
+    first = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
+             {"role": "user", "content": "bye"}]
+    run(session.add_items(first))
+    run(session.run_compaction({"force": True}))
+    run(session.add_items(first[:2]))
+    assert texts(run(session.get_items())) == texts([{"role": "assistant", "content": "gist"}, *first[:2]])
+
+
 def test_the_same_words_in_two_turns_are_stored_twice(open_session):
     session = open_session()
     for _ in range(2):

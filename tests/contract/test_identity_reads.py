@@ -159,11 +159,13 @@ def test_a_resumed_list_copied_into_plain_dicts_after_each_compaction_stores_onl
     sid = long_conversation(store, 40)
     for round_ in range(3):
         compact(store, sid, mode, f"summary {round_}")
-        resumed = live_contents(store, sid)
-        before = len(conversation_rows(store, sid))
-        store.flush(sid, COPIES[copy_with](store.resume(sid)) + [user("ok")])
-        assert len(conversation_rows(store, sid)) == before + 1, f"round {round_}"
-        assert live_contents(store, sid) == resumed + ["ok"]
+        for new in (user("ok"), assistant(f"reply {round_}"), user("ok")):
+            resumed = live_contents(store, sid)
+            before = len(conversation_rows(store, sid))
+            store.flush(sid, COPIES[copy_with](store.resume(sid)) + [new])
+            assert len(conversation_rows(store, sid)) == before + 1, f"round {round_}"
+            assert live_contents(store, sid) == resumed + [new["content"]]
+    assert live_contents(store, sid) == ["summary 2", "ok", "reply 2", "ok"]
 
 
 @pytest.mark.parametrize("mode", ["in_place", "rotate"])
