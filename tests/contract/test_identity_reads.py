@@ -124,15 +124,18 @@ def live_contents(store, sid):
     return [m["content"] for m in store.resume(sid)]
 
 
-@pytest.mark.parametrize("size", [60, pytest.param(998, marks=pytest.mark.long)])
+@pytest.mark.parametrize(("copy_with", "size"), [
+    *((name, 60) for name in sorted(COPIES)), pytest.param("json", 998, marks=pytest.mark.long)])
 @pytest.mark.parametrize("mode", ["in_place", "rotate"])
 @pytest.mark.parametrize("outcome", ["aborted", "committed"])
-def test_the_whole_list_as_json_after_each_of_three_compactions_stores_only_the_new(store, mode, outcome, size):
-    """The field case (S-47): an agent keeps the list it resumed before any compaction, adds a
-    message, and flushes all of it as plain JSON after each compaction, three times. Each new
-    message says what an earlier one did ("ok"): after the stored prefix it is new."""
+def test_the_whole_list_as_json_after_each_of_three_compactions_stores_only_the_new(store, mode, outcome, copy_with,
+                                                                                     size):
+    """The field case (S-47): an agent keeps the list it resumed before any compaction (copied
+    into plain dicts), adds a message, and flushes all of it as plain JSON after each
+    compaction, three times. Each new message says what an earlier one did ("ok"): after the
+    stored prefix it is new."""
     sid = long_conversation(store, size)
-    conversation = COPIES["json"](store.resume(sid))
+    conversation = COPIES[copy_with](store.resume(sid))
     for round_ in range(3):
         lease = store.begin_compaction(sid)
         if outcome == "aborted":
