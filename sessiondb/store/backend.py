@@ -54,6 +54,9 @@ class Backend(Protocol):
     def lineage(self, session_id: str) -> list[Session]: ...
     def tip(self, session_id: str) -> Session: ...
 
+    def live_messages(self, session_id: str) -> tuple[str, list[Message]]:
+        """The tip's id and all its active messages in order, as stored, read in one snapshot."""
+
     def lineage_messages(self, session_id: str) -> tuple[str, list[Message]]:
         """The tip's id and every message of the lineage through `session_id` (root first,
         each session's in id order, every state, rewound included), read in one snapshot."""

@@ -51,7 +51,6 @@ class Identity:
         given = [identity_of(raw) is not None for raw in items]
         known: dict[int, Message] = {}
         if not all(given):  # what carries its uid is stored once by uid: no history to read
-            _tip, history = self._open().lineage_messages(sid)
             claimed = {m.uid for m, has in zip(batch, given) if has}
 
             def same(i: int, row: Message) -> bool:
@@ -62,9 +61,14 @@ class Identity:
             def key(i: int) -> Hashable:
                 return batch[i].uid if given[i] else _says(batch[i].content, batch[i].tool_call_id)
 
-            found = align(history, len(batch), same, key,
-                          lambda row: (row.uid, _says(row.text, row.tool_call_id)))
-            known = {i: row for i, row in found.rows.items() if not given[i]}
+            _tip, live = self._open().live_messages(sid)
+            if len(live) <= len(batch) and all(same(i, row) for i, row in enumerate(live)):
+                matched = dict(enumerate(live))  # the live conversation and what follows it: the common case
+            else:  # a list kept from before a compaction, or from a summary since compacted (S-47)
+                _tip, history = self._open().lineage_messages(sid)
+                matched = align(history, len(batch), same, key,
+                                lambda row: (row.uid, _says(row.text, row.tool_call_id))).rows
+            known = {i: row for i, row in matched.items() if not given[i]}
         fresh = tuple(m for i, m in enumerate(batch) if i not in known)
         written = iter(self._append_batch(sid, fresh) if fresh else ())
         return [known[i] if i in known else next(written) for i in range(len(batch))]

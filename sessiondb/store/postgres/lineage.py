@@ -204,6 +204,15 @@ def branch(conn: psycopg.Connection, session_id: str, at_message_id: int, values
     return sessions.get(conn, child["id"])
 
 
+def live_messages(conn: psycopg.Connection, session_id: str) -> tuple[str, list[Message]]:
+    """The tip's id and all its active messages in order, as stored."""
+    path, _ = resolve(conn, session_id)
+    tip_id = path[-1]
+    return tip_id, [messages.from_row(r) for r in conn.execute(
+        f"SELECT {messages.COLUMNS} FROM messages WHERE session_id = %s AND state = 'active' ORDER BY id",
+        (tip_id,))]
+
+
 def lineage_messages(conn: psycopg.Connection, session_id: str) -> tuple[str, list[Message]]:
     """The tip's id and every message of the lineage through `session_id`: root first, each
     session's in id order, every state (what flush aligns a conversation with)."""

@@ -147,6 +147,9 @@ class SQLiteBackend:
     def tip(self, session_id: str) -> Session:
         return self._read(partial(lineage.tip, session_id=session_id))
 
+    def live_messages(self, session_id: str) -> tuple[str, list[Message]]:
+        return self._read(partial(lineage.live_messages, session_id=session_id))
+
     def lineage_messages(self, session_id: str) -> tuple[str, list[Message]]:
         return self._read(partial(lineage.lineage_messages, session_id=session_id))
 
