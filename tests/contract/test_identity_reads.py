@@ -187,6 +187,22 @@ def test_a_list_resumed_between_compactions_and_flushed_after_later_ones_stores_
 
 
 @pytest.mark.parametrize("mode", ["in_place", "rotate"])
+def test_a_list_from_before_a_compaction_that_messages_joined_while_it_ran_stores_only_the_new(store, mode):
+    """Messages flushed while the summary was being written follow it; the agent's list has
+    them right after the messages the summary replaced."""
+    sid = long_conversation(store, 30)
+    conversation = COPIES["json"](store.resume(sid))
+    lease = store.begin_compaction(sid)
+    conversation += [user("ok"), assistant("noted")]
+    store.flush(sid, COPIES["json"](conversation))
+    store.commit_compaction(lease, [{"role": "system", "content": "summary"}], mode=mode)
+    before = len(conversation_rows(store, sid))
+    store.flush(sid, COPIES["json"](conversation) + [user("ok")])
+    assert len(conversation_rows(store, sid)) == before + 1
+    assert live_contents(store, sid) == ["summary", "ok", "noted", "ok"]
+
+
+@pytest.mark.parametrize("mode", ["in_place", "rotate"])
 def test_a_message_a_compaction_kept_is_matched_where_the_old_list_still_has_it(store, sid, mode):
     """A summary that keeps the system prompt moves it after the archived messages; a list
     from before the compaction still has it first."""
