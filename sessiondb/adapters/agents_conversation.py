@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..errors import InvalidInput, NotFound, SessionExists
-from ..model import Message, Role, SearchHit, Session
+from ..model import Message, Role, SearchHit, Session, dump_json
+from ..store.alignment import align
 from ..store.contract import Store
 from .agents_items import from_message, item_uid, normalise, to_message
 
@@ -65,9 +66,27 @@ class StoredConversation:
         # A batch that starts with the newest stored items is a retry (or the whole history
         # handed back): those are stored already, and what follows them lands after them.
         done = next((k for k in range(min(len(stored), len(given)), 0, -1) if stored[-k:] == given[:k]), 0)
+        if not done and len(tail) < len(given):
+            done = self.handed_back(given)
         messages = self.messages(batch[done:], tail[-1].uid if tail else "", self.epoch(root))
         if messages:
             self.store.append((tip or root).id, messages)
+
+    def handed_back(self, given: list[dict[str, Any]]) -> int:
+        """How many items at the head of `given` are the whole stored history handed back, as
+        an agent kept it from before compactions (S-47): matched item by item against the
+        lineage, archived items and summaries included (store/alignment.py). A batch that
+        does not reach the end of the history is new items, however it starts."""
+        try:
+            history = [m for s in self.store.lineage(self.session_id)
+                       for m in self.store.transcript(s.id, include_compacted=True)]
+        except NotFound:
+            return 0
+        items = {m.id: from_message(m) for m in history}
+        keys = {mid: dump_json(item, "item") for mid, item in items.items()}
+        found = align(history, len(given), lambda i, row: items[row.id] == given[i],
+                      lambda i: dump_json(given[i], "item"), lambda row: (keys[row.id],))
+        return found.prefix if found.whole else 0
 
     def messages(self, batch: Sequence[Any], follows: str, epoch: int) -> list[dict[str, Any]]:
         """The messages storing `batch` (items, or (item, JSON text) pairs) after uid `follows`."""

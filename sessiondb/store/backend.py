@@ -57,6 +57,10 @@ class Backend(Protocol):
     def live_messages(self, session_id: str) -> tuple[str, list[Message]]:
         """The tip's id and all its active messages in order, as stored, read in one snapshot."""
 
+    def lineage_messages(self, session_id: str) -> tuple[str, list[Message]]:
+        """The tip's id and every message of the lineage through `session_id` (root first,
+        each session's in id order, every state, rewound included), read in one snapshot."""
+
     def live_model_messages(self, session_id: str, max_messages: int) -> list[ModelMessage]:
         """The tip's active messages in order as resume returns them (store/model_rows.py),
         read in one snapshot; over `max_messages` (0: no limit) raises

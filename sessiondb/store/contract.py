@@ -152,11 +152,14 @@ class Store(Protocol):
         back after every turn (resumed, then added to, across compactions, rotations and
         retries). A message with an identity (a uid field, a Message, a resume() dict) is
         stored once by uid, as append() does, anywhere in the lineage. A message without
-        one (resume()'s dicts after a JSON round trip, or copied into plain dicts) is the
-        stored message at the same position of the tip's live transcript when it has the
-        same role, content and tool fields; otherwise it is new. The new messages are
-        appended as one atomic batch; when there are none nothing is written. Bad input
-        raises InvalidInput and writes nothing.
+        one (resume()'s dicts after a JSON round trip, or copied into plain dicts) is
+        matched by its role, content and tool fields and its position against the
+        lineage's whole stored history (S-47): the list may start where the conversation
+        starts (kept from before any number of compactions, skipping the summaries it never
+        saw) or with a summary (resumed after one). The longest head of the list so matched
+        is stored already; everything after it is new, even words said before. Rewound rows
+        are never matched. The new messages are appended as one atomic batch; when there
+        are none nothing is written. Bad input raises InvalidInput and writes nothing.
         """
 
     def transcript(

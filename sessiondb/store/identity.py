@@ -5,17 +5,20 @@ returns model-ready dicts (`ModelMessage`) that carry it as an attribute a provi
 sees; `append` reads it back from all of them (S-01, S-44). `flush` is the write an agent
 makes with its whole conversation: what carries an identity is stored once by uid, and
 what lost it on the way (a JSON round trip, a copy into a plain dict) is matched by what
-it says and its position against the tip's live transcript, so only the new is stored.
+it says and its position against the whole lineage's stored history (store/alignment.py:
+archived messages and summaries included, across every compaction and rotation), so only
+the new is stored (S-47).
 """
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Hashable, Iterable, Mapping
 
 from ..errors import SessionTooLarge
 from ..model import Message, MessageLimits, ModelMessage
 from ..inputs import NewMessage, identity_of, prepare_messages
 from . import arguments as arg
+from .alignment import align
 from .backend import Backend
 from .contract import MessageInput
 
@@ -45,16 +48,32 @@ class Identity:
             prepare_messages(items)  # raises the same InvalidInput as append
         items = list(items)
         batch = prepare_messages(items, self._limits)  # the whole conversation is checked before anything is read
-        _tip, live = self._open().live_messages(sid)
         given = [identity_of(raw) is not None for raw in items]
-        claimed = {m.uid for m, has in zip(batch, given) if has}
         known: dict[int, Message] = {}
-        for i, (m, has) in enumerate(zip(batch, given)):
-            # A message without identity is the stored one at its place only if it says the
-            # same and no message of the conversation claims that row by uid.
-            if not has and i < len(live) and live[i].uid not in claimed and m.says(live[i]):
-                known[i] = live[i]
+        if not all(given):  # what carries its uid is stored once by uid: no history to read
+            claimed = {m.uid for m, has in zip(batch, given) if has}
+
+            def same(i: int, row: Message) -> bool:
+                # A message without identity is a stored row if it says the same and no
+                # message of the conversation claims that row by uid.
+                return row.uid == batch[i].uid if given[i] else row.uid not in claimed and batch[i].says(row)
+
+            def key(i: int) -> Hashable:
+                return batch[i].uid if given[i] else _says(batch[i].content, batch[i].tool_call_id)
+
+            _tip, live = self._open().live_messages(sid)
+            if len(live) <= len(batch) and all(same(i, row) for i, row in enumerate(live)):
+                matched = dict(enumerate(live))  # the live conversation and what follows it: the common case
+            else:  # a list kept from before a compaction, or from a summary since compacted (S-47)
+                _tip, history = self._open().lineage_messages(sid)
+                matched = align(history, len(batch), same, key,
+                                lambda row: (row.uid, _says(row.text, row.tool_call_id))).rows
+            known = {i: row for i, row in matched.items() if not given[i]}
         fresh = tuple(m for i, m in enumerate(batch) if i not in known)
         written = iter(self._append_batch(sid, fresh) if fresh else ())
         return [known[i] if i in known else next(written) for i in range(len(batch))]
 
+
+def _says(text: str | None, tool_call_id: str | None) -> tuple[str, str | None]:
+    """A hashable key of what a message says, equal whenever NewMessage.says matches."""
+    return text or "", tool_call_id

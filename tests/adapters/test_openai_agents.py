@@ -173,6 +173,46 @@ def test_retries_and_the_whole_history_again_store_nothing_twice(open_session):
     assert texts(run(session.get_items())) == texts(history + [{"role": "user", "content": "and one more"}])
 
 
+@pytest.mark.parametrize("mode", ["in_place", "rotate"])
+def test_the_item_list_from_before_three_compactions_handed_back_stores_only_the_new(open_session, mode):
+    """An agent keeps the items it had before any compaction, adds one, and hands all of them
+    back after each compaction (S-47): only the added item is stored, though it says what
+    earlier ones did."""
+    gists = iter(f"gist {n}" for n in range(3))
+    session = open_session(summarise=lambda items: [{"role": "assistant", "content": next(gists)}],
+                           compaction_mode=mode)
+    items = [{"role": "user", "content": "ok"} if i % 3 == 0 else
+             {"role": "assistant", "content": f"step {i}"} if i % 3 == 1 else
+             {"id": f"msg_{i}", "type": "message", "role": "assistant",
+              "content": [{"type": "output_text", "text": "noted", "annotations": []}]} for i in range(30)]
+    run(session.add_items(items))
+
+    def rows():
+        return [m for s in session.store.lineage(session.store_session_id)
+                for m in session.store.transcript(s.id, include_compacted=True)]
+
+    for round_ in range(3):
+        run(session.run_compaction({"force": True}))
+        before = len(rows())
+        items = json.loads(json.dumps(items)) + [{"role": "user", "content": "ok"}]
+        run(session.add_items(items))
+        assert len(rows()) == before + 1, f"round {round_}"
+        assert texts(run(session.get_items())) == texts([{"role": "assistant", "content": f"gist {round_}"},
+                                                         {"role": "user", "content": "ok"}])
+
+
+def test_a_turn_that_begins_as_the_conversation_began_is_stored_after_a_compaction(open_session):
+    """Only a batch that holds the whole stored history is taken as handed back: new items
+    that repeat the first ones are new."""
+    session = open_session(summarise=lambda items: [{"role": "assistant", "content": "gist"}])
+    first = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
+             {"role": "user", "content": "bye"}]
+    run(session.add_items(first))
+    run(session.run_compaction({"force": True}))
+    run(session.add_items(first[:2]))
+    assert texts(run(session.get_items())) == texts([{"role": "assistant", "content": "gist"}, *first[:2]])
+
+
 def test_the_same_words_in_two_turns_are_stored_twice(open_session):
     session = open_session()
     for _ in range(2):

@@ -99,6 +99,134 @@ def test_flushing_a_resumed_list_that_lost_its_identity_stores_only_the_new(stor
     assert len(conversation_rows(store, sid)) == before + 2
 
 
+# --- identity lost on the way, across every compaction of the lineage (S-47) -----------------
+
+
+COPIES = {
+    "json": lambda ms: json.loads(json.dumps(ms)),
+    "dict": lambda ms: [dict(m) for m in ms],
+    "unpacked": lambda ms: [{**m} for m in ms],
+    "copy": lambda ms: [m.copy() for m in ms],
+}
+
+
+def long_conversation(store, size):
+    """A session of `size` messages in which the same short words come back again and again."""
+    s = store.create_session("cli")
+    said = [{"role": "system", "content": "be brief"}]
+    for i in range(1, size):
+        said.append(user("ok") if i % 4 == 1 else assistant(f"step {i}") if i % 2 else assistant("noted"))
+    store.append(s.id, said)
+    return s.id
+
+
+def live_contents(store, sid):
+    return [m["content"] for m in store.resume(sid)]
+
+
+@pytest.mark.parametrize(("copy_with", "size"), [
+    *((name, 60) for name in sorted(COPIES)), pytest.param("json", 998, marks=pytest.mark.long)])
+@pytest.mark.parametrize("mode", ["in_place", "rotate"])
+@pytest.mark.parametrize("outcome", ["aborted", "committed"])
+def test_the_whole_list_as_json_after_each_of_three_compactions_stores_only_the_new(store, mode, outcome, copy_with,
+                                                                                     size):
+    """The field case (S-47): an agent keeps the list it resumed before any compaction (copied
+    into plain dicts), adds a message, and flushes all of it as plain JSON after each
+    compaction, three times. Each new message says what an earlier one did ("ok"): after the
+    stored prefix it is new."""
+    sid = long_conversation(store, size)
+    conversation = COPIES[copy_with](store.resume(sid))
+    for round_ in range(3):
+        lease = store.begin_compaction(sid)
+        if outcome == "aborted":
+            store.abort_compaction(lease)
+        else:
+            store.commit_compaction(lease, [{"role": "system", "content": f"summary {round_}"}], mode=mode)
+        before = len(conversation_rows(store, sid))
+        conversation = COPIES["json"](conversation) + [user("ok")]
+        stored = store.flush(sid, conversation)
+        assert len(conversation_rows(store, sid)) == before + 1, f"round {round_}"
+        assert len(stored) == len(conversation) and stored[-1].content == "ok"
+        if outcome == "committed":
+            assert live_contents(store, sid) == [f"summary {round_}", "ok"], f"round {round_}"
+    if outcome == "aborted":
+        assert live_contents(store, sid) == [m["content"] for m in conversation]
+    assert store.verify().ok
+
+
+@pytest.mark.parametrize("copy_with", sorted(COPIES))
+@pytest.mark.parametrize("mode", ["in_place", "rotate"])
+def test_a_resumed_list_copied_into_plain_dicts_after_each_compaction_stores_only_the_new(store, mode, copy_with):
+    """The list an agent resumes after a compaction holds the summary: copied any way that
+    drops the uid and flushed with one new message, three times, only the new is stored."""
+    sid = long_conversation(store, 40)
+    for round_ in range(3):
+        compact(store, sid, mode, f"summary {round_}")
+        for new in (user("ok"), assistant(f"reply {round_}"), user("ok")):
+            resumed = live_contents(store, sid)
+            before = len(conversation_rows(store, sid))
+            store.flush(sid, COPIES[copy_with](store.resume(sid)) + [new])
+            assert len(conversation_rows(store, sid)) == before + 1, f"round {round_}"
+            assert live_contents(store, sid) == resumed + [new["content"]]
+    assert live_contents(store, sid) == ["summary 2", "ok", "reply 2", "ok"]
+
+
+@pytest.mark.parametrize("mode", ["in_place", "rotate"])
+def test_a_list_resumed_between_compactions_and_flushed_after_later_ones_stores_only_the_new(store, mode):
+    """A list that holds the first summary and predates the next compactions."""
+    sid = long_conversation(store, 40)
+    compact(store, sid, mode, "summary 0")
+    conversation = COPIES["json"](store.resume(sid))
+    for round_ in range(1, 4):
+        compact(store, sid, mode, f"summary {round_}")
+        before = len(conversation_rows(store, sid))
+        conversation = COPIES["json"](conversation) + [assistant(f"reply {round_}")]
+        store.flush(sid, conversation)
+        assert len(conversation_rows(store, sid)) == before + 1, f"round {round_}"
+        assert live_contents(store, sid) == [f"summary {round_}", f"reply {round_}"]
+
+
+@pytest.mark.parametrize("mode", ["in_place", "rotate"])
+def test_a_list_from_before_a_compaction_that_messages_joined_while_it_ran_stores_only_the_new(store, mode):
+    """Messages flushed while the summary was being written follow it; the agent's list has
+    them right after the messages the summary replaced."""
+    sid = long_conversation(store, 30)
+    conversation = COPIES["json"](store.resume(sid))
+    lease = store.begin_compaction(sid)
+    conversation += [user("ok"), assistant("noted")]
+    store.flush(sid, COPIES["json"](conversation))
+    store.commit_compaction(lease, [{"role": "system", "content": "summary"}], mode=mode)
+    before = len(conversation_rows(store, sid))
+    store.flush(sid, COPIES["json"](conversation) + [user("ok")])
+    assert len(conversation_rows(store, sid)) == before + 1
+    assert live_contents(store, sid) == ["summary", "ok", "noted", "ok"]
+
+
+@pytest.mark.parametrize("mode", ["in_place", "rotate"])
+def test_a_message_a_compaction_kept_is_matched_where_the_old_list_still_has_it(store, sid, mode):
+    """A summary that keeps the system prompt moves it after the archived messages; a list
+    from before the compaction still has it first."""
+    conversation = COPIES["json"](store.resume(sid))
+    system = store.transcript(sid)[0]
+    lease = store.begin_compaction(sid)
+    store.commit_compaction(lease, [system, {"role": "system", "content": "summary"}], mode=mode)
+    before = len(conversation_rows(store, sid))
+    store.flush(sid, conversation + [user("ok")])
+    assert len(conversation_rows(store, sid)) == before + 1
+    assert live_contents(store, sid) == ["be brief", "summary", "ok"]
+
+
+def test_a_message_said_again_after_a_rewind_is_stored(store, sid):
+    """A rewound message is no longer said: the same words said again are a new message of
+    the live conversation, not the undone row."""
+    rows = store.transcript(sid)
+    store.rewind(sid, rows[-2].id)
+    conversation = COPIES["json"](store.resume(sid)) + [assistant("two files", reasoning="counted them")]
+    store.flush(sid, conversation)
+    assert live_contents(store, sid)[-1] == "two files"
+    assert len(store.transcript(sid)) == len(rows)
+
+
 def test_flushing_what_is_already_stored_writes_nothing(store, sid):
     before = store.get_session(sid)
     rows = store.flush(sid, json.loads(json.dumps(store.resume(sid))))

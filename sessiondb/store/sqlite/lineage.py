@@ -322,6 +322,15 @@ def live_messages(conn: apsw.Connection, session_id: str) -> tuple[str, list[Mes
         f"SELECT {messages.COLUMNS} FROM messages WHERE session_id = ? AND state = 'active' ORDER BY id", (tip_id,))]
 
 
+def lineage_messages(conn: apsw.Connection, session_id: str) -> tuple[str, list[Message]]:
+    """The tip's id and every message of the lineage through `session_id`: root first, each
+    session's in id order, every state (what flush aligns a conversation with)."""
+    path, _ = resolve(conn, session_id)
+    chain = [*reversed(ancestors(conn, session_id)), *path]
+    return path[-1], [messages.from_row(r) for sid in chain for r in conn.execute(
+        f"SELECT {messages.COLUMNS} FROM messages WHERE session_id = ? ORDER BY id", (sid,))]
+
+
 def live_model_messages(conn: apsw.Connection, session_id: str, max_messages: int) -> list[ModelMessage]:
     """The tip's active messages in order, as a model takes them (store/model_rows.py)."""
     path, _ = resolve(conn, session_id)

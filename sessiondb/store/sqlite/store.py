@@ -150,6 +150,9 @@ class SQLiteBackend:
     def live_messages(self, session_id: str) -> tuple[str, list[Message]]:
         return self._read(partial(lineage.live_messages, session_id=session_id))
 
+    def lineage_messages(self, session_id: str) -> tuple[str, list[Message]]:
+        return self._read(partial(lineage.lineage_messages, session_id=session_id))
+
     def live_model_messages(self, session_id: str, max_messages: int) -> list[ModelMessage]:
         return self._read(partial(lineage.live_model_messages, session_id=session_id, max_messages=max_messages))
 
