@@ -114,7 +114,7 @@ class AgentTurn:
 
     def before_mutation(self) -> Checkpoint | None:
         """Call before a tool changes files: the turn's working tree is snapshotted once per
-        turn (None without checkpoints, or where the tools run in a container)."""
+        turn (None without checkpoints, or where the tools run in a container or over ssh)."""
         if self.checkpoints is None:
             return None
         return self.checkpoints.before_mutation(self.session_id, self.edits.cwd, turn_id=self.id)
