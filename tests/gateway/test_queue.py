@@ -216,3 +216,19 @@ def test_a_batch_the_spool_cannot_keep_is_refused_not_acknowledged(home, monkeyp
             gw.append(key, {"role": "user", "content": "lost?"})
         assert refused.value.cause is Cause.DISK_FULL
         assert gw.backlog.waiting_keys() == []
+
+
+def test_one_process_spools_in_arrival_order_even_when_the_wall_clock_steps_back(home, monkeypatch):
+    key = keys.build("late", "telegram", "dm", "8")
+    real = time.time_ns
+    now = real() + 10**12
+    ticks = iter([now, now, now - 10**9])  # a tick repeated, then a step back
+    monkeypatch.setattr(spool.time, "time_ns", lambda: next(ticks, None) or real())
+    with Gateway(home, retry_interval=60) as gw:
+        paths = [gw.append(key, {"role": "user", "content": f"c{i}"}).spooled_to for i in range(3)]
+    assert sorted(paths) == paths
+    make_profile(home, "late")
+    with Gateway(home) as gw:
+        gw.recover()
+    with open_store(home=home, profile="late") as late:
+        assert all_texts(late) == ["c0", "c1", "c2"]

@@ -25,7 +25,8 @@ class Agent:
         self.answer = threading.Event()
         self.in_tool = threading.Event()
         self.result = None
-        self.thread = threading.Thread(target=self.run)
+        # a daemon: a turn an interrupt failed to stop must fail its test, not hang the run
+        self.thread = threading.Thread(target=self.run, daemon=True)
 
     def run(self) -> None:
         while not self.turn.interrupted:
