@@ -204,6 +204,45 @@ def test_every_message_a_gateway_accepted_survives_its_sigkill_and_is_replayed_o
     assert list((home / "gateway" / "spool").glob("*.json")) == []
 
 
+REPLAY_KILLED = r"""
+import os, signal, sys
+from sessiondb.gateway import Gateway
+from sessiondb.gateway.queue import Backlog
+
+committed = 0
+drop = Backlog.drop_file
+
+
+def drop_then_die(self, key, path):
+    # called once a batch committed: the process dies before the K-th file is deleted
+    global committed
+    committed += 1
+    if committed == int(sys.argv[2]):
+        os.kill(os.getpid(), signal.SIGKILL)
+    drop(self, key, path)
+
+
+Backlog.drop_file = drop_then_die
+Gateway(sys.argv[1]).recover()
+"""
+
+
+def test_a_replay_killed_between_a_commit_and_its_file_deletion_stores_nothing_twice(home):
+    key = keys.build("late", "telegram", "dm", "9")
+    with Gateway(home, retry_interval=60) as gw:
+        for i in range(10):
+            gw.append(key, {"role": "user", "content": f"r{i}"})
+    make_profile(home, "late")
+    killed = subprocess.run([sys.executable, "-c", REPLAY_KILLED, str(home), "4"],
+                            env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
+    assert killed.returncode == -signal.SIGKILL
+    assert len(list((home / "gateway" / "spool").glob("*.json"))) == 7  # 3 deleted, the 4th committed but kept
+    with Gateway(home) as gw:
+        assert gw.recover().replayed == 7
+    with open_store(home=home, profile="late") as late:
+        assert all_texts(late) == [f"r{i}" for i in range(10)]
+
+
 def test_a_batch_the_spool_cannot_keep_is_refused_not_acknowledged(home, monkeypatch):
     key = keys.build("late", "telegram", "dm", "6")
 
