@@ -109,13 +109,7 @@ def simulate(profiles: int, chats: int, messages: int, kill_after: float | None,
             last, recovery, finished = sim.run_killed(plan, kill_after)
             figures = finished or last
             figures["killed"] = finished is None
-        checked = sim.verify(plan.home, plan)
-        # Every message acknowledged, stored at once or spooled (S-39), must be stored; with a
-        # kill, the child's last report is a floor of what it acknowledged.
-        floor = figures.get("acknowledged", 0) + figures.get("deferred", 0)
-        checked["lost"] = max(0, floor - checked["total"])
-        with Gateway(plan.home, retry_interval=3600) as gw:
-            state = gw.status()
+        checked, state = sim.account(plan.home, plan, figures)
     finally:
         logger.removeHandler(counter)
         logger.propagate = True

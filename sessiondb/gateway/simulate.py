@@ -27,7 +27,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from .. import keys, open_store
 from ..home import DEFAULT_PROFILE, profile_dir, resolve_home
@@ -236,6 +236,21 @@ def verify(home: str | Path, plan: Plan) -> dict[str, Any]:
                 per_profile[name] = per_profile.get(name, 0) + 1
     return {"stored": per_profile, "total": sum(per_profile.values()), "misplaced": misplaced,
             "duplicates": duplicates}
+
+
+def account(home: str | Path, plan: Plan, figures: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`verify`, plus the messages still waiting in the spool and those lost; and the status.
+
+    Every message acknowledged, stored at once or spooled (S-39), is stored or still in the
+    spool (its profile's home may not exist yet); after a kill, the child's last report is a
+    floor of what it acknowledged."""
+    checked = verify(home, plan)
+    with Gateway(home, retry_interval=3600) as gw:
+        state = gw.status()
+    floor = figures.get("acknowledged", 0) + figures.get("deferred", 0)
+    checked["waiting"] = sum(p.get("spooled", 0) for p in state["profiles"].values())
+    checked["lost"] = max(0, floor - checked["total"] - checked["waiting"])
+    return checked, state
 
 
 def run_killed(plan: Plan, kill_after: float) -> tuple[dict[str, Any], dict[str, Any], "Figures | None"]:
