@@ -15,4 +15,5 @@ from .owners import NoRoutingIndex, OwnerUnavailable
 from .policies import DailyReset, IdleReset
 from .recovery import RecoveryReport
 
-__all__ = ["Gateway", "AppendResult", "NotAccepted", "OwnerUnavailable", "NoRoutingIndex", "RecoveryReport", "IdleReset", "DailyReset"]
+__all__ = ["Gateway", "AppendResult", "NotAccepted", "OwnerUnavailable", "NoRoutingIndex", "RecoveryReport",
+           "IdleReset", "DailyReset"]

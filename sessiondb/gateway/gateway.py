@@ -5,8 +5,8 @@ Every operation takes a session key, parses it once at the door into a typed Ses
 session index is the routing capability of the gateway's own store (store/contract.py).
 Writes whose store is unavailable are spooled to disk before `append` returns (queue.py)
 and retried by a background thread, on the key's next append and at the next start;
-nothing is ever written to another profile's store instead. Crash recovery and reset policies are in
-recovery.py.
+nothing is ever written to another profile's store instead. Crash recovery and reset
+policies are in recovery.py.
 """
 
 from __future__ import annotations
