@@ -199,7 +199,8 @@ def for_error(exc: BaseException, *, db_path: Path, profile: str | None, home: P
 # A turn's end reason is a stable name; this table gives each its outcome and the sentence
 # a person reads. The stored record, the log line and every surface render from here, so
 # they cannot disagree. An interrupt from a system producer names it in parentheses:
-# `interrupted_by_system(turn_liveness_watchdog)`.
+# `interrupted_by_system(turn_liveness_watchdog)`; one from a producer nobody registered
+# still stops the turn, and says so: `interrupted_by_system(unregistered:budget_guard)`.
 
 COMPLETED, INTERRUPTED, FAILED = "completed", "interrupted", "failed"
 OUTCOMES = (COMPLETED, INTERRUPTED, FAILED)
@@ -233,6 +234,9 @@ PRODUCERS: dict[str, str] = {
     "lease_lost": "Losing the session's lease to another process",
     "gateway_inactivity_timeout": "The gateway's inactivity timeout",
 }
+#: How a producer nobody registered is named in a reason: `unregistered:NAME`, or
+#: `unregistered` alone when what was given is not a producer name at all.
+UNREGISTERED = "unregistered"
 _PRODUCER_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 _WITH_PRODUCER = re.compile(rf"({BY_SYSTEM}|{DURING_CALL})\(([^()]*)\)")
 
@@ -243,19 +247,32 @@ def register_producer(name: str, phrase: str) -> None:
         raise InvalidInput(f"a producer name is lowercase letters, digits and _ (at most 64), not {name!r}")
     if name == "user":
         raise InvalidInput("`user` is the person's own stop, not a system producer")
+    if name == UNREGISTERED:
+        raise InvalidInput(f"`{UNREGISTERED}` names the producers nobody registered; choose another name")
     if not isinstance(phrase, str) or not phrase.strip():
         raise InvalidInput("a producer needs a phrase a person reads, such as 'The budget guard'")
     PRODUCERS[name] = phrase.strip()
 
 
-def interrupt_reason(producer: str, *, in_api_call: bool) -> str:
-    """The end reason of an interrupt from `producer` (`user` for a person's stop)."""
+def registered(producer: object) -> bool:
+    """Whether `producer` is the person (`user`) or a system producer sessiondb knows."""
+    return isinstance(producer, str) and (producer == "user" or producer in PRODUCERS)
+
+
+def interrupt_reason(producer: object, *, in_api_call: bool) -> str:
+    """The end reason of an interrupt from `producer` (`user` for a person's stop).
+
+    Every interrupt gets one, so every interrupt stops its turn: a producer nobody
+    registered is named as unregistered rather than refused, since refusing it would
+    leave the turn it meant to stop running (S-50)."""
     if producer == "user":
         return DURING_CALL if in_api_call else BY_USER
-    if producer not in PRODUCERS:
-        raise InvalidInput(f"unknown interrupt producer {producer!r}: register it with register_producer "
-                           f"(known: user, {', '.join(sorted(PRODUCERS))})")
-    return f"{DURING_CALL if in_api_call else BY_SYSTEM}({producer})"
+    category = DURING_CALL if in_api_call else BY_SYSTEM
+    if registered(producer):
+        return f"{category}({producer})"
+    if isinstance(producer, str) and _PRODUCER_NAME.fullmatch(producer):
+        return f"{category}({UNREGISTERED}:{producer})"
+    return f"{category}({UNREGISTERED})"
 
 
 def turn_outcome(reason: str) -> str:
@@ -268,6 +285,11 @@ def explain_turn(reason: str) -> str:
     (_outcome, sentence), producer = _reason_entry(reason)
     if producer is None:
         return sentence
+    if producer == UNREGISTERED:
+        return sentence.format(producer="A system producer nobody registered")
+    if producer.startswith(UNREGISTERED + ":"):
+        name = producer.partition(":")[2]
+        return sentence.format(producer=f"A system producer nobody registered (`{name}`)")
     # A producer registered in another process is still named, by its own name.
     return sentence.format(producer=PRODUCERS.get(producer, f"The system producer `{producer}`"))
 
@@ -278,8 +300,14 @@ def _reason_entry(reason: str) -> tuple[tuple[str, str], str | None]:
     match = _WITH_PRODUCER.fullmatch(reason)
     if match is not None:
         category, producer = match.groups()
-        if not _PRODUCER_NAME.fullmatch(producer) or producer == "user":
-            raise InvalidInput(f"{reason!r} does not name a system producer (lowercase letters, digits and _)")
+        prefix, colon, name = producer.partition(":")
+        if colon and prefix == UNREGISTERED:
+            producer_ok = _PRODUCER_NAME.fullmatch(name) is not None
+        else:
+            producer_ok = _PRODUCER_NAME.fullmatch(producer) is not None and producer != "user"
+        if not producer_ok:
+            raise InvalidInput(f"{reason!r} does not name a system producer (lowercase letters, digits and _, "
+                               f"or {UNREGISTERED}:NAME)")
         return _TURN_REASONS[BY_SYSTEM if category == BY_SYSTEM else DURING_CALL + "()"], producer
     if reason in _TURN_REASONS and not reason.endswith("()") and reason != BY_SYSTEM:
         return _TURN_REASONS[reason], None

@@ -10,9 +10,10 @@
         gw.turn_finished(key)
 """
 
-from .gateway import AppendResult, Gateway
+from .gateway import AppendResult, Gateway, NotAccepted
 from .owners import NoRoutingIndex, OwnerUnavailable
 from .policies import DailyReset, IdleReset
 from .recovery import RecoveryReport
 
-__all__ = ["Gateway", "AppendResult", "OwnerUnavailable", "NoRoutingIndex", "RecoveryReport", "IdleReset", "DailyReset"]
+__all__ = ["Gateway", "AppendResult", "NotAccepted", "OwnerUnavailable", "NoRoutingIndex", "RecoveryReport",
+           "IdleReset", "DailyReset"]

@@ -3,10 +3,10 @@
 Every operation takes a session key, parses it once at the door into a typed SessionKey
 (keys.py) and hands that on; its store is resolved from the key (owners.py); the key →
 session index is the routing capability of the gateway's own store (store/contract.py).
-Writes whose store is unavailable wait in the retry queue (queue.py) and are retried by
-a background thread, on the key's next append and at the next start; nothing is ever
-written to another profile's store instead. Crash recovery and reset policies are in
-recovery.py.
+Writes whose store is unavailable are spooled to disk before `append` returns (queue.py)
+and retried by a background thread, on the key's next append and at the next start;
+nothing is ever written to another profile's store instead. Crash recovery and reset
+policies are in recovery.py.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..errors import CompressionClosed, NotFound, StorageError
+from ..errors import Cause, CompressionClosed, NotFound, StorageError, classify
 from ..guidance import turn_outcome
 from ..home import DEFAULT_PROFILE, resolve_home
 from ..keys import SessionKey, as_key
@@ -43,9 +43,18 @@ class StoreCoolingDown(StorageError):
     """The owner's store failed moments ago; the gateway waits `retry_interval` before trying it again."""
 
 
+class NotAccepted(StorageError):
+    """A batch could be neither stored nor spooled: the gateway did not accept it, and the
+    chat platform must send it again (its `cause` is the spool's: disk_full, read_only...)."""
+
+    def __init__(self, message: str, cause: Cause) -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
 @dataclass
 class AppendResult:
-    """What an append did: rows stored now, or messages left waiting (and where)."""
+    """What an append did: rows stored now, or messages left waiting in a spool file (`spooled_to`)."""
 
     stored: list[Message] = field(default_factory=list)
     queued: int = 0
@@ -69,7 +78,6 @@ class Gateway:
         *,
         multiplex_profiles: bool = True,
         reset_policy: Any = None,
-        queue_cap: int = 200,
         freshness: float = DEFAULT_FRESHNESS,
         patience: float = 30.0,
         durability: str = "full",
@@ -81,7 +89,7 @@ class Gateway:
         self.retry_interval = float(retry_interval)
         self.owners = Owners(self.home, patience=patience, durability=durability,
                              multiplex_profiles=multiplex_profiles)
-        self.backlog = Backlog(self.home, queue_cap)
+        self.backlog = Backlog(self.home)
         self.backlog.load()
         self._locks: dict[SessionKey, threading.Lock] = {}
         self._locks_guard = threading.Lock()
@@ -101,7 +109,8 @@ class Gateway:
         self.close()
 
     def close(self) -> None:
-        """Flush what can be flushed, spool what cannot, and close every profile's store."""
+        """Flush what can be flushed and close every profile's store; what still waits is
+        already in the spool, for the next gateway."""
         if self._closed:
             return
         self._closed = True
@@ -110,14 +119,6 @@ class Gateway:
             self._retrier.join()
         for key in self.backlog.waiting_keys():
             self.flush(key)
-            with self._lock(key):
-                q = self.backlog.waiting(key)
-                if q is not None and q.batches:
-                    try:
-                        self.backlog.spill(key, "shutdown")
-                    except OSError as exc:
-                        log.error("%s: %d message(s) could not be spooled at shutdown and are lost with "
-                                  "this process (%s)", key, q.queued, exc)
         self.owners.close()
 
     def _lock(self, key: SessionKey) -> threading.Lock:
@@ -256,32 +257,40 @@ class Gateway:
     # --- messages ------------------------------------------------------------------------
 
     def append(self, key: str | SessionKey, messages: Any, *, internal: bool = False) -> AppendResult:
-        """Store messages in the key's session, or queue them if its store is unavailable.
+        """Store messages in the key's session, or spool them if its store is unavailable.
 
         Input is validated first (InvalidInput, nothing queued). Each message gets its
-        uid and arrival time before it is queued, so replays are idempotent. `internal`
-        stores notifications injected as user turns with display kind
-        'internal_notification' (never shown to a model as such, S-09).
+        uid and arrival time before it is queued, so replays are idempotent. A deferred
+        batch is on disk before this returns (S-39); when the spool cannot keep it either,
+        NotAccepted says so and nothing of it is kept. A key with batches waiting queues
+        new ones behind them. `internal` stores notifications injected as user turns with
+        display kind 'internal_notification' (never shown to a model as such, S-09).
         """
         k = as_key(key)
         batch = _prepare(messages, internal)
         with self._lock(k):
             q = self.backlog.waiting(k)
             if q is not None:
-                spooled = self.backlog.add(k, batch, "queued")
-                result = AppendResult(queued=len(batch), spooled_to=None if spooled is None else str(spooled),
-                                      reason="earlier messages of this key are waiting")
+                why = "earlier messages of this key are waiting"
+                spooled = self._spool(k, batch, "queued", why)
                 if time.monotonic() >= q.next_attempt:
                     self._flush_locked(k, q)
-                return result
+                return AppendResult(queued=len(batch), spooled_to=str(spooled), reason=why)
             try:
                 return AppendResult(stored=self._write(k, batch))
             except DEFERRABLE as exc:
-                spooled = self.backlog.add(k, batch, _cause(exc))
+                spooled = self._spool(k, batch, _cause(exc), f"its store is unavailable ({exc})")
                 self._store_failed(k, exc)
                 self._failed(k, self.backlog.queue(k), exc)
-                return AppendResult(queued=len(batch), spooled_to=None if spooled is None else str(spooled),
-                                    reason=str(exc))
+                return AppendResult(queued=len(batch), spooled_to=str(spooled), reason=str(exc))
+
+    def _spool(self, k: SessionKey, batch: Batch, cause: str, why: str) -> Path:
+        try:
+            return self.backlog.add(k, batch, cause)
+        except OSError as exc:
+            raise NotAccepted(f"{len(batch)} message(s) for {k} were not accepted: {why}, and the gateway's "
+                              f"spool {self.backlog.directory} could not keep them ({exc}); make room there or "
+                              f"make it writable, then send them again", classify(exc)) from exc
 
     def _write(self, k: SessionKey, batch: Batch) -> list[Message]:
         store = self._owner(k)
@@ -299,7 +308,7 @@ class Gateway:
     # --- the retry queue -----------------------------------------------------------------
 
     def flush(self, key: str | SessionKey) -> int:
-        """Send the key's waiting messages, spool files first; returns how many were stored."""
+        """Send the key's waiting messages, oldest first; returns how many were stored."""
         k = as_key(key)
         with self._lock(k):
             q = self.backlog.waiting(k)
@@ -313,9 +322,6 @@ class Gateway:
                 self._write(k, batch)
                 self.backlog.drop_file(k, path)
                 sent += len(batch)
-            while q.batches:
-                self._write(k, q.batches[0])
-                sent += len(q.batches.popleft())
         except DEFERRABLE as exc:
             self._store_failed(k, exc)
             self._failed(k, q, exc)
@@ -336,8 +342,8 @@ class Gateway:
         q.failures += 1
         q.next_attempt = time.monotonic() + self.retry_interval
         level = logging.WARNING if q.failures <= WARN_FAILURES else logging.ERROR
-        log.log(level, "%s: store unavailable (%s); %d message(s) wait in memory, %d spool file(s) "
-                "(attempt %d)", k, exc, q.queued, len(q.files), q.failures)
+        log.log(level, "%s: store unavailable (%s); %d spool file(s) wait (attempt %d)", k, exc,
+                len(q.files), q.failures)
 
     def flush_all(self, *, due_only: bool = False) -> int:
         """Flush every key with messages waiting (with `due_only`, those whose retry is due)."""

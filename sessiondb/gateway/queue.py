@@ -1,17 +1,16 @@
-"""The retry queue that never drops (S-35): per-key batches waiting for their store.
+"""The retry queue that never drops (S-35, S-39): per-key batches waiting for their store, on disk.
 
-While a key's store is unavailable its batches wait here in memory, in arrival order.
-When a key holds more than `cap` waiting messages, its whole in-memory queue is written
-to one spool file under the gateway's home (`<home>/gateway/spool/`, atomic JSON, 0600,
-directory fsynced; the file format and writer are sessiondb.store.spool's, with the
-record's `session_id` field carrying the session key). So everything on disk for a key is
-older than everything in memory, and a flush sends the key's spool files first, oldest
-first, then its memory queue. A file is deleted only once its batch committed; a flush
-stops at a key's first failure, so a later batch never overtakes an earlier one. The
-spool is read back at start, so messages spilled before a crash or a shutdown are
-replayed by the next process.
+A batch the gateway accepts and cannot store now is written to its own spool file under
+the gateway's home (`<home>/gateway/spool/`, atomic JSON, 0600, directory fsynced; the
+file format and writer are sessiondb.store.spool's, with the record's `session_id` field
+carrying the session key) before the append returns, so what the chat platform was told
+is accepted survives a SIGKILL. Memory holds only the index: each key's spool files, in
+arrival order. A key with files waiting queues every new batch behind them, and a flush
+sends them oldest first and stops at the key's first failure, so a later batch never
+overtakes an earlier one. A file is deleted only once its batch committed. The spool is
+indexed at start, so the batches of a process that died are replayed by the next one.
 
-Messages carry their uid and arrival time before they are queued, so a replay that is
+Messages carry their uid and arrival time before they are spooled, so a replay that is
 interrupted and repeated stores nothing twice. Keys are typed (`SessionKey`): parsed once
 by the gateway, or once when a spool file is indexed; a file whose key does not parse is
 left in place for a person to look at.
@@ -19,9 +18,7 @@ left in place for a person to look at.
 
 from __future__ import annotations
 
-import logging
 import threading
-from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,32 +30,23 @@ from ..store import spool
 
 #: Where the gateway's spool lives under its home; spool.write puts files in `<anchor's dir>/spool`.
 SPOOL_ANCHOR = Path("gateway") / "queue"
-log = logging.getLogger("sessiondb.gateway")
 Batch = list[dict[str, Any]]
 
 
 @dataclass
 class KeyQueue:
-    batches: deque = field(default_factory=deque)  # in-memory batches, oldest first
     files: list[Path] = field(default_factory=list)  # spool files, oldest first
     failures: int = 0  # consecutive failed flushes
     next_attempt: float = 0.0  # monotonic time before which a retry is not due
 
-    @property
-    def queued(self) -> int:
-        return sum(len(b) for b in self.batches)
-
     def empty(self) -> bool:
-        return not self.batches and not self.files
+        return not self.files
 
 
 class Backlog:
-    """Every key's waiting batches, in memory and on disk."""
+    """Every key's waiting batches: files on disk, indexed in memory."""
 
-    def __init__(self, home: Path, cap: int) -> None:
-        if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
-            raise ValueError("queue_cap must be a positive integer")
-        self.cap = cap
+    def __init__(self, home: Path) -> None:
         self.anchor = home / SPOOL_ANCHOR
         self.lock = threading.RLock()
         self.keys: dict[SessionKey, KeyQueue] = {}
@@ -91,7 +79,7 @@ class Backlog:
             return q
 
     def waiting(self, key: SessionKey) -> KeyQueue | None:
-        """The key's queue if anything of it waits (in memory or on disk), else None."""
+        """The key's queue if anything of it waits, else None."""
         with self.lock:
             q = self.keys.get(key)
             return None if q is None or q.empty() else q
@@ -109,30 +97,14 @@ class Backlog:
             if q is not None and q.empty():
                 del self.keys[key]
 
-    def add(self, key: SessionKey, batch: Batch, cause: str) -> Path | None:
-        """Queue a batch at the end of the key's queue; spills the queue past the cap."""
+    def add(self, key: SessionKey, batch: Batch, cause: str) -> Path:
+        """Write a batch to its own spool file at the end of the key's queue; OSError when the
+        spool cannot keep it (then nothing of it is queued). The caller holds the key's lock,
+        so one key's files are written, and named, in arrival order."""
+        path = spool.write(self.anchor, key.text, prepare_messages(batch), cause)
         with self.lock:
-            q = self.queue(key)
-            q.batches.append(batch)
-            if q.queued > self.cap:
-                try:
-                    return self.spill(key, cause)
-                except OSError as exc:  # the spool is unwritable too: keep waiting in memory
-                    log.error("%s: could not spool %d waiting message(s) (%s); they stay in memory",
-                              key, q.queued, exc)
-        return None
-
-    def spill(self, key: SessionKey, cause: str) -> Path | None:
-        """Write the key's whole in-memory queue to one spool file (at the cap, and at close)."""
-        with self.lock:
-            q = self.queue(key)
-            if not q.batches:
-                return None
-            messages = [m for b in q.batches for m in b]
-            path = spool.write(self.anchor, key.text, prepare_messages(messages), cause)
-            q.files.append(path)
-            q.batches.clear()
-            return path
+            self.queue(key).files.append(path)
+        return path
 
     def read_file(self, path: Path) -> Batch:
         return spool.read(path)["messages"]
@@ -147,14 +119,13 @@ class Backlog:
                 q.files.remove(path)
 
     def counts(self) -> dict[str, dict[str, int]]:
-        """Per profile: keys waiting, messages queued in memory, spool files and their messages."""
+        """Per profile: keys waiting, their spool files and the messages in them."""
         out: dict[str, dict[str, int]] = {}
         with self.lock:
-            items = [(k, q.queued, list(q.files)) for k, q in self.keys.items() if not q.empty()]
-        for key, queued, files in items:
-            row = out.setdefault(key.profile, {"keys": 0, "queued": 0, "spool_files": 0, "spooled": 0})
+            items = [(k, list(q.files)) for k, q in self.keys.items() if not q.empty()]
+        for key, files in items:
+            row = out.setdefault(key.profile, {"keys": 0, "spool_files": 0, "spooled": 0})
             row["keys"] += 1
-            row["queued"] += queued
             row["spool_files"] += len(files)
             for path in files:
                 try:

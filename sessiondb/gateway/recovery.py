@@ -110,13 +110,13 @@ def _end(index: RoutingIndex, store: Store, key: SessionKey, route: RouteEntry, 
 
 
 def status(index: RoutingIndex, backlog: Backlog, home: Path) -> dict[str, Any]:
-    """Per profile: routing entries by state, messages waiting in memory and in the spool."""
+    """Per profile: routing entries by state, and the messages waiting in the spool."""
     profiles: dict[str, dict[str, Any]] = {}
 
     def row(profile: str) -> dict[str, Any]:
         return profiles.setdefault(profile, {
             "routes": 0, "idle": 0, "running": 0, "resume_pending": 0, "ended": 0,
-            "keys_waiting": 0, "queued": 0, "spool_files": 0, "spooled": 0,
+            "keys_waiting": 0, "spool_files": 0, "spooled": 0,
         })
 
     routes = index.entries()
@@ -127,7 +127,6 @@ def status(index: RoutingIndex, backlog: Backlog, home: Path) -> dict[str, Any]:
     for profile, counts in backlog.counts().items():
         r = row(profile)
         r["keys_waiting"] += counts["keys"]
-        r["queued"] += counts["queued"]
         r["spool_files"] += counts["spool_files"]
         r["spooled"] += counts["spooled"]
     return {"home": str(home), "profiles": profiles, "routes": [route.to_dict() for route in routes]}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 import uuid
 from dataclasses import asdict
@@ -53,11 +54,25 @@ def write(db_path: Path, session_id: str, batch: list[NewMessage], cause: str,
         # Unstamped messages get the refusal time, so a later replay keeps when they happened.
         "messages": [_message_dict(m, now) for m in batch],
     }
-    name = f"{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}.json"
+    name = f"{_stamp():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}.json"
     final = directory / name
     with private_file(final, replace=False) as out:
         json.dump(record, out, ensure_ascii=False)
     return final
+
+
+_stamps = threading.Lock()
+_last_stamp = 0
+
+
+def _stamp() -> int:
+    """Nanoseconds since the epoch, strictly increasing within this process: the names of
+    the batches one process spools sort in the order they were written, even when two fall
+    in the same tick or the wall clock steps back."""
+    global _last_stamp
+    with _stamps:
+        _last_stamp = max(time.time_ns(), _last_stamp + 1)
+        return _last_stamp
 
 
 def pending(db_path: Path) -> list[Path]:

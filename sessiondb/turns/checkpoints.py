@@ -9,8 +9,9 @@ the post-write ledger keeps the hash of each file as the agent's tools left it, 
 person's edit made since is never clobbered unless forced.
 
 Every call first classifies where the agent's tools run, from the backend configured now
-(environments.py): in a container there is no snapshot, no ledger entry, and diff and
-restore raise CheckpointRefused with the reason, the same words on every surface.
+(environments.py): in a container or over ssh there is no snapshot, no ledger entry,
+and diff and restore raise CheckpointRefused with the reason, the same words on every
+surface.
 """
 
 from __future__ import annotations

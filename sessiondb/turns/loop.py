@@ -3,11 +3,13 @@ edit receipts, and the end that says why (S-50..S-52).
 
 `AgentTurn.begin` stores the user message (with its uid) and the turn record. Any thread
 may `request_interrupt(producer)`: a person (`user`) or a system producer (a watchdog,
-lease loss, an inactivity timeout, any registered one). The reason is fixed when the
-interrupt is requested, from whether a model call was in flight at that moment, and the
-first request wins: a watchdog firing after the person pressed stop does not rename the
-stop. The end writes the record, logs one line and offers the sentence, all from the one
-guidance table, so the three agree.
+lease loss, an inactivity timeout, any registered one). A producer nobody registered
+still stops the turn, named as unregistered (`interrupted_by_system(unregistered:NAME)`)
+and logged as such when it asks: refusing it would leave a runaway turn. The reason is
+fixed when the interrupt is requested, from whether a model call was in flight at that
+moment, and the first request wins: a watchdog firing after the person pressed stop does
+not rename the stop. The end writes the record, logs one line and offers the sentence,
+all from the one guidance table, so the three agree.
 
 A correction that arrives during a turn cancels the attempt and is stored as a user
 message; when corrections reach `max_redirects`, the turn ends (`redirect_limit`) and the
@@ -17,13 +19,14 @@ dropped (S-51).
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from contextlib import contextmanager
 from typing import Any, Iterator, Mapping
 
 from ..errors import InvalidInput
-from ..guidance import explain_turn, interrupt_reason
+from ..guidance import explain_turn, interrupt_reason, registered
 from ..model import Message, Turn
 from ..store.contract import Store
 from .checkpoints import Checkpoint, Checkpoints
@@ -31,6 +34,7 @@ from .receipts import EditReceipts, report
 from .records import end_turn
 
 MAX_REDIRECTS = 3  # corrections one turn takes before it ends and the next one begins
+log = logging.getLogger("sessiondb.turns")
 
 
 class AgentTurn:
@@ -84,13 +88,19 @@ class AgentTurn:
                 self._calls -= 1
 
     def request_interrupt(self, producer: str = "user") -> str:
-        """Ask the loop to stop; returns the reason the turn will end with (the first one asked)."""
+        """Ask the loop to stop; returns the reason the turn will end with (the first one asked).
+        Never refused: a producer nobody registered stops the turn too, named as unregistered."""
         with self._lock:
             reason = interrupt_reason(producer, in_api_call=self._calls > 0)
             if self._interrupt is None:
                 self._interrupt = reason
             self._stop.set()
-            return self._interrupt
+            first = self._interrupt
+        if not registered(producer):
+            log.warning("turn %s of session %s: interrupt from %r, a producer nobody registered; the turn stops "
+                        "and ends as %s (register the producer with sessiondb.turns.register_producer to name it)",
+                        self.id, self.session_id, producer, first)
+        return first
 
     @property
     def interrupted(self) -> bool:
@@ -104,7 +114,7 @@ class AgentTurn:
 
     def before_mutation(self) -> Checkpoint | None:
         """Call before a tool changes files: the turn's working tree is snapshotted once per
-        turn (None without checkpoints, or where the tools run in a container)."""
+        turn (None without checkpoints, or where the tools run in a container or over ssh)."""
         if self.checkpoints is None:
             return None
         return self.checkpoints.before_mutation(self.session_id, self.edits.cwd, turn_id=self.id)

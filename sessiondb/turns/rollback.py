@@ -4,7 +4,7 @@
     /rollback diff N     what changed since checkpoint N
     /rollback N [force]  restore checkpoint N
 
-A refusal (the tools run in a container, or files changed since the agent's last write)
+A refusal (the tools run in a container or over ssh, or files changed since the agent's last write)
 is answered with the same words the library, the CLI and the API use.
 """
 

@@ -30,6 +30,8 @@ def test_a_begun_turn_is_running_until_it_ends(store, sid):
     ("interrupted_during_api_call", "interrupted"),
     ("interrupted_by_system(cron_inactivity_watchdog)", "interrupted"),
     ("interrupted_during_api_call(turn_liveness_watchdog)", "interrupted"),
+    ("interrupted_by_system(unregistered:quota_sentinel)", "interrupted"),
+    ("interrupted_during_api_call(unregistered)", "interrupted"),
     ("redirect_limit", "interrupted"),
     ("resume_pending", "interrupted"),
 ])
@@ -89,7 +91,8 @@ def test_a_continuation_must_be_a_turn_of_the_same_session(store, sid):
 
 @pytest.mark.parametrize("reason", [
     "stopped", "interrupted_by_system", "interrupted_by_system()", "interrupted_by_system(user)",
-    "interrupted_by_system(Watch Dog)", "", None, 3,
+    "interrupted_by_system(Watch Dog)", "interrupted_by_system(unregistered:)",
+    "interrupted_by_system(unregistered:Watch Dog)", "interrupted_by_system(someone:watch_dog)", "", None, 3,
 ])
 def test_an_unknown_reason_is_refused_and_nothing_is_written(store, sid, reason):
     turn = store.begin_turn(sid)

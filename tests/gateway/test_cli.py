@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 
 from click.testing import CliRunner
 
 from sessiondb import keys
 from sessiondb.cli import main
 from sessiondb.gateway import Gateway
+from sessiondb.gateway import simulate as sim
 
 
 def test_simulate_stores_every_message_once_in_its_owners_store(tmp_path):
@@ -45,3 +47,12 @@ def test_status_shows_routes_and_waiting_messages_per_profile(home):
     assert profiles["later"]["spooled"] == 1
     text = CliRunner().invoke(main, ["--home", str(home), "gateway", "status", "--routes"]).output
     assert "agent:main:telegram:dm:1" in text
+
+
+def test_messages_waiting_in_the_spool_for_a_profile_without_a_home_count_as_kept_not_lost(tmp_path):
+    plan = sim.Plan(home=str(tmp_path / "fleet"), messages=120, chats=9, late_at=2.0)  # the late home never appears
+    figures = asdict(sim.run(plan))
+    checked, state = sim.account(plan.home, plan, figures)
+    assert state["profiles"]["fleet-2"]["spooled"] == checked["waiting"] > 0
+    assert checked["total"] + checked["waiting"] == figures["acknowledged"] + figures["deferred"]
+    assert checked["lost"] == 0

@@ -186,12 +186,16 @@ def test_one_checkpoint_per_turn_before_its_first_change(store, session, tree, c
     assert [c.turn_id for c in checkpoints.list(session.id)] == [turn.id]
 
 
-def test_a_session_moved_into_a_container_gets_no_snapshot_no_ledger_and_refusals(store, session, tree,
-                                                                                   checkpoints):
+@pytest.mark.parametrize("backend, reason", [
+    ("docker", "docker container, so host paths are not the agent's paths"),
+    ("ssh", "remote machine over ssh, so the paths they touch are that machine's files, not this one's"),
+])
+def test_a_session_moved_into_a_container_or_to_ssh_gets_no_snapshot_no_ledger_and_refusals(
+        store, session, tree, checkpoints, backend, reason):
     (tree / "app.py").write_text("original\n")
     assert checkpoints.environment(session.id).on_host  # local when the session started
     # The configuration changes before the session's first mutation: classified now, not then.
-    store.update_metadata(session.id, {"terminal_backend": "docker"})
+    store.update_metadata(session.id, {"terminal_backend": backend})
     turn = agent_turn(store, session, tree, checkpoints)
     assert turn.before_mutation() is None
     (tree / "app.py").write_text("changed inside the container's view\n")
@@ -201,10 +205,10 @@ def test_a_session_moved_into_a_container_gets_no_snapshot_no_ledger_and_refusal
     assert not (checkpoints.objects.session_dir(session.id) / "ledger.json").exists()
     for call in (lambda: checkpoints.diff(session.id, "1"), lambda: checkpoints.restore(session.id, "1"),
                  lambda: checkpoints.take(session.id, tree)):
-        with pytest.raises(CheckpointRefused, match="docker container, so host paths are not the agent's paths"):
+        with pytest.raises(CheckpointRefused, match=reason):
             call()
-    assert "docker container" in rollback_command(checkpoints, session.id, "")
-    assert "docker container" in rollback_command(checkpoints, session.id, "1 force")
+    assert reason in rollback_command(checkpoints, session.id, "")
+    assert reason in rollback_command(checkpoints, session.id, "1 force")
 
 
 def test_the_backend_is_read_at_every_call(store, session, tree):

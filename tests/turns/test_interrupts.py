@@ -25,7 +25,8 @@ class Agent:
         self.answer = threading.Event()
         self.in_tool = threading.Event()
         self.result = None
-        self.thread = threading.Thread(target=self.run)
+        # a daemon: a turn an interrupt failed to stop must fail its test, not hang the run
+        self.thread = threading.Thread(target=self.run, daemon=True)
 
     def run(self) -> None:
         while not self.turn.interrupted:
@@ -116,15 +117,49 @@ def test_an_error_after_an_interrupt_ends_the_turn_as_the_interrupt(store, sessi
     assert other.fail(RuntimeError("model 500")).outcome == "failed"
 
 
-def test_a_registered_producer_names_itself_and_an_unknown_one_is_refused(store, session, tree):
-    turn = AgentTurn.begin(store, session.id, {"role": "user", "content": "go"}, cwd=tree)
-    with pytest.raises(InvalidInput):
-        turn.request_interrupt("budget_guard")
-    assert not turn.interrupted
+def test_a_registered_producer_names_itself(store, session, tree):
     register_producer("budget_guard", "The budget guard (the session spent its allowance)")
+    turn = AgentTurn.begin(store, session.id, {"role": "user", "content": "go"}, cwd=tree)
     assert turn.request_interrupt("budget_guard") == "interrupted_by_system(budget_guard)"
     assert turn.finish().reason == "interrupted_by_system(budget_guard)"
     assert turn.explanation.startswith("The budget guard")
+
+
+@pytest.mark.parametrize("producer, phase, reason", [
+    ("quota_sentinel", "in_tool", "interrupted_by_system(unregistered:quota_sentinel)"),
+    ("quota_sentinel", "in_call", "interrupted_during_api_call(unregistered:quota_sentinel)"),
+    ("Quota Sentinel!", "in_tool", "interrupted_by_system(unregistered)"),
+])
+def test_an_interrupt_from_a_producer_nobody_registered_still_stops_the_turn_and_says_so(
+        store, session, tree, caplog, isolated_home, producer, phase, reason):
+    turn = AgentTurn.begin(store, session.id, {"role": "user", "content": "tidy the tree"}, cwd=tree)
+    agent = Agent(turn)
+    agent.thread.start()
+    if phase == "in_tool":
+        agent.answer.set()
+    assert getattr(agent, phase).wait(30)
+    with caplog.at_level(logging.INFO, logger="sessiondb.turns"):
+        expired = threading.Event()
+        dog = watchdog(turn, producer, expired)
+        expired.set()
+        dog.join(30)
+        agent.thread.join(30)
+    assert not agent.thread.is_alive(), "the turn kept running"
+    with open_store(home=isolated_home) as again:
+        stored = again.get_turn(turn.id)
+    assert (stored.outcome, stored.reason) == ("interrupted", reason)
+    warning, ended = [r for r in caplog.records if r.name == "sessiondb.turns"]
+    assert warning.levelno == logging.WARNING
+    assert "nobody registered" in warning.getMessage() and repr(producer) in warning.getMessage()
+    assert reason in ended.getMessage() and explain_turn(reason) in ended.getMessage()
+    assert "nobody registered" in turn.explanation and "you did not" in turn.explanation
+
+
+def test_unregistered_is_not_a_name_a_producer_can_take(store, session, tree):
+    with pytest.raises(InvalidInput):
+        register_producer("unregistered", "Someone")
+    turn = AgentTurn.begin(store, session.id, {"role": "user", "content": "go"}, cwd=tree)
+    assert turn.request_interrupt("unregistered") == "interrupted_by_system(unregistered:unregistered)"
 
 
 def test_a_turn_starts_with_a_user_message(store, session, tree):

@@ -1,7 +1,8 @@
 """The faces over turns and checkpoints: `sessiondb turns list`, `sessiondb checkpoints
 list|diff|restore`, the API routes and the `/rollback` reply. A session whose tools run in
-a container is refused on every one of them with the same reason, while a local session
-restores; a restore that would clobber a person's edit is refused everywhere too."""
+a container, or on a remote machine over ssh, is refused on every one of them with the
+same reason, while a local session restores; a restore that would clobber a person's edit
+is refused everywhere too."""
 
 from __future__ import annotations
 
@@ -16,16 +17,26 @@ from sessiondb.api.app import create_app
 from sessiondb.cli import main
 from sessiondb.turns import AgentTurn, Checkpoints, rollback_command
 
-REASON = "docker container, so host paths are not the agent's paths"
+#: What each backend's refusal says, on every surface.
+REASONS = {
+    "docker": "docker container, so host paths are not the agent's paths",
+    "ssh": "on a remote machine over ssh, so the paths they touch are that machine's files, not this one's",
+}
 
 
 def cli(home, *args):
     return CliRunner().invoke(main, ["--home", str(home), *args])
 
 
+@pytest.fixture(params=sorted(REASONS))
+def away(request) -> str:
+    """A backend whose tools do not act on this machine's paths."""
+    return request.param
+
+
 @pytest.fixture
-def sessions(isolated_home, tmp_path):
-    """Two sessions whose agent changed a file in one turn each; then one is moved to docker."""
+def sessions(isolated_home, tmp_path, away):
+    """Two sessions whose agent changed a file in one turn each; then one is moved away from the host."""
     made = {}
     with open_store(home=isolated_home) as store:
         for name in ("local", "boxed"):
@@ -41,7 +52,7 @@ def sessions(isolated_home, tmp_path):
             turn.request_interrupt("user")
             turn.finish()
             made[name] = (sid, tree)
-        store.update_metadata(made["boxed"][0], {"terminal_backend": "docker"})
+        store.update_metadata(made["boxed"][0], {"terminal_backend": away})
     return made
 
 
@@ -65,18 +76,20 @@ def test_turns_list_says_why_each_turn_ended_on_the_cli_and_the_api(sessions, is
     assert item["reason"] == "interrupted_by_user" and item["explanation"] == "You stopped this turn."
 
 
-def test_a_container_session_is_refused_on_every_surface_while_a_local_one_restores(sessions, isolated_home, api):
+def test_a_container_or_ssh_session_is_refused_on_every_surface_while_a_local_one_restores(sessions, isolated_home,
+                                                                                          api, away):
+    reason = REASONS[away]
     boxed, boxed_tree = sessions["boxed"]
     for args in (["diff", "boxed", "1"], ["restore", "boxed", "1"], ["restore", "boxed", "1", "--force"]):
         result = cli(isolated_home, "checkpoints", *args)
-        assert result.exit_code == 1 and REASON in result.output, result.output
-    assert REASON in cli(isolated_home, "checkpoints", "list", "boxed").output
+        assert result.exit_code == 1 and reason in result.output, result.output
+    assert reason in cli(isolated_home, "checkpoints", "list", "boxed").output
     for method, path in (("get", "diff"), ("post", "restore")):
         response = getattr(api, method)(f"/api/sessions/{boxed}/checkpoints/1/{path}")
-        assert response.status_code == 409 and REASON in response.json()["message"]
-    assert REASON in api.get(f"/api/sessions/{boxed}/checkpoints").json()["environment"]["refusal"]
+        assert response.status_code == 409 and reason in response.json()["message"]
+    assert reason in api.get(f"/api/sessions/{boxed}/checkpoints").json()["environment"]["refusal"]
     with open_store(home=isolated_home) as store:
-        assert REASON in rollback_command(Checkpoints(store), boxed, "1")
+        assert reason in rollback_command(Checkpoints(store), boxed, "1")
     assert (boxed_tree / "app.py").read_text() == "agent\n"
 
     local, local_tree = sessions["local"]
