@@ -8,10 +8,11 @@ context) and says which hits were compacted.
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime, timezone
 from typing import Any
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, SessionExists
 from ..model import Message, Session
 from ..store.contract import Store
 
@@ -62,8 +63,12 @@ def message_view(m: Message) -> dict[str, Any]:
 
 
 class Recall:
-    def __init__(self, store: Store) -> None:
+    """`allow_system`: whether `append` takes system messages, which a resumed session
+    replays to its model as instructions (an agent could otherwise plant some)."""
+
+    def __init__(self, store: Store, *, allow_system: bool = False) -> None:
         self.store = store
+        self.allow_system = allow_system
         self._sessions: dict[str, Session] = {}
 
     def _session(self, session_id: str) -> Session:
@@ -118,6 +123,25 @@ class Recall:
 
     def append(self, session: str | None, role: str, content: str, *, uid: str | None = None,
                title: str | None = None) -> dict[str, Any]:
-        target = self.store.find_session(session) if session else self.store.create_session("mcp", title=title)
+        if role == "system" and not self.allow_system:
+            raise InvalidInput("system messages are refused here: a resumed session replays them to its model "
+                               "as instructions; start the server with --allow-system to take them")
+        if session:
+            target = self.store.find_session(session)
+        elif uid is None:
+            target = self.store.create_session("mcp", title=title)
+        else:
+            target = self._session_of_uid(uid, title)
         (stored,) = self.store.append(target.id, [{"uid": uid, "role": role, "content": content}])
         return {"session_id": target.id, **message_view(stored)}
+
+    def _session_of_uid(self, uid: str, title: str | None) -> Session:
+        """The new session a message given by uid alone goes to: named after the uid, so a
+        repeated call finds the session (and the message) the first one made."""
+        if not isinstance(uid, str):
+            raise InvalidInput(f"uid must be text, not {type(uid).__name__}")
+        session_id = "mcp-" + hashlib.sha256(uid.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        try:
+            return self.store.create_session("mcp", session_id=session_id, title=title)
+        except SessionExists:
+            return self.store.get_session(session_id)
