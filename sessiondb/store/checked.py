@@ -127,7 +127,7 @@ class CheckedStore(Transfer, Identity, Turns):
             parent_session_id=check_label(parent_session_id, "parent_session_id"),
             parent_relation=check_label(parent_relation, "parent_relation"),
             started_at=now,
-            metadata=check_metadata(metadata),
+            metadata=check_metadata(metadata, self._limits),
         )
         for _attempt in range(MINT_ATTEMPTS):
             try:
@@ -192,8 +192,8 @@ class CheckedStore(Transfer, Identity, Turns):
     def update_metadata(self, session_id: str, patch: Mapping[str, Any]) -> Session:
         if not isinstance(patch, Mapping):  # check_metadata takes None as "no metadata"
             raise InvalidInput(f"the metadata patch must be a mapping, not {type(patch).__name__}")
-        check_metadata(patch)
-        return self._change(session_id, cmd.PatchMetadata(dict(patch)))
+        check_metadata(patch, self._limits, "the metadata patch")
+        return self._change(session_id, cmd.PatchMetadata(dict(patch), self._limits.max_metadata_bytes))
 
     def delete_session(self, session_id: str) -> None:
         self._open().delete_session(arg.session_id(session_id))

@@ -152,3 +152,29 @@ def test_a_search_query_past_the_length_limit_is_a_tool_error(store_home):
 
     answer = call(store_home, steps)
     assert answer.is_error and "20,000" in answer.content[0].text
+
+
+def test_read_transcript_cuts_every_large_field_saying_how_much_and_where_the_whole_is(tmp_path):
+    from sessiondb.mcp.recall import Recall
+
+    big = 1_000_000
+    with sessiondb.open_store(location=tmp_path / "big.db") as store:
+        s = store.create_session("cli", metadata={"project": "p" * 5_000, "title": "t" * 5_000})
+        store.append(s.id, [
+            {"role": "user", "content": "u" * big},
+            {"role": "assistant", "content": None, "reasoning": "r" * big,
+             "tool_calls": [{"id": f"c{n}", "function": {"name": "grep", "arguments": "a" * 50_000}} for n in range(60)]},
+            {"role": "tool", "content": "o" * big, "tool_call_id": "c0"},
+        ])
+        read = Recall(store).read(s.id)
+        with pytest.raises(sessiondb.InvalidInput, match="at most 500 messages"):
+            Recall(store).read(s.id, limit=100_000)
+    user, assistant, tool = read["messages"]
+    assert len(json.dumps(read)) < 500_000
+    assert user["text"].endswith(f"… [cut: {big - 16_000:,} more characters; `sessiondb sessions show {s.id} --json` "
+                                 "prints them whole]")
+    assert "cut: 996,000 more characters" in assistant["reasoning"]
+    assert len(assistant["tool_calls"]) == 50 and "10 more tool calls" in assistant["tool_calls_cut"]
+    assert "cut: 46,000 more characters" in assistant["tool_calls"][0]["arguments"]
+    assert "cut: 996,000 more characters" in tool["text"]
+    assert "cut: 4,000 more characters" in read["session"]["project"] and "cut:" in read["session"]["title"]
