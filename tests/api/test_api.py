@@ -81,6 +81,13 @@ def test_search_finds_highlighted_snippets_and_q_filters_the_listing(api):
     assert api.get("/api/search", params={"q": '"unbalanced AND ( -', "profile": "demo"}).status_code == 200
 
 
+def test_a_substring_search_of_a_hundred_words_is_bad_input_naming_the_limit(api):
+    answer = api.get("/api/search", params={"q": " ".join(f"w{i}" for i in range(100)), "substring": "true",
+                                            "profile": "demo"})
+    is_error(answer, 422, "invalid_input")
+    assert "at most 32 terms" in answer.text and "storage" not in answer.text
+
+
 def test_patch_renames_and_sets_flags_and_refuses_non_booleans(api):
     s = new_session(api, "to patch")
     patched = api.patch(f"/api/sessions/{s['id']}", json={"title": "patched", "pinned": True, "hidden": True})
