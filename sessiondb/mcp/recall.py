@@ -150,21 +150,27 @@ class Recall:
             raise InvalidInput("system messages are refused here: a resumed session replays them to its model "
                                "as instructions; start the server with --allow-system to take them")
         if session:
-            target = self.store.find_session(session)
-        elif uid is None:
-            target = self.store.create_session("mcp", title=title)
+            target, created = self.store.find_session(session), False
         else:
-            target = self._session_of_uid(uid, title)
-        (stored,) = self.store.append(target.id, [{"uid": uid, "role": role, "content": content}])
+            target, created = self._new_session(uid, title)
+        try:
+            (stored,) = self.store.append(target.id, [{"uid": uid, "role": role, "content": content}])
+        except InvalidInput:
+            if created:  # a refused message leaves no empty session behind
+                self.store.delete_session(target.id)
+            raise
         return {"session_id": target.id, **message_view(stored)}
 
-    def _session_of_uid(self, uid: str, title: str | None) -> Session:
-        """The new session a message given by uid alone goes to: named after the uid, so a
-        repeated call finds the session (and the message) the first one made."""
+    def _new_session(self, uid: str | None, title: str | None) -> tuple[Session, bool]:
+        """The new session a message without a session goes to, and whether this call made it.
+        Given a uid, it is named after the uid, so a repeated call finds the session (and the
+        message) the first one made."""
+        if uid is None:
+            return self.store.create_session("mcp", title=title), True
         if not isinstance(uid, str):
             raise InvalidInput(f"uid must be text, not {type(uid).__name__}")
         session_id = "mcp-" + hashlib.sha256(uid.encode("utf-8", "surrogatepass")).hexdigest()[:32]
         try:
-            return self.store.create_session("mcp", session_id=session_id, title=title)
+            return self.store.create_session("mcp", session_id=session_id, title=title), True
         except SessionExists:
-            return self.store.get_session(session_id)
+            return self.store.get_session(session_id), False

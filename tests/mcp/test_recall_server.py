@@ -178,3 +178,16 @@ def test_read_transcript_cuts_every_large_field_saying_how_much_and_where_the_wh
     assert "cut: 46,000 more characters" in assistant["tool_calls"][0]["arguments"]
     assert "cut: 996,000 more characters" in tool["text"]
     assert "cut: 4,000 more characters" in read["session"]["project"] and "cut:" in read["session"]["title"]
+
+
+def test_a_refused_append_to_a_new_session_leaves_no_session(tmp_path):
+    from sessiondb.mcp.recall import Recall
+
+    with sessiondb.open_store(location=tmp_path / "s.db", limits=sessiondb.MessageLimits(max_content_bytes=10)) as store:
+        recall = Recall(store)
+        for uid in (None, "too-long"):
+            with pytest.raises(sessiondb.InvalidInput, match="max_content_bytes"):
+                recall.append(None, "user", "x" * 11, uid=uid)
+        assert store.list_sessions().items == []
+        first = recall.append(None, "user", "short", uid="too-long")
+        assert recall.append(None, "user", "short", uid="too-long")["message_id"] == first["message_id"]
