@@ -57,7 +57,8 @@ def build(store: Store, *, allow_append: bool = False, allow_system: bool = Fals
                         limit: int = 100, include_compacted: bool = True) -> dict[str, Any]:
         """Read a session's messages in order. With around_message_id (a search hit's
         message_id), the `context` messages before and after it; otherwise the first
-        `limit` messages. session_id may also be a unique id prefix or the exact title."""
+        `limit` messages (at most 500). session_id may also be a unique id prefix or the exact
+        title. Long texts, reasoning and tool arguments are cut, saying how much was cut."""
         return answer(recall.read, session_id, around=around_message_id, context=context, limit=limit,
                       include_compacted=include_compacted)
 

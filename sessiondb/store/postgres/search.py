@@ -17,7 +17,9 @@ terms it has; every term reaches the server as a bound parameter, never as SQL:
   scanned rather than with the matches (one session's messages, with session_id).
 
 Ranking: word hits by ts_rank over the stored tsvector (ties newest first), among the
-newest RANK_WINDOW matches (query.RANK_WINDOW, the same on every backend).
+newest RANK_WINDOW matches (query.RANK_WINDOW, the same on every backend). Their
+snippets are ts_headline over a bounded window of each hit's text around its first match
+(query.snippet_window), never over the whole text, whose cost grows faster than its size.
 Substring hits are ranked by bm25 over their terms that a trigram index serves
 (query.through_trigrams: three or more characters of CJK text; how often each occurs in
 the folded text, how rare it is among the matches, against the text's length), among
