@@ -98,7 +98,10 @@ def listed(session: Session) -> Session:
             room -= value_size
         else:
             cut.append(key)
-    names = cut if _json_size(cut) <= LISTED_METADATA_BYTES // 4 else cut[:8] + [f"... {len(cut) - 8} more"]
+    # The marker names at most 16 keys, each by at most 64 characters: keys can be long too.
+    names = [key[:64] + ("…" if len(key) > 64 else "") for key in cut[:16]]
+    if len(cut) > 16:
+        names.append(f"... {len(cut) - 16} more")
     kept[METADATA_CUT] = {"keys": names, "bytes": size,
                           "read": f"the session's metadata is cut in listings: get the session ({session.id!r}) to read it"}
     return replace(session, metadata=kept)

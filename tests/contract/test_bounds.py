@@ -94,3 +94,12 @@ def test_a_listing_cuts_a_large_metadata_with_a_marker_and_get_session_reads_it_
     assert "get the session" in cut[METADATA_CUT]["read"] and cut[METADATA_CUT]["bytes"] > 20_000
     assert len(repr(cut)) <= LISTED_METADATA_BYTES
     assert store.get_session(big.id).metadata == whole
+
+
+def test_a_listing_of_metadata_with_many_long_keys_stays_within_its_bound(store):
+    whole = {f"{n:03d}" + "k" * 2_000: n for n in range(100)}
+    s = store.create_session("cli", metadata=whole)
+    (listed,) = store.list_sessions().items
+    marker = listed.metadata[METADATA_CUT]
+    assert len(marker["keys"]) == 17 and marker["keys"][-1] == "... 84 more" and len(repr(listed.metadata)) <= LISTED_METADATA_BYTES
+    assert store.get_session(s.id).metadata == whole
