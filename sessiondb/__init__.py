@@ -52,8 +52,9 @@ def open_store(
     `<home>/state.db`, profile NAME's is `<home>/profiles/NAME/state.db`. durability
     "full" (the default) makes every acknowledged write survive power loss; "normal"
     survives the process dying only. `patience` is how long a write waits for another
-    process's lock before StoreBusy. `limits` bounds one message, for append and import
-    alike (MessageLimits: 16 MiB of content and 10,000 parts by default).
+    process's lock before StoreBusy. `limits` bounds every field of one message and a
+    session's metadata, for append, import and the session calls alike (MessageLimits:
+    16 MiB of content, 4 MiB of reasoning, 1,000 tool calls, 256 KiB of metadata... by default).
 
     A `postgresql://` (or `postgres://`) URL is a store on a PostgreSQL server (the
     `sessiondb[postgres]` extra): each profile is a schema of that database (`sessiondb`

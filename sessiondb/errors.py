@@ -42,6 +42,11 @@ class InvalidInput(SessionDBError, ValueError):
     """The caller's input was refused before anything was written."""
 
 
+class MetadataTooLarge(InvalidInput):
+    """A session's metadata, or one of its values, is past its MessageLimits bound (an
+    importer then writes the session without the largest values)."""
+
+
 class NotFound(SessionDBError, LookupError):
     """A session (or other named thing) does not exist."""
 

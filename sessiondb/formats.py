@@ -35,7 +35,9 @@ from typing import Any, Iterable, Iterator, Mapping
 from . import guidance
 from .errors import InvalidInput, SessionDBError
 from .model import MessageLimits, dump_json
-from .inputs import check_count, check_label, check_session_id, check_stored_time, clean_title, prepare_message
+from .inputs import (
+    check_count, check_label, check_metadata, check_session_id, check_stored_time, clean_title, prepare_message,
+)
 
 FORMAT = "sessiondb-export"
 VERSION = 2
@@ -171,7 +173,7 @@ def read_groups(records: Iterable[Any], limits: MessageLimits = MessageLimits())
             if group is not None:
                 raise ImportRejected(line, f"session {group.id} (line {group.line}) has no end record before the next "
                                            "session: the file is truncated or spliced; export it again")
-            group = SessionGroup(line, _session(record.get("session"), line))
+            group = SessionGroup(line, _session(record.get("session"), line, limits))
             uids = set()
         elif kind in ("message", "usage", "turn", "end") and not (kind == "turn" and version == 1):
             if group is None:
@@ -308,7 +310,7 @@ def _is_unicode(value: str) -> bool:
     return True
 
 
-def _session(record: Any, line: int) -> dict[str, Any]:
+def _session(record: Any, line: int, limits: MessageLimits) -> dict[str, Any]:
     values = _fields("sessions", record, line, "session")
     try:
         check_session_id(values.get("id"), "the session's 'id'")
@@ -319,8 +321,14 @@ def _session(record: Any, line: int) -> dict[str, Any]:
             check_stored_time(values[name], f"the session's {name!r}")
     except InvalidInput as exc:
         raise ImportRejected(line, str(exc)) from None
-    if "metadata" in values and not isinstance(json.loads(values["metadata"]), dict):
-        raise ImportRejected(line, "the session's 'metadata' must be an object")
+    if "metadata" in values:
+        metadata = json.loads(values["metadata"])
+        if not isinstance(metadata, dict):
+            raise ImportRejected(line, "the session's 'metadata' must be an object")
+        try:
+            check_metadata(metadata, limits, "the session's 'metadata'")
+        except InvalidInput as exc:
+            raise ImportRejected(line, str(exc)) from None
     for name in ("message_count", "tool_call_count"):
         if values.get(name, 0) < 0:
             raise ImportRejected(line, f"the session's {name!r} must not be negative")

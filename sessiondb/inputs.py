@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from .errors import InvalidInput
+from .errors import InvalidInput, MetadataTooLarge
 from .model import (
     INTERNAL_NOTIFICATION, MAX_COUNT, MAX_NAME_LENGTH, MAX_SESSION_ID_LENGTH, MAX_TIMESTAMP, MAX_TITLE_LENGTH,
     MAX_UID_LENGTH, Message, MessageLimits, MessageState, ModelMessage, Role, Session, content_text, dump_json,
@@ -135,12 +135,30 @@ def check_count(value: Any, what: str) -> int:
     return value
 
 
-def check_metadata(metadata: Any) -> str:
+def check_metadata(metadata: Any, limits: MessageLimits = MessageLimits(), what: str = "metadata") -> str:
+    """A session's metadata (or a patch of it) as canonical JSON, each value and the whole
+    within `limits`."""
     if metadata is None:
         return "{}"
     if not isinstance(metadata, Mapping):
-        raise InvalidInput(f"metadata must be a mapping, not {type(metadata).__name__}")
-    return dump_json(dict(metadata), "metadata")
+        raise InvalidInput(f"{what} must be a mapping, not {type(metadata).__name__}")
+    text = dump_json(dict(metadata), what)
+    size = utf8_size(text, what)
+    if size > limits.max_metadata_value_bytes:  # only then can one value be past its limit
+        for key, value in metadata.items():
+            value_size = utf8_size(dump_json(value, f"{what} {key!r}"), f"{what} {key!r}")
+            if value_size > limits.max_metadata_value_bytes:
+                raise MetadataTooLarge(
+                    f"{what} {key!r} is {value_size:,} bytes as JSON; the limit is {limits.max_metadata_value_bytes:,} "
+                    "bytes per value (MessageLimits.max_metadata_value_bytes)")
+    _check_metadata_size(size, limits.max_metadata_bytes, what)
+    return text
+
+
+def _check_metadata_size(size: int, limit: int, what: str) -> None:
+    if size > limit:
+        raise MetadataTooLarge(f"{what} is {size:,} bytes as JSON; the limit is {limit:,} bytes "
+                           "per session (MessageLimits.max_metadata_bytes)")
 
 
 def model_role(stored: Message) -> str:
@@ -274,9 +292,20 @@ def prepare_message(raw: Message | Mapping[str, Any], index: int = 0, limits: Me
                            "per message (MessageLimits.max_content_bytes)")
 
     tool_calls = data.get("tool_calls")
-    if tool_calls is not None and not isinstance(tool_calls, list):
-        raise InvalidInput(f"{where}: tool_calls must be a list")
-    tool_calls_json = None if tool_calls is None else dump_json(tool_calls, f"{where}: tool_calls")
+    tool_calls_json, tool_calls_size = None, 0
+    if tool_calls is not None:
+        if not isinstance(tool_calls, list):
+            raise InvalidInput(f"{where}: tool_calls must be a list")
+        if len(tool_calls) > limits.max_tool_calls:
+            raise InvalidInput(f"{where}: tool_calls has {len(tool_calls):,} calls; the limit is "
+                               f"{limits.max_tool_calls:,} per message (MessageLimits.max_tool_calls)")
+        tool_calls_json = dump_json(tool_calls, f"{where}: tool_calls")
+        tool_calls_size = utf8_size(tool_calls_json, f"{where}: tool_calls")
+        if tool_calls_size > limits.max_tool_calls_bytes:
+            raise InvalidInput(f"{where}: tool_calls is {tool_calls_size:,} bytes as JSON; the limit is "
+                               f"{limits.max_tool_calls_bytes:,} bytes per message (MessageLimits.max_tool_calls_bytes)")
+        for number, call in enumerate(tool_calls):
+            _check_call_labels(call, f"{where}: tool call {number}")
 
     token_count = data.get("token_count")
     if token_count is not None:
@@ -289,8 +318,14 @@ def prepare_message(raw: Message | Mapping[str, Any], index: int = 0, limits: Me
     reasoning = data.get("reasoning")
     if reasoning is not None and not isinstance(reasoning, str):
         raise InvalidInput(f"{where}: reasoning must be text")
-    if reasoning is not None:
-        check_unicode(reasoning, f"{where}: reasoning")
+    reasoning_size = 0 if reasoning is None else utf8_size(reasoning, f"{where}: reasoning")
+    if reasoning_size > limits.max_reasoning_bytes:
+        raise InvalidInput(f"{where}: reasoning is {reasoning_size:,} bytes; the limit is "
+                           f"{limits.max_reasoning_bytes:,} bytes per message (MessageLimits.max_reasoning_bytes)")
+    total = size + reasoning_size + tool_calls_size
+    if total > limits.max_message_bytes:
+        raise InvalidInput(f"{where}: content, reasoning and tool calls are {total:,} bytes together; the limit is "
+                           f"{limits.max_message_bytes:,} bytes per message (MessageLimits.max_message_bytes)")
 
     tool_name = data.get("tool_name")
     if data.get("name") is not None:
@@ -316,6 +351,18 @@ def prepare_message(raw: Message | Mapping[str, Any], index: int = 0, limits: Me
         state=getattr(state, "value", state),
         tool_call_total=len(tool_calls) if tool_calls else 0,
     )
+
+
+def _check_call_labels(call: Any, where: str) -> None:
+    """A tool call's id and function name (OpenAI's shape, or a flat `name`) are short labels."""
+    if not _is_mapping(call):
+        return
+    function = call.get("function")
+    labels = {"id": call.get("id"), "name": call.get("name"),
+              "function name": function.get("name") if _is_mapping(function) else None}
+    for label, value in labels.items():
+        if isinstance(value, str) and len(value) > MAX_NAME_LENGTH:
+            raise InvalidInput(f"{where}: its {label} is {len(value):,} characters; the limit is {MAX_NAME_LENGTH}")
 
 
 def _optional(check: Any, value: Any, where: str, field: str) -> Any:
@@ -347,15 +394,18 @@ def continuation_titles(title: str) -> list[str]:
     return [base[: MAX_TITLE_LENGTH - len(f" #{n}")].rstrip() + f" #{n}" for n in range(number + 1, number + 100)]
 
 
-def patched_metadata(current: Mapping[str, Any], patch: Mapping[str, Any]) -> str:
-    """`current` with `patch` merged in (a None value removes the key), as canonical JSON."""
+def patched_metadata(current: Mapping[str, Any], patch: Mapping[str, Any], max_bytes: int) -> str:
+    """`current` with `patch` merged in (a None value removes the key), as canonical JSON;
+    InvalidInput if the merged metadata is past `max_bytes` (MessageLimits.max_metadata_bytes)."""
     merged = dict(current)
     for key, value in patch.items():
         if value is None:
             merged.pop(key, None)
         else:
             merged[key] = value
-    return json.dumps(merged, sort_keys=True, ensure_ascii=False)
+    text = json.dumps(merged, sort_keys=True, ensure_ascii=False)
+    _check_metadata_size(utf8_size(text, "metadata"), max_bytes, "the session's metadata with this patch")
+    return text
 
 
 def child_session(parent: Session, relation: str, **values: Any) -> dict[str, Any]:

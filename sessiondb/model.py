@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
 from typing import Any
 
@@ -25,17 +25,32 @@ MAX_COUNT = 10**15
 
 @dataclass(frozen=True)
 class MessageLimits:
-    """How large one message may be, for append and import alike (InvalidInput past them).
+    """How large one message and one session's metadata may be, for append, import and
+    the session calls alike (InvalidInput naming the field and the limit past them).
+    `open_store(limits=...)` sets them.
 
-    `max_content_bytes` bounds the content's UTF-8 (the text, or the parts as JSON);
-    `max_parts` the number of parts in a list content. `open_store(limits=...)` sets them.
+    - `max_content_bytes`: the content's UTF-8 (the text, or the parts as JSON);
+      `max_parts` the number of parts in a list content.
+    - `max_reasoning_bytes`: the reasoning's UTF-8.
+    - `max_tool_calls`: the tool calls of one message; `max_tool_calls_bytes` their JSON
+      (names, ids and arguments). Each call's id and name are short labels
+      (MAX_NAME_LENGTH), as `tool_call_id`, `tool_name` and `name` are.
+    - `max_message_bytes`: content, reasoning and tool calls of one message together.
+    - `max_metadata_bytes`: a session's metadata as JSON, after a patch is merged in;
+      `max_metadata_value_bytes` each of its values as JSON.
     """
 
     max_content_bytes: int = 16 * 1024 * 1024
     max_parts: int = 10_000
+    max_reasoning_bytes: int = 4 * 1024 * 1024
+    max_tool_calls: int = 1_000
+    max_tool_calls_bytes: int = 4 * 1024 * 1024
+    max_message_bytes: int = 20 * 1024 * 1024
+    max_metadata_bytes: int = 256 * 1024
+    max_metadata_value_bytes: int = 64 * 1024
 
     def __post_init__(self) -> None:
-        for name in ("max_content_bytes", "max_parts"):
+        for name in (f.name for f in fields(self)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InvalidInput(f"MessageLimits.{name} must be a positive integer, not {value!r}")

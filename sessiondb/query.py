@@ -33,6 +33,19 @@ ELLIPSIS = "…"  # where a snippet cuts the text
 LIKE_SNIPPET_CONTEXT = 60  # characters either side of a substring match
 MAX_TERMS = 64  # a longer query keeps its first 64 terms
 MAX_TERM_LENGTH = 256
+#: The longest query taken (longer is InvalidInput): 64 terms of 256 characters fit in
+#: it, and parsing stays a few milliseconds whatever is sent.
+MAX_QUERY_LENGTH = 20_000
+#: The most terms of a substring query (more is InvalidInput, not cut as words are): each
+#: is a LIKE condition, and SQLite refuses an expression of some 60 of them.
+MAX_SUBSTRING_TERMS = 32
+#: A snippet's cost is bounded whatever a hit's text holds: the first match is looked for
+#: in the text's first SNIPPET_SCAN characters, and the snippet function (FTS5's
+#: snippet(), ts_headline, like_snippet) is given the SNIPPET_WINDOW characters around it
+#: only. Both cost time in the number of characters handed to them, more than linearly
+#: for one word repeated (a 96 KB message of one word took seconds).
+SNIPPET_SCAN = 65_536
+SNIPPET_WINDOW = 1_024
 
 # Scripts written without spaces between words (and Hangul, whose words carry particles):
 # the word tokenizer cannot split them, so they are searched as substrings.
@@ -45,6 +58,7 @@ _CJK_RUNS = re.compile(_CJK_CLASS + "+")
 _NOT_CJK_RUNS = re.compile("[^" + _CJK_CLASS[1:] + "+")  # what lies between the runs
 
 _OPERATORS = frozenset({"OR", "AND", "NOT"})
+_WORDS = re.compile(r"[^\W_]+")
 
 
 def has_cjk(text: str) -> bool:
@@ -98,10 +112,19 @@ class Query:
     groups: tuple[tuple[Term, ...], ...]
     excluded: tuple[Term, ...]
     substring: bool
+    given: int = 0  # how many terms were typed, before the first MAX_TERMS were kept
 
     @property
     def empty(self) -> bool:
         return not self.groups
+
+    @property
+    def needles(self) -> list[str]:
+        """What a snippet looks for to find where a hit matches: each term's text, or
+        for a word term its first word (punctuation between a phrase's words varies)."""
+        if self.substring:
+            return [t.text for group in self.groups for t in group]
+        return [words[0] for group in self.groups for t in group if (words := _WORDS.findall(t.text))]
 
 
 @dataclass
@@ -133,6 +156,7 @@ def parse(query: str, *, substring: bool = False) -> Query:
         # Only exclusions (or nothing): search for the excluded words themselves.
         groups = [[t] for t in excluded]
         excluded = []
+    given = sum(map(len, groups)) + len(excluded)
     count = 0
     bounded: list[tuple[Term, ...]] = []
     for g in groups:
@@ -140,7 +164,7 @@ def parse(query: str, *, substring: bool = False) -> Query:
             break
         bounded.append(tuple(g))
         count += len(g)
-    return Query(tuple(bounded), tuple(excluded[: max(0, MAX_TERMS - count)]), substring)
+    return Query(tuple(bounded), tuple(excluded[: max(0, MAX_TERMS - count)]), substring, given)
 
 
 def _has_word(text: str) -> bool:
@@ -285,17 +309,53 @@ def fold(text: str) -> str:
     return _FOLDABLE.sub(lambda found: _FOLDED[found.group()], lowered)
 
 
+def first_match(text: str, needles: list[str], *, words: bool = False) -> tuple[int, int] | None:
+    """Where the first of `needles` occurs in `text` (start, end), folded as substring
+    matching folds, looked for in the first SNIPPET_SCAN characters only; with `words`,
+    only where a word starts. None when none is found there."""
+    folded = _fold_in_place(text[:SNIPPET_SCAN])
+    found = []
+    for needle in filter(None, needles):
+        target = _fold_in_place(needle)
+        if words:
+            match = re.search(r"(?<![^\W_])" + re.escape(target), folded)
+            if match:
+                found.append((match.start(), match.end()))
+        elif (at := folded.find(target)) >= 0:
+            found.append((at, at + len(target)))
+    return min(found) if found else None
+
+
+def snippet_window(text: str, needles: list[str], *, words: bool = False) -> tuple[int, int]:
+    """The span of `text` (start, end) a snippet function is given: SNIPPET_WINDOW
+    characters around the first match (first_match), or the text's start."""
+    if len(text) <= SNIPPET_WINDOW:
+        return 0, len(text)
+    match = first_match(text, needles, words=words)
+    start = 0 if match is None else max(0, min(match[0] - SNIPPET_WINDOW // 2, len(text) - SNIPPET_WINDOW))
+    return start, start + SNIPPET_WINDOW
+
+
+def windowed(snippet: str, start: int, end: int, length: int) -> str:
+    """A snippet cut from text[start:end] of a text of `length`, marked as cut where the
+    window cut the text and the snippet does not say so already."""
+    if start > 0 and not snippet.startswith(ELLIPSIS):
+        snippet = ELLIPSIS + snippet
+    if end < length and not snippet.endswith(ELLIPSIS):
+        snippet += ELLIPSIS
+    return snippet
+
+
 def like_snippet(text: str, needles: list[str]) -> str:
-    """A snippet around the first needle found in `text`, every occurrence highlighted."""
-    folded = _fold_in_place(text)
-    found = [(folded.find(_fold_in_place(n)), n) for n in needles if n]
-    found = [(at, n) for at, n in found if at >= 0]
-    if not found:
+    """A snippet around the first needle found in `text` (first_match), every occurrence highlighted."""
+    match = first_match(text, needles)
+    if match is None:
         return text[: 2 * LIKE_SNIPPET_CONTEXT]
-    at, needle = min(found)
+    at, found_end = match
     start = max(0, at - LIKE_SNIPPET_CONTEXT)
-    end = min(len(text), at + len(needle) + LIKE_SNIPPET_CONTEXT)
-    window, window_folded = text[start:end], folded[start:end]
+    end = min(len(text), found_end + LIKE_SNIPPET_CONTEXT)
+    window = text[start:end]
+    window_folded = _fold_in_place(window)
     marks: list[tuple[int, int]] = []
     for n in needles:
         n_folded, pos = _fold_in_place(n), 0

@@ -23,6 +23,7 @@ from .. import exports
 from ..errors import InvalidInput, NotFound
 from ..store.aio import AsyncStore
 from ..store.arguments import MAX_PAGE
+from ..store.listing import listed
 from . import markdown
 from .stores import Stores
 
@@ -131,7 +132,7 @@ async def list_sessions(
         if (pinned is not None and s.pinned != pinned) or (s.archived and not include_archived) \
                 or (s.hidden and not include_hidden):
             continue
-        items.append(s.to_dict())
+        items.append(listed(s).to_dict())  # a listing, bounded as store.list_sessions bounds it
     return {"items": items, "cursor": None}
 
 

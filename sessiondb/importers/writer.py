@@ -7,15 +7,18 @@ recorded, so importing twice never counts a model call twice. Running totals (a 
 that keeps per-session counters) are recorded by their growth since the last import,
 remembered in the session's metadata. A batch the store refuses for one message (its
 source changed since it was stored, or it is not valid input) is written one message at
-a time, so that message is reported and the others are kept.
+a time, so that message is reported and the others are kept. Session metadata the store
+refuses as too large is written without its largest values, each reported, so the
+session and its messages are still imported.
 """
 
 from __future__ import annotations
 
+import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
-from ..errors import InvalidInput, MessageConflict, NotFound, TitleConflict
+from ..errors import InvalidInput, MessageConflict, MetadataTooLarge, NotFound, TitleConflict
 from ..store.contract import Store
 from .core import Conversation, Entry, Event, ImportReport, Malformed, Mark, Totals
 
@@ -36,7 +39,7 @@ class Writer:
 
     def handle(self, event: Event) -> None:
         if isinstance(event, Entry):
-            self._conversation(event.conversation)
+            self._conversation(event.conversation, event.where)
             batch = self.pending.setdefault(event.conversation.id, [])
             batch.append(event)
             if len(batch) >= BATCH:
@@ -59,7 +62,7 @@ class Writer:
 
     # --- sessions ---------------------------------------------------------------------
 
-    def _conversation(self, conv: Conversation) -> None:
+    def _conversation(self, conv: Conversation, where: tuple[str, int | None] | None = None) -> None:
         before = self.seen.get(conv.id)
         if before == conv:
             return
@@ -68,14 +71,15 @@ class Writer:
             try:
                 session = self.store.get_session(conv.id)
             except NotFound:
-                session = self._create(conv)
+                session = self._create(conv, where)
             self.metadata[conv.id] = dict(session.metadata)
             stored_title = session.title
         else:
             stored_title = before.title
         changed = {k: v for k, v in conv.metadata.items() if v is not None and self.metadata[conv.id].get(k) != v}
         if changed:
-            self.metadata[conv.id] = dict(self.store.update_metadata(conv.id, changed).metadata)
+            session = self._fitting(conv, where, changed, lambda fits: self.store.update_metadata(conv.id, fits))
+            self.metadata[conv.id] = dict(session.metadata)
         if conv.title and not stored_title:
             try:
                 self.store.set_title(conv.id, conv.title)
@@ -83,20 +87,38 @@ class Writer:
                 pass  # titles are unique in a store; the source's title stays in the metadata
         self.seen[conv.id] = conv
 
-    def _create(self, conv: Conversation):
+    def _create(self, conv: Conversation, where: tuple[str, int | None] | None):
         parent = conv.parent_id
         if parent is not None:
             try:
                 self.store.get_session(parent)
             except NotFound:
                 parent = None  # its parent was not imported (yet): the link stays in the metadata
-        session = self.store.create_session(
-            conv.source, session_id=conv.id, model=conv.model,
-            metadata={k: v for k, v in conv.metadata.items() if v is not None},
-            parent_session_id=parent, parent_relation=conv.parent_relation if parent else None)
+        session = self._fitting(
+            conv, where, {k: v for k, v in conv.metadata.items() if v is not None},
+            lambda fits: self.store.create_session(
+                conv.source, session_id=conv.id, model=conv.model, metadata=fits,
+                parent_session_id=parent, parent_relation=conv.parent_relation if parent else None))
         self.report.sessions_created += 1
         self.last_id[conv.id] = 0
         return session
+
+    def _fitting(self, conv: Conversation, where: tuple[str, int | None] | None, metadata: dict[str, Any],
+                 write: Callable[[dict[str, Any]], Any]) -> Any:
+        """write(metadata), leaving out its largest value for as long as the store refuses
+        it (MessageLimits bounds each value and the whole), each value left out reported."""
+        metadata = dict(metadata)
+        while True:
+            try:
+                return write(metadata)
+            except MetadataTooLarge as exc:
+                if not metadata:
+                    raise
+                largest = max(metadata, key=lambda key: len(json.dumps(metadata[key], default=str)))
+                del metadata[largest]
+                file, line = where or (f"session {conv.id}", None)
+                self.report.malformed.append({"file": file, "line": line, "reason": (
+                    f"the session's metadata {largest!r} was left out: {exc}")})
 
     # --- messages and usage -----------------------------------------------------------
 

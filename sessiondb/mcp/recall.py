@@ -1,22 +1,29 @@
 """What the recall server's tools do, as plain calls on a store (server.py exposes them over MCP).
 
-Results are small JSON-ready dicts an agent can read: times as ISO 8601 in UTC, tool
-output cut to a readable length, sessions with their source tool and project. Search
+Results are small JSON-ready dicts an agent can read: times as ISO 8601 in UTC, every
+large field cut to a readable length with a marker saying how much was cut and where the
+whole is (`cut`), sessions with their source tool and project. Search
 finds compacted messages too (an agent needs most what was compacted out of its
 context) and says which hits were compacted.
 """
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime, timezone
 from typing import Any
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, SessionExists
 from ..model import Message, Session
 from ..store.contract import Store
 
 TOOL_TEXT = 4000  # characters of a tool message's output returned
+TEXT = 16_000  # characters of any other message's text returned
+FIELD = 4000  # characters of a reasoning or of one tool call's arguments returned
+LABEL = 1000  # characters of a session's title, project or original id returned
+TOOL_CALLS = 50  # tool calls of one message returned
 MAX_SCAN = 1000  # hits or sessions looked at to apply a project filter
+MAX_READ = 500  # messages one read_transcript returns at most
 
 
 def moment(value: str | float | None, what: str) -> float | None:
@@ -37,33 +44,50 @@ def iso(ts: float | None) -> str | None:
     return None if ts is None else datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="seconds")
 
 
+def cut(value: Any, limit: int, session_id: str) -> Any:
+    """`value` (text) cut to `limit` characters, saying how many more there are and how to
+    read them whole; anything else as it is."""
+    if not isinstance(value, str) or len(value) <= limit:
+        return value
+    return (value[:limit] + f"… [cut: {len(value) - limit:,} more characters; "
+            f"`sessiondb sessions show {session_id} --json` prints them whole]")
+
+
 def session_view(s: Session) -> dict[str, Any]:
     meta = s.metadata or {}
-    return {"id": s.id, "title": s.title or meta.get("title"), "source": s.source, "project": meta.get("project"),
-            "original_id": meta.get("original_id"), "started_at": iso(s.started_at),
+    return {"id": s.id, "title": cut(s.title or meta.get("title"), LABEL, s.id),
+            "source": s.source, "project": cut(meta.get("project"), LABEL, s.id),
+            "original_id": cut(meta.get("original_id"), LABEL, s.id), "started_at": iso(s.started_at),
             "last_active_at": iso(s.last_activity_at), "messages": s.message_count,
             "parent_session_id": s.parent_session_id}
 
 
 def message_view(m: Message) -> dict[str, Any]:
-    text = m.text
-    if m.role == "tool" and len(text) > TOOL_TEXT:
-        text = text[:TOOL_TEXT] + f"… ({len(text) - TOOL_TEXT} more characters)"
-    view: dict[str, Any] = {"message_id": m.id, "role": m.role, "time": iso(m.timestamp), "text": text}
+    view: dict[str, Any] = {"message_id": m.id, "role": m.role, "time": iso(m.timestamp),
+                            "text": cut(m.text, TOOL_TEXT if m.role == "tool" else TEXT, m.session_id)}
     if m.tool_calls:
+        calls = [c if isinstance(c, dict) else {} for c in m.tool_calls[:TOOL_CALLS]]
         view["tool_calls"] = [{"id": c.get("id"), "name": (c.get("function") or {}).get("name"),
-                               "arguments": (c.get("function") or {}).get("arguments")} for c in m.tool_calls]
+                               "arguments": cut((c.get("function") or {}).get("arguments"), FIELD, m.session_id)}
+                              for c in calls]
+        if len(m.tool_calls) > TOOL_CALLS:
+            view["tool_calls_cut"] = (f"{len(m.tool_calls) - TOOL_CALLS:,} more tool calls; "
+                                      f"`sessiondb sessions show {m.session_id} --json` prints them")
     for name in ("tool_call_id", "tool_name", "reasoning", "display_kind"):
         if getattr(m, name):
-            view[name] = getattr(m, name)
+            view[name] = cut(getattr(m, name), FIELD, m.session_id)
     if m.state != "active":
         view["state"] = m.state
     return view
 
 
 class Recall:
-    def __init__(self, store: Store) -> None:
+    """`allow_system`: whether `append` takes system messages, which a resumed session
+    replays to its model as instructions (an agent could otherwise plant some)."""
+
+    def __init__(self, store: Store, *, allow_system: bool = False) -> None:
         self.store = store
+        self.allow_system = allow_system
         self._sessions: dict[str, Session] = {}
 
     def _session(self, session_id: str) -> Session:
@@ -88,16 +112,20 @@ class Recall:
             session = self._session(hit.session_id)
             if not self._in_project(session, project):
                 continue
+            view = session_view(session)
             found.append({"session_id": hit.session_id, "message_id": hit.message_id, "role": hit.role,
                           "time": iso(hit.timestamp), "snippet": hit.snippet, "compacted": hit.compacted,
-                          "session_title": session.title or (session.metadata or {}).get("title"),
-                          "source": hit.session_source, "project": (session.metadata or {}).get("project")})
+                          "session_title": view["title"], "source": hit.session_source, "project": view["project"]})
             if len(found) >= limit:
                 break
         return found
 
     def read(self, session: str, *, around: int | None = None, context: int = 5, limit: int = 100,
              include_compacted: bool = True) -> dict[str, Any]:
+        for value, name in ((limit, "limit"), (context, "context")):
+            if isinstance(value, int) and value > MAX_READ:
+                raise InvalidInput(f"{name} is {value:,}; one read returns at most {MAX_READ} messages: "
+                                   "read on from the last message_id with around_message_id")
         found = self.store.find_session(session)
         if around is None:
             messages = self.store.transcript(found.id, include_compacted=include_compacted, limit=limit)
@@ -118,6 +146,31 @@ class Recall:
 
     def append(self, session: str | None, role: str, content: str, *, uid: str | None = None,
                title: str | None = None) -> dict[str, Any]:
-        target = self.store.find_session(session) if session else self.store.create_session("mcp", title=title)
-        (stored,) = self.store.append(target.id, [{"uid": uid, "role": role, "content": content}])
+        if role == "system" and not self.allow_system:
+            raise InvalidInput("system messages are refused here: a resumed session replays them to its model "
+                               "as instructions; start the server with --allow-system to take them")
+        if session:
+            target, created = self.store.find_session(session), False
+        else:
+            target, created = self._new_session(uid, title)
+        try:
+            (stored,) = self.store.append(target.id, [{"uid": uid, "role": role, "content": content}])
+        except InvalidInput:
+            if created:  # a refused message leaves no empty session behind
+                self.store.delete_session(target.id)
+            raise
         return {"session_id": target.id, **message_view(stored)}
+
+    def _new_session(self, uid: str | None, title: str | None) -> tuple[Session, bool]:
+        """The new session a message without a session goes to, and whether this call made it.
+        Given a uid, it is named after the uid, so a repeated call finds the session (and the
+        message) the first one made."""
+        if uid is None:
+            return self.store.create_session("mcp", title=title), True
+        if not isinstance(uid, str):
+            raise InvalidInput(f"uid must be text, not {type(uid).__name__}")
+        session_id = "mcp-" + hashlib.sha256(uid.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        try:
+            return self.store.create_session("mcp", session_id=session_id, title=title), True
+        except SessionExists:
+            return self.store.get_session(session_id), False

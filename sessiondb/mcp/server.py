@@ -4,7 +4,8 @@ Built with the official `mcp` SDK (the optional `sessiondb[mcp]` extra, loaded o
 here). Its tools search every session (the store's query language, filters by source
 tool, project and time), read a transcript or the messages around a hit, and list
 sessions. It is read-only unless started with `allow_append`, which adds one tool that
-appends a message: an agent can remember, not rewrite.
+appends a message: an agent can remember, not rewrite. System messages are refused unless
+it is started with `allow_system` too (a resumed session replays them as instructions).
 """
 
 from __future__ import annotations
@@ -22,13 +23,13 @@ INSTRUCTIONS = (
 )
 
 
-def build(store: Store, *, allow_append: bool = False) -> Any:
+def build(store: Store, *, allow_append: bool = False, allow_system: bool = False) -> Any:
     """The MCP server over `store` (an `mcp.server.mcpserver.MCPServer`), not yet running."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import ToolAnnotations
 
-    recall = Recall(store)
+    recall = Recall(store, allow_system=allow_system)
     server = MCPServer("sessiondb", instructions=INSTRUCTIONS)
     reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
@@ -56,7 +57,8 @@ def build(store: Store, *, allow_append: bool = False) -> Any:
                         limit: int = 100, include_compacted: bool = True) -> dict[str, Any]:
         """Read a session's messages in order. With around_message_id (a search hit's
         message_id), the `context` messages before and after it; otherwise the first
-        `limit` messages. session_id may also be a unique id prefix or the exact title."""
+        `limit` messages (at most 500). session_id may also be a unique id prefix or the exact
+        title. Long texts, reasoning and tool arguments are cut, saying how much was cut."""
         return answer(recall.read, session_id, around=around_message_id, context=context, limit=limit,
                       include_compacted=include_compacted)
 
@@ -71,14 +73,14 @@ def build(store: Store, *, allow_append: bool = False) -> Any:
         @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True))
         def append_message(role: str, content: str, session_id: str | None = None, uid: str | None = None,
                            title: str | None = None) -> dict[str, Any]:
-            """Append one message (role user, assistant, system or tool) to a session, or to a new
-            session (source mcp, with `title`) when session_id is left out. Giving a uid makes
-            the call safe to repeat: the same uid is stored once."""
+            """Append one message (role user, assistant or tool; system only if the server allows
+            it) to a session, or to a new session (source mcp, with `title`) when session_id is
+            left out. Giving a uid makes the call safe to repeat: the same uid is stored once."""
             return answer(recall.append, session_id, role, content, uid=uid, title=title)
 
     return server
 
 
-def serve(store: Store, *, allow_append: bool = False) -> None:
+def serve(store: Store, *, allow_append: bool = False, allow_system: bool = False) -> None:
     """Run the recall server on stdin/stdout until the client disconnects."""
-    build(store, allow_append=allow_append).run("stdio")
+    build(store, allow_append=allow_append, allow_system=allow_system).run("stdio")

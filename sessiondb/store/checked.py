@@ -127,7 +127,7 @@ class CheckedStore(Transfer, Identity, Turns):
             parent_session_id=check_label(parent_session_id, "parent_session_id"),
             parent_relation=check_label(parent_relation, "parent_relation"),
             started_at=now,
-            metadata=check_metadata(metadata),
+            metadata=check_metadata(metadata, self._limits),
         )
         for _attempt in range(MINT_ATTEMPTS):
             try:
@@ -192,8 +192,8 @@ class CheckedStore(Transfer, Identity, Turns):
     def update_metadata(self, session_id: str, patch: Mapping[str, Any]) -> Session:
         if not isinstance(patch, Mapping):  # check_metadata takes None as "no metadata"
             raise InvalidInput(f"the metadata patch must be a mapping, not {type(patch).__name__}")
-        check_metadata(patch)
-        return self._change(session_id, cmd.PatchMetadata(dict(patch)))
+        check_metadata(patch, self._limits, "the metadata patch")
+        return self._change(session_id, cmd.PatchMetadata(dict(patch), self._limits.max_metadata_bytes))
 
     def delete_session(self, session_id: str) -> None:
         self._open().delete_session(arg.session_id(session_id))
@@ -341,10 +341,17 @@ class CheckedStore(Transfer, Identity, Turns):
         if not isinstance(query, str):
             raise InvalidInput(f"the search query must be text, not {type(query).__name__}")
         check_unicode(query, "the search query")
+        if len(query) > search_query.MAX_QUERY_LENGTH:
+            raise InvalidInput(f"the search query is {len(query):,} characters; the limit is "
+                               f"{search_query.MAX_QUERY_LENGTH:,}: search for a few of its words")
         if role is not None and (not isinstance(role, str) or role not in _ROLES):
             raise InvalidInput(f"role must be one of system, user, assistant, tool (got {role!r})")
+        parsed = search_query.parse(query, substring=arg.flag(substring, "substring"))
+        if parsed.substring and parsed.given > search_query.MAX_SUBSTRING_TERMS:
+            raise InvalidInput(f"a substring search takes at most {search_query.MAX_SUBSTRING_TERMS} terms, "
+                               f"and this one has {parsed.given}: search for fewer of its words")
         return self._open().search(cmd.Search(
-            query=search_query.parse(query, substring=arg.flag(substring, "substring")),
+            query=parsed,
             profile=None if profile is None else homes.validate_profile(profile),
             source=check_label(source, "source"),
             session_id=None if session_id is None else arg.session_id(session_id),

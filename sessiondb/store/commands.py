@@ -73,6 +73,7 @@ class SetFlags:
 @dataclass(frozen=True, slots=True)
 class PatchMetadata:
     patch: dict[str, Any]  # None values remove keys
+    max_bytes: int  # what the merged metadata may hold (MessageLimits.max_metadata_bytes)
 
 
 #: What `change_session` applies to one session row; never user activity except EndSession's time.

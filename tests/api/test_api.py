@@ -81,6 +81,23 @@ def test_search_finds_highlighted_snippets_and_q_filters_the_listing(api):
     assert api.get("/api/search", params={"q": '"unbalanced AND ( -', "profile": "demo"}).status_code == 200
 
 
+def test_a_substring_search_of_a_hundred_words_is_bad_input_naming_the_limit(api):
+    answer = api.get("/api/search", params={"q": " ".join(f"w{i}" for i in range(100)), "substring": "true",
+                                            "profile": "demo"})
+    is_error(answer, 422, "invalid_input")
+    assert "at most 32 terms" in answer.text and "storage" not in answer.text
+
+
+def test_a_listing_cuts_a_large_metadata_with_or_without_a_query_and_the_session_has_it_whole(api):
+    s = new_session(api, "bulky", metadata={"project": "/srv/bulky", "notes": "n" * 20_000})
+    api.post(f"/api/sessions/{s['id']}/messages", json={"messages": [{"role": "user", "content": "zeppelin"}]})
+    listed = next(x for x in api.get("/api/sessions").json()["items"] if x["id"] == s["id"])
+    (found,) = api.get("/api/sessions", params={"q": "zeppelin"}).json()["items"]
+    for metadata in (listed["metadata"], found["metadata"]):
+        assert metadata["project"] == "/srv/bulky" and metadata["sessiondb_cut"]["keys"] == ["notes"]
+    assert api.get(f"/api/sessions/{s['id']}").json()["metadata"]["notes"] == "n" * 20_000
+
+
 def test_patch_renames_and_sets_flags_and_refuses_non_booleans(api):
     s = new_session(api, "to patch")
     patched = api.patch(f"/api/sessions/{s['id']}", json={"title": "patched", "pinned": True, "hidden": True})

@@ -268,3 +268,67 @@ def test_hits_are_ranked_among_the_newest_thousand_matches_on_every_backend(stor
     best = uids(store.search("marmalade", limit=1000))
     assert ("best" in best, best[:1] == ["best"]) == ((True, True) if newer < 1000 else (False, False))
     assert len(best) == min(newer + 1, 1000)
+
+
+# --- what a search costs is bounded whatever the stored text ----------------------------
+
+_SNIPPET_FUNCTIONS = {  # the function each backend hands a hit's text to for its snippet
+    "sqlite": ("sessiondb.store.sqlite.search", "snippets", lambda args: sum(map(len, args[2].values()))),
+    "postgresql": ("sessiondb.store.postgres.search", "headlines", lambda args: sum(map(len, args[3]))),
+}
+
+
+def _characters_snipped(store, backend, monkeypatch, query, **options):
+    """How many characters the backend's snippet function is handed by one search."""
+    module, name, measure = _SNIPPET_FUNCTIONS[backend]
+    import importlib
+
+    target = importlib.import_module(module)
+    real, handed = getattr(target, name), []
+
+    def counting(*args):
+        handed.append(measure(args))
+        return real(*args)
+
+    monkeypatch.setattr(target, name, counting)
+    hits = store.search(query, **options)
+    monkeypatch.setattr(target, name, real)
+    return hits, sum(handed)
+
+
+def test_the_text_a_snippet_is_cut_from_does_not_grow_with_the_message(store, backend, monkeypatch):
+    handed = []
+    for n in (4_000, 8_000, 16_000):
+        s = store.create_session("cli")
+        store.append(s.id, [{"role": "user", "content": " ".join(["lorem"] * n)}])
+        hits, characters = _characters_snipped(store, backend, monkeypatch, "lorem", session_id=s.id)
+        assert len(hits) == 1 and "<mark>lorem</mark>" in hits[0].snippet
+        handed.append(characters)
+    assert handed[0] == handed[1] == handed[2] <= 2_048
+
+
+def test_a_snippet_is_cut_around_a_match_far_into_a_long_message(store, backend, monkeypatch):
+    s = store.create_session("cli")
+    store.append(s.id, [{"role": "user", "content": "filler " * 5_000 + "the Pelican landed " + "filler " * 5_000}])
+    (hit,), characters = _characters_snipped(store, backend, monkeypatch, "pelican")
+    assert "<mark>Pelican</mark>" in hit.snippet and hit.snippet.startswith("…") and hit.snippet.endswith("…")
+    assert characters <= 2_048
+
+
+def test_a_substring_snippet_of_a_long_message_reads_a_bounded_prefix(store):
+    s = store.create_session("cli")
+    store.append(s.id, [{"role": "user", "content": "ünïcode " * 10_000 + "needle"}])
+    (hit,) = store.search("needle", substring=True)
+    assert "<mark>" not in hit.snippet and len(hit.snippet) <= 120  # found past the prefix: the text's start
+
+
+def test_a_substring_search_of_too_many_terms_is_refused_with_the_limit(store, kyoto):
+    assert store.search(" ".join(f"w{i}" for i in range(31)) + " kyoto", substring=True) == []
+    with pytest.raises(InvalidInput, match="at most 32 terms.*has 100"):
+        store.search(" ".join(f"w{i}" for i in range(100)), substring=True)
+
+
+def test_a_query_longer_than_the_limit_is_refused(store, kyoto):
+    store.search("kyoto " + "x" * 19_000)  # within the limit: taken
+    with pytest.raises(InvalidInput, match="20,000"):
+        store.search("kyoto " * 4_000)

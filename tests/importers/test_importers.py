@@ -226,3 +226,30 @@ def test_a_hermes_child_session_links_to_its_parent(home):
         import_from(store, "hermes")
         linked = store.get_session("hermes-20261123_091500_child")
     assert (linked.parent_session_id, linked.parent_relation) == ("hermes-20261123_090000_parent", "continuation")
+
+
+def test_an_oversize_record_is_reported_and_skipped_and_the_rest_is_imported(home):
+    written = histories.claude_code(home)
+    project = next(written.path.iterdir())
+    other = "22222222-2222-4222-8222-222222222222"
+    hostile = project / f"{other}.jsonl"
+    branch = "b" * 70_000  # past MessageLimits.max_metadata_value_bytes (64 KiB)
+    lines = [
+        histories.claude_line("user", "h-0001", None, {"role": "user", "content": "first"}, sessionId=other, gitBranch=branch),
+        histories.claude_line("assistant", "h-0002", "h-0001", {
+            "id": "msg_h2", "type": "message", "role": "assistant", "model": "m",
+            "content": [{"type": "thinking", "thinking": "t" * (4 * 1024 * 1024 + 1), "signature": "s"}]},
+            sessionId=other, gitBranch=branch),
+        histories.claude_line("user", "h-0003", "h-0002", {"role": "user", "content": "last"}, sessionId=other, gitBranch=branch),
+    ]
+    hostile.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with sessiondb.open_store() as store:
+        report = import_from(store, "claude-code")
+        session = store.get_session(f"claude-code-{other}")
+        texts = [m.text for m in store.transcript(session.id)]
+    reasons = [m["reason"] for m in report.malformed if m["file"] == str(hostile)]
+    assert texts == ["first", "last"] and "git_branch" not in session.metadata
+    assert session.metadata["original_id"] == other
+    assert any("'git_branch' was left out" in r and "max_metadata_value_bytes" in r for r in reasons)
+    assert any(m["line"] == 2 and "max_reasoning_bytes" in m["reason"] for m in report.malformed)
+    assert report.messages == written.messages + 2

@@ -17,7 +17,9 @@ terms it has; every term reaches the server as a bound parameter, never as SQL:
   scanned rather than with the matches (one session's messages, with session_id).
 
 Ranking: word hits by ts_rank over the stored tsvector (ties newest first), among the
-newest RANK_WINDOW matches (query.RANK_WINDOW, the same on every backend).
+newest RANK_WINDOW matches (query.RANK_WINDOW, the same on every backend). Their
+snippets are ts_headline over a bounded window of each hit's text around its first match
+(query.snippet_window), never over the whole text, whose cost grows faster than its size.
 Substring hits are ranked by bm25 over their terms that a trigram index serves
 (query.through_trigrams: three or more characters of CJK text; how often each occurs in
 the folded text, how rare it is among the matches, against the text's length), among
@@ -35,8 +37,8 @@ import psycopg
 
 from ...model import SearchHit
 from ...query import (
-    ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, RANK_WINDOW, Query, Term, has_cjk, like_pattern, like_snippet,
-    through_trigrams,
+    ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, LIKE_SNIPPET_CONTEXT, RANK_WINDOW, SNIPPET_SCAN, Query, Term,
+    has_cjk, like_pattern, like_snippet, snippet_window, through_trigrams, windowed,
 )
 
 _WORD = re.compile(r"[^\W_]+")
@@ -110,17 +112,34 @@ def search(conn: psycopg.Connection, query: Query, *, profile: str | None, sourc
     # is planned for its own values (prepare=False): the planner then sees how common the
     # words are, and walks the newest messages backwards for a common word instead of
     # collecting every one of its matches.
+    # Only the first SNIPPET_SCAN characters of a hit's text are read: its snippet is cut
+    # from a window of them (query.snippet_window), so it costs the same whatever the text.
     rows = conn.execute(
         f"WITH window_ AS (SELECT {_HIT}, m.words, m.content, m.parts FROM messages AS m "
         f"JOIN sessions AS s ON s.id = m.session_id WHERE {' AND '.join(where)} "
         "ORDER BY m.id DESC LIMIT %s), "
         f"best AS (SELECT *, ts_rank(words, {tsquery}) AS score FROM window_ ORDER BY score DESC, id DESC LIMIT %s) "
         f"SELECT id, session_id, uid, role, timestamp, state, title, source, "
-        f"ts_headline('words', search_text(role, content, parts), {tsquery}, %s), score "
+        f"left(search_text(role, content, parts), {SNIPPET_SCAN + 1}), score "
         "FROM best ORDER BY score DESC, id DESC",
-        (*params, RANK_WINDOW, *tsquery_params, limit, *tsquery_params, _HEADLINE),
+        (*params, RANK_WINDOW, *tsquery_params, limit),
         prepare=False).fetchall()
-    return [_hit(row[:8], row[8] or "", float(row[9])) for row in rows]
+    texts = [row[8] or "" for row in rows]
+    spans = [snippet_window(text, query.needles, words=True) for text in texts]
+    cut = headlines(conn, tsquery, tsquery_params, [text[start:end] for text, (start, end) in zip(texts, spans)])
+    return [_hit(row[:8], windowed(headline, *span, len(text)) if headline else text[:2 * LIKE_SNIPPET_CONTEXT],
+                 float(row[9])) for row, text, span, headline in zip(rows, texts, spans, cut)]
+
+
+def headlines(conn: psycopg.Connection, tsquery: str, tsquery_params: list[Any], texts: list[str]) -> list[str]:
+    """ts_headline of each text for `tsquery` ("" where it has no match), in order."""
+    if not texts:
+        return []
+    rows = conn.execute(
+        f"SELECT CASE WHEN to_tsvector('words', t) @@ q THEN ts_headline('words', t, q, %s) ELSE '' END "
+        f"FROM unnest(%s::text[]) WITH ORDINALITY AS u(t, n) CROSS JOIN (SELECT {tsquery}) AS found(q) ORDER BY n",
+        (_HEADLINE, texts, *tsquery_params), prepare=False).fetchall()
+    return [row[0] for row in rows]
 
 
 # bm25 over the substrings, as the embedded store ranks its trigram hits: a term counts
@@ -143,7 +162,7 @@ scored AS (
     SELECT found.id, sum(rarity.idf * found.tf * ({k1} + 1)
                          / (found.tf + {k1} * (1 - {b} + {b} * found.relative_length))) AS score
     FROM found JOIN rarity USING (n) GROUP BY found.id)
-SELECT w.id, w.session_id, w.uid, w.role, w.timestamp, w.state, w.title, w.source, w.text, scored.score
+SELECT w.id, w.session_id, w.uid, w.role, w.timestamp, w.state, w.title, w.source, left(w.text, {scan}), scored.score
 FROM window_ AS w JOIN scored USING (id) ORDER BY scored.score DESC, w.id DESC LIMIT %s
 """
 _K1, _B = 1.2, 0.75  # bm25's usual constants, the embedded store's too
@@ -158,10 +177,11 @@ def _substring_hits(conn: psycopg.Connection, query: Query, where: list[str], pa
     ranked = [t.text for group in query.groups if all(through_trigrams(t.text) for t in group) for t in group]
     if not ranked:
         rows = conn.execute(
-            f"SELECT {_HIT}, {_TEXT} FROM messages AS m JOIN sessions AS s ON s.id = m.session_id "
+            f"SELECT {_HIT}, left({_TEXT}, {SNIPPET_SCAN + 1}) FROM messages AS m JOIN sessions AS s ON s.id = m.session_id "
             f"WHERE {' AND '.join(where)} ORDER BY m.id DESC LIMIT %s", (*params, limit), prepare=False).fetchall()
         return [_hit(row[:8], like_snippet(row[8], needles), 0.0) for row in rows]
-    statement = _BM25.format(hit=_HIT, text=_TEXT, folded=_FOLDED, where=" AND ".join(where), k1=_K1, b=_B)
+    statement = _BM25.format(hit=_HIT, text=_TEXT, folded=_FOLDED, where=" AND ".join(where), k1=_K1, b=_B,
+                             scan=SNIPPET_SCAN + 1)
     rows = conn.execute(statement, (*params, RANK_WINDOW, ranked, limit), prepare=False).fetchall()
     return [_hit(row[:8], like_snippet(row[8], needles), float(row[9])) for row in rows]
 

@@ -88,9 +88,9 @@ def change(conn: psycopg.Connection, session_id: str, change: SessionChange) -> 
             assert set(flags) <= _FLAGS
             assignments = ", ".join(f"{name} = %s" for name in flags)
             conn.execute(f"UPDATE sessions SET {assignments} WHERE id = %s", (*map(int, flags.values()), session_id))
-        case PatchMetadata(patch=patch):  # not user activity
+        case PatchMetadata(patch=patch, max_bytes=max_bytes):  # not user activity
             conn.execute("UPDATE sessions SET metadata = %s WHERE id = %s",
-                         (patched_metadata(current.metadata, patch), session_id))
+                         (patched_metadata(current.metadata, patch, max_bytes), session_id))
     return get(conn, session_id)
 
 

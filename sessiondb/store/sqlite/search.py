@@ -32,7 +32,9 @@ The index holds rewound messages too (filtered at query time), which count in bm
 document statistics.
 
 Snippets: the index stores no text, so the returned hits' texts are read from `messages`
-and cut by FTS5 itself with the same tokenizer (index/snippets.py).
+and cut by FTS5 itself with the same tokenizer (index/snippets.py), from a bounded
+window around each text's first match (query.snippet_window): what a snippet costs does
+not grow with the text.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ import apsw
 from ...model import SearchHit
 from ...query import (
     ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, LIKE_SNIPPET_CONTEXT, RANK_WINDOW, Query, Term, fold, like_pattern,
-    like_snippet, through_trigrams,
+    like_snippet, snippet_window, through_trigrams, windowed,
 )
 from .index.schema import CJK, TOOL_TEXT_LIMIT, WORDS, text_sql
 from .index.snippets import snippets
@@ -196,9 +198,16 @@ def search(
         f"WHERE m.id IN ({', '.join('?' * len(ranked))})", [mid for mid, _ in ranked],
     )}
     texts = {mid: row[8] for mid, row in page.items()}
-    cut = snippets(index, plan.match, texts, (HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE, ELLIPSIS), SNIPPET_TOKENS[index])
-    return [_hit(page[mid][:8], cut.get(mid) or texts[mid][:2 * LIKE_SNIPPET_CONTEXT], -score)
-            for mid, score in ranked]
+    spans = {mid: snippet_window(text, query.needles, words=not query.substring) for mid, text in texts.items()}
+    cut = snippets(index, plan.match, {mid: texts[mid][start:end] for mid, (start, end) in spans.items()},
+                   (HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE, ELLIPSIS), SNIPPET_TOKENS[index])
+    return [_hit(page[mid][:8], _snippet(cut.get(mid), texts[mid], *spans[mid]), -score) for mid, score in ranked]
+
+
+def _snippet(cut: str | None, text: str, start: int, end: int) -> str:
+    """FTS5's snippet of text[start:end] marked where the window cut the text; the
+    text's start when the window holds no match FTS5 finds."""
+    return windowed(cut, start, end, len(text)) if cut else text[:2 * LIKE_SNIPPET_CONTEXT]
 
 
 def _hit(row: tuple[Any, ...], snippet: str, score: float) -> SearchHit:

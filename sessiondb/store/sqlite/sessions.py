@@ -73,9 +73,9 @@ def change(conn: apsw.Connection, session_id: str, change: SessionChange) -> Ses
             # Column names come from a fixed set checked by the store, never from user text.
             assignments = ", ".join(f"{name} = ?" for name in flags)
             conn.execute(f"UPDATE sessions SET {assignments} WHERE id = ?", (*map(int, flags.values()), session_id))
-        case PatchMetadata(patch=patch):  # not user activity
+        case PatchMetadata(patch=patch, max_bytes=max_bytes):  # not user activity
             conn.execute("UPDATE sessions SET metadata = ? WHERE id = ?",
-                         (patched_metadata(get(conn, session_id).metadata, patch), session_id))
+                         (patched_metadata(get(conn, session_id).metadata, patch, max_bytes), session_id))
     return get(conn, session_id)
 
 
