@@ -132,7 +132,14 @@ class NotASessionStore(SessionDBError):
 
 
 class StorageError(SessionDBError):
-    """The storage layer failed (I/O, full disk, corruption, permissions)."""
+    """The storage layer failed (I/O, full disk, corruption, permissions).
+
+    At the library's boundary its message becomes the sentence a person reads for its cause,
+    naming the store and the first step (guidance.tell); `detail` then keeps what the
+    failing layer said, which its traceback shows as a note.
+    """
+
+    detail: str | None = None
 
 
 class StoreBusy(StorageError):
