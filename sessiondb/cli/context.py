@@ -143,7 +143,7 @@ class CliContext:
 
     def error(self, exc: SessionDBError, message: str, cause: Any = None, detail: Any = "") -> CliError:
         cause = classify(exc) if cause is None else cause
-        told = isinstance(exc, StorageError) and exc.detail is not None  # the store's own commands already
+        told = isinstance(exc, StorageError) and exc.detail is not None  # already says this store (guidance.tell)
         if message in (str(exc), " ".join(str(exc).split())) and not told \
                 and not isinstance(exc, profiles.NoSuchProfile):
             # The library's own words name plain `sessiondb` commands; say them for this

@@ -163,3 +163,16 @@ def test_the_cli_prints_the_librarys_sentence_for_a_refused_open(small_disk, fil
     shown = CliRunner().invoke(main, ["--home", str(small_disk), "-p", PROFILE, "sessions", "list"])
     assert shown.exit_code == 1
     assert shown.output.strip() == f"Error: {exc}"
+
+
+def test_the_cli_prints_the_librarys_sentence_with_the_profiles_command_once(isolated_home):
+    written(isolated_home)
+    db = store_of(isolated_home)
+    with open(db, "r+b") as f:
+        f.write(b"\0" * 100)  # the header is gone: open refuses the file as damaged
+    exc = refusal(isolated_home)
+    assert exc.cause is Cause.CORRUPT and f"`sessiondb --home {isolated_home} -p {PROFILE} doctor`" in str(exc)
+
+    shown = CliRunner().invoke(main, ["--home", str(isolated_home), "-p", PROFILE, "sessions", "list"])
+    assert shown.exit_code == 1
+    assert shown.output.strip() == f"Error: {exc}"
