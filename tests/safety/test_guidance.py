@@ -136,3 +136,11 @@ def test_errors_outside_the_table_keep_their_own_message():
 
 def test_a_caller_error_quoting_alarming_words_keeps_its_own_cause():
     assert classify(NotFound("no session 'readonly database disk is full'")) is Cause.UNKNOWN
+
+
+def test_a_store_outside_a_homes_layout_is_named_as_it_was_opened():
+    assert "`sessiondb --store '/data/agent.db' doctor`" in explain(
+        Cause.CORRUPT, db_path=Path("/data/agent.db"), profile=None).message
+    server = explain(Cause.UNKNOWN, db_path="postgresql://agent@db.internal/memory#sessiondb_work", profile="work")
+    assert "postgresql://agent@db.internal/memory#sessiondb_work" in server.message
+    assert "`sessiondb --store 'postgresql://agent@db.internal/memory' -p work doctor`" in server.message

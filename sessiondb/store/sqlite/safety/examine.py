@@ -38,8 +38,8 @@ from .integrity import INDEX, MAX_LINES, NONE, SCHEMA, STRUCTURAL, classify_line
 from .schema import schema_findings
 
 QUICK_BUDGET = 10.0  # seconds a non-deep check may take before it stops (partial)
-# Room the next writes need beyond what the store already owes its disk: the log of a few
-# batches and a -shm page. Less than this free and writing is refused as disk_full.
+# Room the next writes need beyond what the store already owes its disk (the log of a few
+# batches); with less free than the store needs, the doctor reports the disk as full.
 WRITE_ROOM = 64 * 1024
 SHM_BYTES = 32 * 1024  # the -shm's first region, made by the first connection when absent
 STALE_KEY = "search_stale"  # store_meta's marker of a damaged in-file index (stores before 0006)
@@ -317,7 +317,7 @@ def _size(n: int) -> str:
     return f"{n / (1 << 20):.1f} MiB" if n >= 1 << 20 else f"{n / 1024:.0f} KiB"
 
 
-def disk_steps(db_path: Path, report: Report, command: str) -> list[str]:
+def _disk_steps(db_path: Path, report: Report, command: str) -> list[str]:
     """Out of space (S-48): free it; never recover or move files, nothing is damaged."""
     short = max(0, report.disk["needed"] - report.disk["free"])
     intact = ", and do not recover into a new file: the store is not damaged" if report.damage == NONE else ""
@@ -366,7 +366,7 @@ def recover_steps(db_path: Path, command: str) -> list[str]:
 def advise(report: Report, db_path: Path, command: str) -> None:
     if report.disk.get("full"):
         # Nothing the doctor could do, and nothing a recovery would write, fits on the disk.
-        report.steps = disk_steps(db_path, report, command)
+        report.steps = _disk_steps(db_path, report, command)
         return
     if report.damage == STRUCTURAL:
         report.steps = recover_steps(db_path, command)
