@@ -137,7 +137,14 @@ class NotASessionStore(SessionDBError):
 
 
 class StorageError(SessionDBError):
-    """The storage layer failed (I/O, full disk, corruption, permissions)."""
+    """The storage layer failed (I/O, full disk, corruption, permissions).
+
+    At the library's boundary its message becomes the sentence a person reads for its cause,
+    naming the store and the first step (guidance.tell); `detail` then keeps what the
+    failing layer said, which its traceback shows as a note.
+    """
+
+    detail: str | None = None
 
 
 class StoreBusy(StorageError):
@@ -242,9 +249,9 @@ _TEXT_CAUSES = (
     ("readonly", Cause.READ_ONLY),
     ("read-only", Cause.READ_ONLY),
 )
-#: sessiondb's full-text objects: the FTS5 tables and their shadow tables. Corruption whose
-#: text names one of them, exactly, is the index's (S-16); a word that merely contains
-#: "fts" ("drafts") names another object.
+#: sessiondb's full-text objects: the FTS5 tables and their shadow tables. Corruption that
+#: reaches us with no result code and whose text names one of them, exactly, is the index's
+#: (S-16); a word that merely contains "fts" ("drafts") names another object.
 FTS_TABLES = ("messages_fts", "messages_trigram")
 FTS_OBJECTS = frozenset(t + s for t in FTS_TABLES for s in ("", "_data", "_idx", "_docsize", "_config", "_content"))
 _NAMES = re.compile(r"[a-z0-9_]+")
@@ -258,7 +265,10 @@ def _names_the_index(text: str) -> bool:
 
 
 def classify(exc: BaseException) -> Cause:
-    """The cause of a failure: a result code outranks message text; corruption outranks disk."""
+    """The cause of a failure (S-17): a result code outranks message text; corruption
+    outranks disk; damage is the index's only when SQLite says so (SQLITE_CORRUPT_VTAB) or,
+    with no result code at all, when the text reports corruption and names an FTS object.
+    A bare SQLITE_CORRUPT or SQLITE_NOTADB fails closed as `corrupt`, whatever it names."""
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
@@ -275,22 +285,19 @@ def _classify_one(exc: BaseException) -> Cause:
         # session id, a title), which must never read as a disk or database failure.
         return exc.cause
     text = str(exc).lower()
-    extended = getattr(exc, "extendedresult", None)
-    if isinstance(extended, int) and extended:
-        if extended == _SQLITE_CORRUPT_VTAB:
+    code = getattr(exc, "extendedresult", None) or getattr(exc, "result", None)
+    coded = isinstance(code, int) and code > 0
+    if coded:
+        if code == _SQLITE_CORRUPT_VTAB:
             return Cause.FTS_INDEX
-        if extended in _SQLITE_EXTENDED:
-            return _SQLITE_EXTENDED[extended]
-        cause = _SQLITE_CODES.get(extended & 0xFF)
-        if cause is Cause.CORRUPT and _names_the_index(text):
-            return Cause.FTS_INDEX  # corruption that names the full-text index is the index's
+        cause = _SQLITE_EXTENDED.get(code) or _SQLITE_CODES.get(code & 0xFF)
         if cause is not None:
             return cause
     if isinstance(exc, OSError) and exc.errno in _ERRNO_CAUSES:
         return _ERRNO_CAUSES[exc.errno]
     for fragment, cause in _TEXT_CAUSES:
         if fragment in text:
-            if cause is Cause.CORRUPT and _names_the_index(text):
+            if cause is Cause.CORRUPT and not coded and _names_the_index(text):
                 return Cause.FTS_INDEX
             return cause
     return Cause.UNKNOWN

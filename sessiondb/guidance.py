@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import Cause, Conflict, InvalidInput, NotFound, SessionDBError, classify
+from .errors import Cause, Conflict, InvalidInput, NotFound, SessionDBError, StorageError, classify
 from .home import DEFAULT_PROFILE, STORE_FILENAME
 
 
@@ -172,26 +172,53 @@ def home_of(db_path: Path, profile: str | None) -> Path:
     return db_path.parent
 
 
-def explain(cause: Cause, *, db_path: Path, profile: str | None, home: Path | None = None) -> Guidance:
-    """The guidance for `cause` on the store at `db_path` of `profile`."""
+def _command(db_path: Path | str, profile: str | None, home: Path | None) -> str:
+    """The command for the store at `db_path`: a store file outside a home's layout, or a
+    store on a server, is named with --store, as it was opened."""
+    shown = str(db_path)
+    if home is None and "://" in shown:
+        return command_for(profile, None).replace("sessiondb", f"sessiondb --store '{shown.split('#')[0]}'", 1)
+    if home is None and Path(shown).name != STORE_FILENAME:
+        return f"sessiondb --store '{shown}'"
+    return command_for(profile, home if home is not None else home_of(Path(shown), profile))
+
+
+def explain(cause: Cause, *, db_path: Path | str, profile: str | None, home: Path | None = None) -> Guidance:
+    """The guidance for `cause` on the store at `db_path` (a path, or a server's location
+    as the store shows it) of `profile`."""
     message, detail, exit_code, status = _TABLE[cause]
     values = {
         "db": str(db_path),
-        "dir": str(db_path.parent),
-        "cmd": command_for(profile, home if home is not None else home_of(db_path, profile)),
+        "dir": str(Path(db_path).parent),
+        "cmd": _command(db_path, profile, home),
         "who": "the default profile" if profile in (None, DEFAULT_PROFILE) else f"profile {profile}",
     }
     return Guidance(cause, message.format(**values), detail.format(**values), exit_code, status)
 
 
-def for_error(exc: BaseException, *, db_path: Path, profile: str | None, home: Path | None = None) -> Guidance:
-    """Guidance for an exception. Errors outside the cause table (bad input, not found)
-    have nothing to add beyond their own message, which is kept as the first sentence."""
+def for_error(exc: BaseException, *, db_path: Path | str, profile: str | None,
+              home: Path | None = None) -> Guidance:
+    """Guidance for an exception. Errors outside the cause table and the storage layer (bad
+    input, not found) have nothing to add beyond their own message, which is kept as the
+    first sentence."""
     cause = classify(exc)
-    if cause is Cause.UNKNOWN and isinstance(exc, SessionDBError):
+    if cause is Cause.UNKNOWN and isinstance(exc, SessionDBError) and not isinstance(exc, StorageError):
         status = next((code for kind, code in _INPUT_STATUSES if isinstance(exc, kind)), 400)
         return Guidance(cause, str(exc), "", 1, status)
     return explain(cause, db_path=db_path, profile=profile, home=home)
+
+
+def tell(exc: BaseException, *, location: Path | str, profile: str | None) -> None:
+    """Make a storage error say what a person reads first for its cause on this store: one
+    sentence naming the store, with the first step, the same the CLI prints (S-43), so the
+    line an agent's log keeps can be acted on. What the failing layer said stays as the
+    error's `detail` and a note its traceback shows. Other errors are left as they are."""
+    if not isinstance(exc, StorageError) or exc.detail is not None:
+        return
+    sentence = for_error(exc, db_path=location, profile=profile).message
+    exc.detail = str(exc)
+    exc.args = (sentence,)
+    exc.add_note(exc.detail)
 
 
 # --- why a turn ended (S-50, S-51) ------------------------------------------------------

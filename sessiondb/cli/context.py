@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator, TypeVar
 import click
 
 from .. import open_store, profiles
-from ..errors import SessionDBError, StoreHeld, classify
+from ..errors import SessionDBError, StorageError, StoreHeld, classify
 from ..guidance import command_for, error_code, for_error
 from ..store.contract import Store
 from ..store.locations import holds_profiles, shown_location
@@ -129,7 +129,7 @@ class CliContext:
             # a store method, a tool over a store (its `store`), or a function of a store
             owner = getattr(method, "__self__", None) or args[0]
             store = getattr(owner, "store", owner)
-            advice = for_error(exc, db_path=Path(store.location), profile=store.profile,
+            advice = for_error(exc, db_path=store.location, profile=store.profile,
                                home=None if self.home is None else Path(self.home))
             raise self.error(exc, advice.message, advice.cause, advice.detail) from None
 
@@ -143,7 +143,9 @@ class CliContext:
 
     def error(self, exc: SessionDBError, message: str, cause: Any = None, detail: Any = "") -> CliError:
         cause = classify(exc) if cause is None else cause
-        if message in (str(exc), " ".join(str(exc).split())) and not isinstance(exc, profiles.NoSuchProfile):
+        told = isinstance(exc, StorageError) and exc.detail is not None  # already says this store (guidance.tell)
+        if message in (str(exc), " ".join(str(exc).split())) and not told \
+                and not isinstance(exc, profiles.NoSuchProfile):
             # The library's own words name plain `sessiondb` commands; say them for this
             # store (a missing profile's advice already names the command that creates it).
             message = message.replace("`sessiondb ", f"`{self.command} ")

@@ -87,6 +87,9 @@ def _file_state(report: Any) -> None:
     echo(f"size         {render.size(report.size)}; WAL {render.size(report.wal_bytes)}; "
          f"free pages {report.free_pages if report.free_pages is not None else '?'}")
     echo(f"holders      {', '.join(report.holders) or 'none'}")
+    if report.disk:
+        echo(f"disk         {render.size(report.disk['free'])} free, {render.size(report.disk['needed'])} needed"
+             + ("; FULL" if report.disk["full"] else ""))
     check = report.integrity
     if check:
         state = "complete" if check.get("complete") else "partial"

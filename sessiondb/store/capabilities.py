@@ -17,12 +17,13 @@ from ..model import MaintenanceReport
 from . import arguments as arg
 from . import commands as cmd
 from .backend import Backend, MaintenanceBackend, RoutingBackend
-from .checked import CheckedStore
+from .checked import CheckedStore, naming_the_store
 from .optional import Doctor, Maintainable, RoutingIndex, Salvageable
 
 __all__ = ["Doctor", "Maintainable", "Salvageable", "checked_store"]
 
 
+@naming_the_store
 class CheckedMaintenance:
     """Maintainable (contract.py) over a MaintenanceBackend."""
 

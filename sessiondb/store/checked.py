@@ -12,14 +12,17 @@ store/turns.py; the optional capabilities in store/capabilities.py.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import threading
 import time
 from dataclasses import replace
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, TypeVar
 
 from .. import home as homes
 from .. import query as search_query
 from ..errors import DAMAGE_CAUSES, InvalidInput, SessionExists, StorageError, StoreClosed, StoreDamaged
+from ..guidance import tell
 from ..model import (
     MAX_TITLE_LENGTH, Lease, Message, MessageLimits, Page, Role, SearchHit, Session, SpoolReport, StoreStats, Usage, VerifyReport,
 )
@@ -35,11 +38,46 @@ from .identity import Identity
 from .transfer import Transfer
 from .turns import Turns
 
+C = TypeVar("C", bound=type)
+
+
+def naming_the_store(cls: C) -> C:
+    """Every public method of `cls` raises a storage error in a person's words: one sentence
+    naming this store and the first step, the CLI's for the same cause (guidance.tell)."""
+    for name in dir(cls):
+        method = inspect.getattr_static(cls, name)
+        if not name.startswith("_") and inspect.isfunction(method):
+            setattr(cls, name, _telling(method))
+    return cls
+
+
+def _telling(method: Callable[..., Any]) -> Callable[..., Any]:
+    if inspect.isgeneratorfunction(method):  # an export fails while it is read
+        @functools.wraps(method)
+        def reading(self: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return (yield from method(self, *args, **kwargs))
+            except StorageError as exc:
+                tell(exc, location=self.location, profile=self.profile)
+                raise
+        return reading
+
+    @functools.wraps(method)
+    def calling(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except StorageError as exc:
+            tell(exc, location=self.location, profile=self.profile)
+            raise
+    return calling
+
+
 MINT_ATTEMPTS = 3  # minted session ids tried before a fourth, whose conflict is raised
 _ROLES = frozenset(r.value for r in Role)
 _MODES = ("in_place", "rotate")
 
 
+@naming_the_store
 class CheckedStore(Transfer, Identity, Turns):
     """A handle on one profile's store, over the backend that holds it."""
 

@@ -22,8 +22,8 @@ from typing import Any, Callable
 from urllib.parse import unquote, urlsplit
 
 from .. import home as homes
-from ..errors import InvalidInput
-from ..guidance import command_for
+from ..errors import InvalidInput, StorageError
+from ..guidance import command_for, tell
 from ..model import MessageLimits
 from .capabilities import Doctor, checked_store
 from .contract import Store
@@ -127,7 +127,13 @@ def open_store(
     """Open the store at `location` (see sessiondb.open_store) through its backend; `clock`
     and `limits` belong to the neutral layer, other options to the backend."""
     where = locate(location, home=home, profile=profile)
-    backend = _backend_module(where.kind).open_backend(where.target, profile=where.profile, **options)
+    module = _backend_module(where.kind)
+    try:
+        backend = module.open_backend(where.target, profile=where.profile, **options)
+    except StorageError as exc:  # a refused open names the store, as every later refusal does
+        shown = module.shown_location(where.target) if hasattr(module, "shown_location") else where.target
+        tell(exc, location=shown, profile=where.profile)
+        raise
     try:
         return checked_store(backend, profile=where.profile, clock=clock, limits=limits)
     except BaseException:

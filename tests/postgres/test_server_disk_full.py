@@ -16,7 +16,6 @@ import os
 import shutil
 import subprocess
 import uuid
-from pathlib import Path
 
 import psycopg
 import pytest
@@ -80,9 +79,10 @@ def test_a_full_server_disk_refuses_appends_clearly_loses_nothing_and_recovers(s
         assert error is not None, "the disk never filled"
         assert acked, "the disk was full before the first append: the fault hit the wrong moment"
         assert isinstance(error, ServerDiskFull), f"{type(error).__name__}: {error}"
-        assert classify(error) is Cause.SERVER_DISK_FULL and "no disk space left" in str(error)
-        advice = for_error(error, db_path=Path(store.location), profile=None)
+        assert classify(error) is Cause.SERVER_DISK_FULL and "no disk space left" in error.detail
+        advice = for_error(error, db_path=store.location, profile=None)
         assert advice.cause is Cause.SERVER_DISK_FULL and advice.message.startswith("The database server")
+        assert str(error) == advice.message and store.location in str(error)  # the store, in the CLI's words
         with pytest.raises(ServerDiskFull):  # refused the same way again, never hung
             store.append(sid, {"uid": "again", "role": "user", "content": os.urandom(3000).hex()})
         assert [m.uid for m in store.transcript(sid)] == acked

@@ -1,15 +1,13 @@
 """A full disk: the store on a 2 MB tmpfs, filled until writes fail.
 
-The test mounts its own tmpfs (`mount -t tmpfs -o size=2m`), so it needs root; it is
-skipped, saying why, when the mount is refused. What must hold: the failing write raises
+The test mounts its own tmpfs (the `small_disk` fixture of tests/conftest.py), so it needs
+root; it is skipped, saying why, when the mount is refused. What must hold: the failing write raises
 DiskFull (classify -> Cause.DISK_FULL) promptly, nothing acknowledged is lost, the file
 passes its integrity checks, and writes resume once space is freed.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
 import time
 
 import pytest
@@ -17,22 +15,6 @@ import pytest
 import sessiondb
 from sessiondb.errors import Cause, DiskFull, classify
 from checks import assert_intact
-
-
-@pytest.fixture
-def small_disk(tmp_path):
-    mount_point = tmp_path / "small"
-    mount_point.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a 2 MB tmpfs needs root (the test mounts its own small disk)")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", str(mount_point)],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip() or done.returncode}")
-    try:
-        yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], check=False)
 
 
 def test_a_full_disk_refuses_writes_clearly_loses_nothing_and_recovers(small_disk, figures):

@@ -3,7 +3,7 @@ still opens for reading (its -shm cannot grow, so it is read from the main file 
 refuses writes as disk_full with that cause's sentence, and writes again once space is
 freed; a store that cannot be read that way is refused as disk_full too, never as a
 generic I/O error. The WAL is kept bounded, so space freed is not taken back by it.
-The disk is a real tmpfs the test mounts (test_disk_full.small_disk)."""
+The disk is a real tmpfs the test mounts (tests/conftest.py's small_disk)."""
 
 from __future__ import annotations
 
@@ -18,22 +18,6 @@ import sessiondb
 from sessiondb.errors import Cause, DiskFull, classify
 from sessiondb.guidance import explain, for_error
 from sessiondb.store.sqlite.connect import WAL_SIZE_LIMIT
-from test_disk_full import small_disk  # noqa: F401 - the fixture
-
-__all__ = ["small_disk"]
-
-
-def fill(disk: Path) -> Path:
-    """Write until not one more byte fits."""
-    filler = disk / "filler"
-    with open(filler, "wb", buffering=0) as f:
-        for size in (1 << 16, 1 << 10, 1):
-            try:
-                while True:
-                    f.write(b"\0" * size)
-            except OSError:
-                continue
-    return filler
 
 
 def written(db: Path) -> str:
@@ -43,10 +27,10 @@ def written(db: Path) -> str:
     return sid
 
 
-def test_a_cleanly_closed_store_on_a_full_disk_opens_for_reading_and_refuses_writes_as_disk_full(small_disk):
+def test_a_cleanly_closed_store_on_a_full_disk_opens_for_reading_and_refuses_writes_as_disk_full(small_disk, fill_disk):
     db = small_disk / "state.db"
     sid = written(db)
-    filler = fill(small_disk)
+    filler = fill_disk(small_disk)
 
     with sessiondb.open_store(db) as store:
         assert [m.content for m in store.transcript(sid)] == [f"kyoto {i}" for i in range(20)]
@@ -72,12 +56,12 @@ DIE_WITH_A_WAL = (
 )
 
 
-def test_a_store_that_needs_its_wal_on_a_full_disk_is_refused_as_disk_full(small_disk):
+def test_a_store_that_needs_its_wal_on_a_full_disk_is_refused_as_disk_full(small_disk, fill_disk):
     db = small_disk / "state.db"
     written(db)
     subprocess.run([sys.executable, "-c", DIE_WITH_A_WAL, str(db)], check=True)
     Path(f"{db}-shm").unlink()  # the shared memory must be built again, and cannot be
-    fill(small_disk)
+    fill_disk(small_disk)
 
     with pytest.raises(DiskFull) as refused:
         sessiondb.open_store(db)

@@ -1,7 +1,8 @@
-"""Index damage is not database damage, and only index damage is (S-16): a failure is the
-search index's when SQLite says SQLITE_CORRUPT_VTAB or its corruption text names one of
-sessiondb's FTS objects exactly; anything else corrupt fails closed. The errors are real:
-each is raised by SQLite reading a file damaged on the spot."""
+"""Index damage is not database damage, and only index damage is (S-16, S-17): a failure is
+the search index's when SQLite says SQLITE_CORRUPT_VTAB, or, with no result code at all,
+when its corruption text names one of sessiondb's FTS objects exactly; anything else
+corrupt, a bare SQLITE_CORRUPT naming the index included, fails closed. The errors are
+real: each is raised by SQLite reading a file damaged on the spot."""
 
 from __future__ import annotations
 
@@ -104,27 +105,32 @@ def index_named_under_a_bare_code(tmp):
 
 
 CASES = [
-    # how SQLite was made to fail, its extended code, words its text holds, the cause
-    pytest.param(garbled_table_pages, 11, "malformed", Cause.CORRUPT, id="garbled_table_pages"),
-    pytest.param(drafts_schema_garbled, 11, "drafts", Cause.CORRUPT, id="drafts_schema_garbled"),
-    pytest.param(drafts_schema_duplicated, 11, "drafts already exists", Cause.CORRUPT, id="drafts_schema_duplicated"),
-    pytest.param(not_a_database, 26, "not a database", Cause.CORRUPT, id="not_a_database"),
-    pytest.param(index_blocks_garbled, 267, '"messages_fts"', Cause.FTS_INDEX, id="index_blocks_garbled"),
-    pytest.param(index_blocks_garbled_read_by_rank, 267, "", Cause.FTS_INDEX, id="index_read_by_rank"),
-    pytest.param(index_named_under_a_bare_code, 11, '"messages_fts"', Cause.FTS_INDEX, id="index_under_bare_code"),
+    # how SQLite was made to fail, its extended code, words its text holds, the cause, and
+    # the cause of the same text reaching us without any result code
+    pytest.param(garbled_table_pages, 11, "malformed", Cause.CORRUPT, Cause.CORRUPT, id="garbled_table_pages"),
+    pytest.param(drafts_schema_garbled, 11, "drafts", Cause.CORRUPT, Cause.CORRUPT, id="drafts_schema_garbled"),
+    pytest.param(drafts_schema_duplicated, 11, "drafts already exists", Cause.CORRUPT, Cause.CORRUPT,
+                 id="drafts_schema_duplicated"),
+    pytest.param(not_a_database, 26, "not a database", Cause.CORRUPT, Cause.CORRUPT, id="not_a_database"),
+    pytest.param(index_blocks_garbled, 267, '"messages_fts"', Cause.FTS_INDEX, Cause.FTS_INDEX,
+                 id="index_blocks_garbled"),
+    pytest.param(index_blocks_garbled_read_by_rank, 267, "", Cause.FTS_INDEX, None, id="index_read_by_rank"),
+    # The code is all that is sure: a bare SQLITE_CORRUPT fails closed whatever its text names.
+    pytest.param(index_named_under_a_bare_code, 11, '"messages_fts"', Cause.CORRUPT, Cause.FTS_INDEX,
+                 id="index_under_bare_code"),
     pytest.param(index_schema_entry_garbled, 11, "malformed database schema (messages_fts)", Cause.CORRUPT,
-                 id="index_schema_entry_garbled"),
+                 Cause.CORRUPT, id="index_schema_entry_garbled"),
 ]
 
 
-@pytest.mark.parametrize("make, code, words, cause", CASES)
-def test_only_corruption_attributed_to_the_search_index_is_index_damage(tmp_path, make, code, words, cause):
+@pytest.mark.parametrize("make, code, words, cause, uncoded", CASES)
+def test_only_corruption_attributed_to_the_search_index_is_index_damage(tmp_path, make, code, words, cause, uncoded):
     exc = make(tmp_path)
     assert exc.extendedresult == code, exc
     assert words in str(exc), exc
     assert classify(exc) is cause, exc
-    if words:  # the text alone, as a report that lost the code, says the same
-        assert classify(Exception(f"a write failed: {exc}")) is cause
+    if uncoded is not None:  # the text alone, as a report that lost the code
+        assert classify(Exception(f"a write failed: {exc}")) is uncoded
 
 
 def test_the_index_objects_are_the_ones_the_store_has(tmp_path):

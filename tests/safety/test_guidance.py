@@ -62,6 +62,47 @@ def test_a_result_code_outranks_the_message_text():
     assert classify(full) is Cause.DISK_FULL
 
 
+def coded(kind: type[apsw.Error], text: str, code: int) -> apsw.Error:
+    exc = kind(text)
+    exc.extendedresult = code
+    return exc
+
+
+INDEX_NAMED = 'fts5: corruption found reading blob 137 from table "messages_fts"'
+# (the error, the cause): result codes with texts that say something else. The code decides.
+LETTER_OF_THE_LAW = [
+    pytest.param(coded(apsw.CorruptError, INDEX_NAMED, 11), Cause.CORRUPT, id="bare-corrupt-naming-the-index"),
+    pytest.param(coded(apsw.CorruptError, "malformed inverted index for FTS5 table messages_trigram_data", 11),
+                 Cause.CORRUPT, id="bare-corrupt-naming-a-shadow-table"),
+    pytest.param(coded(apsw.NotADBError, "file is not a database: messages_fts", 26), Cause.CORRUPT,
+                 id="notadb-naming-the-index"),
+    pytest.param(coded(apsw.CorruptError, "database disk image is malformed", 779), Cause.CORRUPT,
+                 id="corrupt-index-extended-code"),
+    pytest.param(coded(apsw.CorruptError, "database disk image is malformed", 267), Cause.FTS_INDEX,
+                 id="corrupt-vtab-with-plain-text"),
+    pytest.param(coded(apsw.CorruptError, "database or disk is full", 11), Cause.CORRUPT,
+                 id="corrupt-code-with-full-disk-text"),
+    pytest.param(coded(apsw.FullError, "database disk image is malformed", 13), Cause.DISK_FULL,
+                 id="full-code-with-malformed-text"),
+    pytest.param(coded(apsw.ReadOnlyError, "database disk image is malformed in messages_fts", 8), Cause.READ_ONLY,
+                 id="readonly-code-with-index-corruption-text"),
+    pytest.param(coded(apsw.BusyError, "no space left on device", 5), Cause.LOCKED, id="busy-code-with-enospc-text"),
+    pytest.param(coded(apsw.IOError, "disk I/O error", 4874), Cause.DISK_FULL, id="shm-size-extended-code"),
+    pytest.param(coded(apsw.SQLError, 'corruption in "messages_fts" reported', 1), Cause.CORRUPT,
+                 id="generic-code-with-index-corruption-text-fails-closed"),
+    # No result code at all: the text is all there is, corruption before disk.
+    pytest.param(Exception(INDEX_NAMED), Cause.FTS_INDEX, id="uncoded-corruption-naming-the-index"),
+    pytest.param(Exception("database disk image is malformed"), Cause.CORRUPT, id="uncoded-malformed-mentions-disk"),
+    pytest.param(Exception("messages_fts: database or disk is full"), Cause.DISK_FULL,
+                 id="uncoded-full-disk-naming-the-index"),
+]
+
+
+@pytest.mark.parametrize("exc, cause", LETTER_OF_THE_LAW)
+def test_a_result_code_decides_the_cause_whatever_the_text_says(exc, cause):
+    assert classify(exc) is cause
+
+
 def test_index_scoped_corruption_is_the_index_not_the_database():
     vtab = apsw.CorruptError("database disk image is malformed")
     vtab.extendedresult = 267  # SQLITE_CORRUPT_VTAB
@@ -95,3 +136,11 @@ def test_errors_outside_the_table_keep_their_own_message():
 
 def test_a_caller_error_quoting_alarming_words_keeps_its_own_cause():
     assert classify(NotFound("no session 'readonly database disk is full'")) is Cause.UNKNOWN
+
+
+def test_a_store_outside_a_homes_layout_is_named_as_it_was_opened():
+    assert "`sessiondb --store '/data/agent.db' doctor`" in explain(
+        Cause.CORRUPT, db_path=Path("/data/agent.db"), profile=None).message
+    server = explain(Cause.UNKNOWN, db_path="postgresql://agent@db.internal/memory#sessiondb_work", profile="work")
+    assert "postgresql://agent@db.internal/memory#sessiondb_work" in server.message
+    assert "`sessiondb --store 'postgresql://agent@db.internal/memory' -p work doctor`" in server.message

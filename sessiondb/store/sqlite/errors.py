@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import apsw
 
 from ... import errors
@@ -32,14 +35,27 @@ _SHM_FULL = (errors.DiskFull, "the disk is full: even the shared-memory file bes
                              "free space, then retry")
 
 
-def convert(exc: BaseException) -> BaseException:
-    """The sessiondb error for `exc`; non-APSW exceptions are returned unchanged."""
+_READ_ONLY = (errors.ReadOnlyStore, "the store cannot be opened for writing: its file, directory or filesystem "
+                                   "is read-only")
+
+
+def convert(exc: BaseException, path: Path | None = None) -> BaseException:
+    """The sessiondb error for `exc`; non-APSW exceptions are returned unchanged. `path`,
+    the store's file when known, tells a read-only place from a missing one."""
     if not isinstance(exc, apsw.Error):
         return exc
-    kind = _kind_of(exc)
+    kind = _READ_ONLY if path is not None and isinstance(exc, apsw.CantOpenError) and _read_only(path) \
+        else _kind_of(exc)
     error = kind[0](f"{kind[1]} ({exc})") if kind else errors.StorageError(f"the storage layer failed: {exc}")
     error.__cause__ = exc
     return error
+
+
+def _read_only(path: Path) -> bool:
+    """Whether this process may not write the store's directory or its existing files (a
+    read-only mount says so to root as well)."""
+    places = [path.parent] + [p for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")) if p.exists()]
+    return path.parent.exists() and not all(os.access(p, os.W_OK) for p in places)
 
 
 def _kind_of(exc: apsw.Error) -> tuple[type[errors.SessionDBError], str] | None:

@@ -132,7 +132,7 @@ class SharedFile:
                 # An open that failed (foreign, newer, damaged file) leaves the file as it was.
                 no_checkpoint_on_close(conn)
                 conn.close()
-            raise convert(exc) from None
+            raise convert(exc, self.path) from None
         return conn
 
     # --- durability: the strictest any open handle asked for --------------------------

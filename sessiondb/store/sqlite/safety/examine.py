@@ -7,6 +7,13 @@ on a file that may be damaged). The only plain file I/O on the database is the l
 head/tail sample, read through a descriptor SQLite already holds when this process has
 one (S-12, see ledger.py). The schema is checked as open checks it (schema.py), so that
 whatever open refuses the doctor reports, with the class its repair acts on.
+
+A full disk is not damage (S-48): a read or check that could not complete for lack of
+space (SQLITE_FULL, ENOSPC, a -shm or temp file that could not grow) says nothing about the
+file, and a main file shorter than its header says while a WAL holds the store's pages is
+a checkpoint the disk stopped, not a truncation. The report's `disk` says how much room
+there is and how much the store needs; too little is the `disk_full` problem, with its
+own steps.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from typing import Any
 
 import apsw
 
+from ....errors import Cause, classify
 from ....model import DoctorReport
 from ... import spool
 from ..connect import file_uri_path, filesystem_type
@@ -30,6 +38,10 @@ from .integrity import INDEX, MAX_LINES, NONE, SCHEMA, STRUCTURAL, classify_line
 from .schema import schema_findings
 
 QUICK_BUDGET = 10.0  # seconds a non-deep check may take before it stops (partial)
+# Room the next writes need beyond what the store already owes its disk (the log of a few
+# batches); with less free than the store needs, the doctor reports the disk as full.
+WRITE_ROOM = 64 * 1024
+SHM_BYTES = 32 * 1024  # the -shm's first region, made by the first connection when absent
 STALE_KEY = "search_stale"  # store_meta's marker of a damaged in-file index (stores before 0006)
 
 
@@ -54,6 +66,7 @@ class Report(DoctorReport):
     retired_wal: list[str] = field(default_factory=list)
     backups: list[str] = field(default_factory=list)
     repair_failures: int = 0
+    disk: dict[str, Any] = field(default_factory=dict)  # free and needed bytes; full when free < needed
 
 
 # --- opening ---------------------------------------------------------------------------
@@ -86,6 +99,7 @@ def examine(db_path: Path | str, *, deep: bool = False, command: str = "sessiond
     report.spool_pending = len(spool.pending(db_path))
     report.retired_wal = sorted(str(p) for p in db_path.parent.glob("retired-wal-*") if p.is_dir())
     report.backups = [str(p) for p in forensics.list_sets(db_path)]
+    shm_missing = not os.path.exists(f"{db_path}-shm")  # before the check's own connection makes one
     if not db_path.exists():
         report.problems.append(f"{db_path} does not exist")
         return report
@@ -103,6 +117,7 @@ def examine(db_path: Path | str, *, deep: bool = False, command: str = "sessiond
     _check_header(db_path, report)
     if report.damage == NONE and report.size:
         _check_database(db_path, report, deep=deep, budget=None if deep else budget)
+    _check_disk(db_path, report, shm_missing=shm_missing)
     if report.spool_pending:
         report.problems.append(f"{report.spool_pending} spooled batch(es) wait to be replayed")
         _report_other_generations(db_path, report)
@@ -164,7 +179,10 @@ def _check_header(db_path: Path, report: Report) -> None:
         return
     pages = int.from_bytes(head[28:32], "big")
     size_valid = head[24:28] == head[92:96] and pages > 0
-    if size_valid and report.size < pages * page_size:
+    if size_valid and report.size < pages * page_size and not report.wal_bytes:
+        # With a WAL the header may be a checkpoint's first page, written before the disk
+        # ran out for the rest: SQLite reads the store through the WAL, and the checks
+        # that follow judge what it reads.
         _damage(report, STRUCTURAL, f"the file is shorter ({report.size} bytes) than its header says "
                                     f"({pages} pages of {page_size}): truncated")
 
@@ -186,12 +204,14 @@ def _check_database(db_path: Path, report: Report, *, deep: bool, budget: float 
             os.path.exists(f"{db_path}{s}") for s in ("-wal", "-journal")))
         conn = open_readonly(db_path, writable_schema=True, quiet=quiet)
     except apsw.Error as exc:
-        _damage(report, STRUCTURAL, f"the file cannot be opened as a database ({exc})")
+        if not _no_room(report, "the database could not be opened", exc):
+            _damage(report, STRUCTURAL, f"the file cannot be opened as a database ({exc})")
         return
     try:
         _inspect(conn, db_path, report, deep=deep, budget=budget)
     except apsw.Error as exc:
-        _damage(report, STRUCTURAL, f"reading the database failed ({exc})")
+        if not _no_room(report, "the database could not be read to the end", exc):
+            _damage(report, STRUCTURAL, f"reading the database failed ({exc})")
     finally:
         conn.close()
 
@@ -245,6 +265,8 @@ def _check_search_index(db_path: Path, report: Report, *, deep: bool) -> None:
         finally:
             conn.close()
     except apsw.Error as exc:
+        if _no_room(report, "the search index could not be checked", exc):
+            return
         lines = [f"the check itself failed ({exc})"]
     report.search_index["errors"] = lines[:MAX_LINES]
     if lines:
@@ -261,6 +283,49 @@ def _check_schema(conn: apsw.Connection, report: Report) -> set[str]:
     for finding in findings:
         _damage(report, finding.cls, finding.text)
     return {f.name for f in findings}
+
+
+def _no_room(report: Report, what: str, exc: BaseException) -> bool:
+    """Whether `exc` is a lack of space; if so it is noted as a check left undone, never as
+    damage (S-48)."""
+    if classify(exc) is not Cause.DISK_FULL:
+        return False
+    report.disk["full"] = True
+    report.findings.append(f"{what}: the disk is full ({exc}); nothing is known to be damaged")
+    return True
+
+
+def _check_disk(db_path: Path, report: Report, *, shm_missing: bool) -> None:
+    """Free space against what writing to the store needs: the pages its WAL still owes the
+    main file, a -shm when there is none, and WRITE_ROOM for the next writes."""
+    space = forensics.statvfs_space(db_path.parent)
+    if space is None:
+        return
+    owed = 0
+    if report.page_count and report.page_size:
+        owed = max(0, report.page_count * report.page_size - report.size)
+    free, needed = space[0], owed + (SHM_BYTES if shm_missing else 0) + WRITE_ROOM
+    full = report.disk.get("full", False) or free < needed
+    report.disk = {"free": free, "needed": needed, "full": full}
+    if full:
+        intact = "; the store itself is not damaged" if report.damage == NONE else ""
+        report.problems.insert(0, f"The disk holding {db_path} is full: {_size(free)} free, and the store needs "
+                                  f"{_size(needed)} to take writes again{intact}.")
+
+
+def _size(n: int) -> str:
+    return f"{n / (1 << 20):.1f} MiB" if n >= 1 << 20 else f"{n / 1024:.0f} KiB"
+
+
+def _disk_steps(db_path: Path, report: Report, command: str) -> list[str]:
+    """Out of space (S-48): free it; never recover or move files, nothing is damaged."""
+    short = max(0, report.disk["needed"] - report.disk["free"])
+    intact = ", and do not recover into a new file: the store is not damaged" if report.damage == NONE else ""
+    return [
+        f"Free at least {_size(short) if short else 'some space'} on the disk holding {db_path.parent} "
+        f"(`df -h {db_path.parent}` shows it); do not delete {db_path.name}-wal or {db_path.name}-shm{intact}.",
+        f"Then run `{command} doctor` again; the next write checkpoints the log into the store.",
+    ]
 
 
 def _damage(report: Report, cls: str, finding: str) -> None:
@@ -299,6 +364,10 @@ def recover_steps(db_path: Path, command: str) -> list[str]:
 
 
 def advise(report: Report, db_path: Path, command: str) -> None:
+    if report.disk.get("full"):
+        # Nothing the doctor could do, and nothing a recovery would write, fits on the disk.
+        report.steps = _disk_steps(db_path, report, command)
+        return
     if report.damage == STRUCTURAL:
         report.steps = recover_steps(db_path, command)
     elif report.damage in (INDEX, SCHEMA) or report.spool_pending:

@@ -15,7 +15,7 @@ import time
 
 import apsw
 
-from ....errors import FTS_TABLES
+from ....errors import FTS_TABLES, Cause, classify
 
 NONE, INDEX, SCHEMA, STRUCTURAL = "none", "index", "schema", "structural"
 SEVERITY = {NONE: 0, INDEX: 1, SCHEMA: 2, STRUCTURAL: 3}
@@ -45,6 +45,8 @@ def integrity_lines(conn: apsw.Connection, *, deep: bool, budget: float | None) 
     except apsw.InterruptError:
         return lines, False
     except apsw.Error as exc:
+        if classify(exc) is Cause.DISK_FULL:
+            raise  # a check the disk stopped says nothing about the file (S-48)
         lines.append(f"the check itself failed: {exc}")
     finally:
         conn.set_progress_handler(None)

@@ -36,7 +36,8 @@ def unclean_shutdown(db_path: Path) -> bool:
 def startup_probe(conn: apsw.Connection, db_path: Path, *, budget: float = STARTUP_BUDGET) -> None:
     """A size-bounded quick check after an unclean shutdown; raises StoreDamaged (cause
     corrupt) on structural damage, before any write. Index and schema damage are left to
-    the doctor (writes stay safe: index damage is contained by S-16)."""
+    the doctor (writes stay safe: index damage is contained by S-16). A check the disk
+    stopped raises its own error (the open is refused as disk_full), never damage (S-48)."""
     lines, _complete = integrity_lines(conn, deep=False, budget=budget)
     if not lines:
         return

@@ -62,6 +62,10 @@ def repair(db_path: Path | str, *, command: str = "sessiondb", deep: bool = Fals
     actions: list[str] = []
     if not before.exists:
         return before
+    if before.disk.get("full"):
+        # Every repair writes (a backup, the log checkpointed into the store): none fits.
+        before.repair = {"actions": ["nothing done: the disk is full"], "backup": None}
+        return before
     if before.damage in (INDEX, SCHEMA):
         _refuse_if_held(db_path)
     if before.damage == NONE:
