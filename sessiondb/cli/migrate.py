@@ -28,7 +28,7 @@ from .. import home as homes
 from .. import open_store, profiles
 from ..errors import InvalidInput
 from ..store.contract import Store
-from ..store.locations import holds_profiles
+from ..store.locations import holds_profiles, shown_location
 from . import render
 from .context import CliContext
 from .sessions import json_option
@@ -67,10 +67,12 @@ def _moves(ctx: CliContext, sources: tuple[str, ...], source_profile: str | None
             goes_to = (target_profile or named or homes.DEFAULT_PROFILE) if to_server else None
             moves.append(_Move(where, source_profile if _is_location(where) else None, goes_to))
         if len({m.target_profile for m in moves}) < len(moves):
-            into = "one profile" if to_server else "one store"
-            raise InvalidInput(
-                f"{len(moves)} stores would be merged into {into} of {target}; migrate them one at a time, "
-                "each with its own --to-profile, or name their profiles so each keeps its own on the server")
+            if to_server:
+                raise InvalidInput(
+                    f"{len(moves)} stores would be merged into one profile of {shown_location(target)}; migrate "
+                    "them one at a time, each with its own --to-profile")
+            raise InvalidInput(f"{len(moves)} stores would be merged into one store, {target}; migrate them "
+                               "one at a time, each into a store of its own")
     return moves
 
 

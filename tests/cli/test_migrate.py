@@ -161,7 +161,7 @@ def test_profiles_of_a_home_move_into_files_of_their_own(tmp_path):
 def test_several_stores_into_one_file_are_refused_before_anything_moves(tmp_path):
     filled_profiles(tmp_path / "home", ["work", "demo"])
     message = refused("--from", "work", "--from", "demo", "--to", str(tmp_path / "one.db"))
-    assert "would be merged into one store" in message and "one at a time" in message
+    assert "would be merged into one store" in message and "each into a store of its own" in message
     assert not (tmp_path / "one.db").exists()
 
 
