@@ -179,9 +179,9 @@ class ServerUnreachable(StorageError):
 
 
 class Unavailable(ServerUnreachable):
-    """The database server went away during a write and stayed away past the patience
+    """The database server was unavailable during a write and stayed away past the patience
     budget: the write may or may not be stored (an attempt may have committed just before
-    the connection broke). Retrying it stores it once: writes are idempotent by uid."""
+    its connection broke). Retrying it stores it once: writes are idempotent by uid."""
 
     cause = Cause.UNAVAILABLE
 

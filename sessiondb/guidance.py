@@ -108,7 +108,7 @@ _TABLE: dict[Cause, tuple[str, str, int, int]] = {
         1, 503,
     ),
     Cause.UNAVAILABLE: (
-        "The database server of {db} went away during a write and stayed away past "
+        "The database server of {db} was unavailable during a write and stayed away past "
         "sessiondb's patience, so that write may or may not be stored (everything acknowledged "
         "before it is safe); once the server is back, retrying stores it once.",
         "Appends are matched by uid, so sending the same messages again with their uids adds "
