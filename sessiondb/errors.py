@@ -25,6 +25,7 @@ class Cause(str, Enum):
     COMPRESSION_CLOSED = "compression_closed"
     # Causes a database server brings (the PostgreSQL backend).
     UNREACHABLE = "unreachable"
+    UNAVAILABLE = "unavailable"
     AUTH_FAILED = "auth_failed"
     SERVER_DISK_FULL = "server_disk_full"
     STANDBY = "standby"
@@ -187,6 +188,14 @@ class ServerUnreachable(StorageError):
     """The database server could not be reached (or stayed down) within the patience budget."""
 
     cause = Cause.UNREACHABLE
+
+
+class Unavailable(ServerUnreachable):
+    """The database server was unavailable during a write and stayed away past the patience
+    budget: the write may or may not be stored (an attempt may have committed just before
+    its connection broke). Retrying it stores it once: writes are idempotent by uid."""
+
+    cause = Cause.UNAVAILABLE
 
 
 class AuthenticationFailed(StorageError):

@@ -107,6 +107,15 @@ _TABLE: dict[Cause, tuple[str, str, int, int]] = {
         "connections; a server restart or a failover shows here until it is back.",
         1, 503,
     ),
+    Cause.UNAVAILABLE: (
+        "The database server of {db} was unavailable during a write and stayed away past "
+        "sessiondb's patience, so that write may or may not be stored (everything acknowledged "
+        "before it is safe); once the server is back, retrying stores it once.",
+        "Appends are matched by uid, so sending the same messages again with their uids adds "
+        "only what is missing; `pg_isready` with the URL's host and port tells whether the "
+        "server accepts connections again.",
+        1, 503,
+    ),
     Cause.AUTH_FAILED: (
         "The database server of {db} refused sessiondb's credentials; nothing was written, "
         "check the user and password in the store's URL.",

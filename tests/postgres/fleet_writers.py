@@ -18,7 +18,13 @@ def start_writer(url: str, schema: str, writer: str, count: int, sessions: list[
 def acknowledged(process: subprocess.Popen, timeout: float = 300) -> tuple[list[str], str]:
     """(the uids the writer acknowledged, its stderr) once it exits."""
     out, err = process.communicate(timeout=timeout)
-    return [line.split()[1] for line in out.splitlines() if line.startswith("ack ")], err
+    return acks(out), err
+
+
+def acks(out: str) -> list[str]:
+    """The uids a writer's output acknowledged, in order (a line cut short by a kill is none)."""
+    return [uid for line in out.splitlines(keepends=True) if line.startswith("ack ") and line.endswith("\n")
+            for uid in line.split()[1:]]
 
 
 def check_sessions(store, session_ids, acked):

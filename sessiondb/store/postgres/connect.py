@@ -5,8 +5,15 @@ connection breaks under it (killed while idle by a firewall or pgbouncer, the se
 restarting or failing over), the whole unit runs again on a fresh connection, with
 backoff, until the patience budget is spent; every write is idempotent (appends and
 imports by uid), so running one again never stores anything twice. Bad input and
-conflicts are not retried. A pool whose every connection stays busy past the budget is
-StoreBusy.
+conflicts are not retried.
+
+Retrying is sessiondb's, not the pool's: the pool stops trying to reconnect after a
+second (its own backoff doubles to half a minute, which outlasts the patience), and a
+request waits on the pool a second at a time, so the next one asks the pool to connect
+again; a server back within the budget is found within about a second. A write the
+server's absence stopped is `Unavailable` (an attempt may have committed before its
+connection broke: retrying stores it once); a read is `ServerUnreachable`. Only a pool
+whose every connection stays busy, with the server reachable, is StoreBusy.
 
 Each profile's store is a schema of its own (docs/fleet.md says why); every connection
 of the pool has the schema, then the schema holding the search extensions, on its
@@ -27,8 +34,8 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ...errors import InvalidInput, SessionDBError
-from .errors import convert, retryable
+from ...errors import InvalidInput, ServerUnreachable, SessionDBError, StoreBusy
+from .errors import connection_lost, convert, retryable, unavailable
 
 T = TypeVar("T")
 
@@ -38,6 +45,7 @@ EXTENSIONS_SCHEMA = "sessiondb_extensions"  # unaccent and pg_trgm, shared by ev
 _SCHEMA = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _HASHED = re.compile(r".*_[0-9a-f]{10}")  # how a schema_for name that had to be hashed ends
 _BACKOFF = (0.05, 1.0)  # first and longest pause between attempts
+_WAIT = _BACKOFF[1]  # longest a request waits on the pool, and how long the pool tries to reconnect
 
 
 def schema_for(profile: str | None) -> str:
@@ -129,13 +137,20 @@ class Database:
             self.conninfo, min_size=0, max_size=pool_size, open=False, configure=self._configure,
             kwargs={"autocommit": True, "connect_timeout": max(1, int(min(self.patience, 10)) or 1),
                     **application_name(self.conninfo, self.schema)},
-            reconnect_timeout=max(self.patience, 1.0), name=f"sessiondb:{self.schema}",
+            reconnect_timeout=_WAIT, reconnect_failed=self._lost, name=f"sessiondb:{self.schema}",
         )
+        #: The pool's last attempt to connect failed: a request that times out on the pool
+        #: meanwhile waited on an absent server, not on busy connections.
+        self.away = False
 
     def _configure(self, conn: psycopg.Connection) -> None:
         conn.execute(sql.SQL("SET search_path TO {}, {}").format(
             sql.Identifier(self.schema), sql.Identifier(EXTENSIONS_SCHEMA)))
         conn.execute("SELECT set_config('synchronous_commit', %s, false)", (self.synchronous_commit,))
+        self.away = False
+
+    def _lost(self, pool: ConnectionPool) -> None:
+        self.away = True
 
     def open(self) -> None:
         self.pool.open(wait=False)
@@ -145,23 +160,46 @@ class Database:
 
     def run(self, work: Callable[[psycopg.Connection], T], *, read_only: bool = False) -> T:
         """`work(conn)` in one transaction, retried whole on a broken connection (see above)."""
+        return self._retried(lambda wait: self._attempt(work, wait, read_only), writes=not read_only)
+
+    def session(self, work: Callable[[psycopg.Connection], T]) -> T:
+        """`work(conn)` on a pooled connection without a transaction around it (a lone
+        append's statement, migrations, advisory locks), retried like `run`."""
+        def attempt(wait: float) -> T:
+            with self.pool.connection(timeout=wait) as conn:
+                return work(conn)
+        return self._retried(attempt, writes=True)
+
+    def _retried(self, attempt: Callable[[float], T], *, writes: bool) -> T:
         deadline = time.monotonic() + self.patience
         pause = _BACKOFF[0]
+        maybe_stored = False  # an attempt's connection broke: it may have committed first
         while True:
+            left = deadline - time.monotonic()
             try:
-                return self._attempt(work, deadline, read_only)
+                return attempt(min(max(left, 0.001), _WAIT))
             except SessionDBError:
                 raise
             except Exception as exc:  # a driver error: convert it, or try again
+                maybe_stored = maybe_stored or (writes and connection_lost(exc))
                 left = deadline - time.monotonic()
-                if not retryable(exc) or left <= 0:
-                    raise _exhausted(exc, self.conninfo, self.location) from None
-                time.sleep(min(pause * (0.5 + random.random()), max(left, 0)))
-                pause = min(pause * 2, _BACKOFF[1])
+                waited = isinstance(exc, PoolTimeout)  # on the pool, for as long as it may
+                if not (waited or retryable(exc)) or left <= 0:
+                    raise self._gave_up(exc, writes, maybe_stored) from None
+                if not waited:
+                    time.sleep(min(pause * (0.5 + random.random()), left))
+                    pause = min(pause * 2, _BACKOFF[1])
 
-    def _attempt(self, work: Callable[[psycopg.Connection], T], deadline: float, read_only: bool) -> T:
-        timeout = max(deadline - time.monotonic(), 0.001)
-        with self.pool.connection(timeout=timeout) as conn:
+    def _gave_up(self, exc: BaseException, writes: bool, maybe_stored: bool) -> BaseException:
+        """The error once retrying is over: a write the server's absence stopped (or whose
+        connection broke) may or may not be stored."""
+        error = _exhausted(exc, self.conninfo, self.location, away=self.away)
+        if writes and (isinstance(error, ServerUnreachable) or maybe_stored and isinstance(error, StoreBusy)):
+            return unavailable(error, f"{self.location}#{self.schema}")
+        return error
+
+    def _attempt(self, work: Callable[[psycopg.Connection], T], wait: float, read_only: bool) -> T:
+        with self.pool.connection(timeout=wait) as conn:
             try:
                 # A read runs in one REPEATABLE READ snapshot: its queries agree with each other.
                 isolation = psycopg.IsolationLevel.REPEATABLE_READ if read_only else None
@@ -188,30 +226,19 @@ class Database:
         except Exception as exc:
             raise _exhausted(exc, self.conninfo, self.location) from None
 
-    def session(self, work: Callable[[psycopg.Connection], T]) -> T:
-        """`work(conn)` on a pooled connection without a transaction around it (migrations,
-        advisory locks), retried like `run`."""
-        deadline = time.monotonic() + self.patience
-        while True:
-            try:
-                with self.pool.connection(timeout=max(deadline - time.monotonic(), 0.001)) as conn:
-                    return work(conn)
-            except SessionDBError:
-                raise
-            except Exception as exc:
-                if not retryable(exc) or deadline <= time.monotonic():
-                    raise _exhausted(exc, self.conninfo, self.location) from None
-                time.sleep(_BACKOFF[0])
 
-
-def _exhausted(exc: BaseException, conninfo: str, location: str) -> BaseException:
+def _exhausted(exc: BaseException, conninfo: str, location: str, *, away: bool = False) -> BaseException:
     """The error to raise once retrying is over. A pool that timed out may have waited on
-    a server it cannot reach (or that refuses us): one direct attempt tells which."""
+    a server it cannot reach (or that refuses us): one direct attempt tells which, and a
+    server that came back only as the budget ran out (`away`) was still unreachable."""
     if isinstance(exc, PoolTimeout):
         try:
             psycopg.connect(conninfo, connect_timeout=2).close()
         except psycopg.Error as probe:
             exc = probe
+        else:
+            if away:
+                return convert(exc, location, away=True)
     return convert(exc, location)
 
 

@@ -55,10 +55,30 @@ def retryable(exc: BaseException) -> bool:
     return isinstance(exc, psycopg.OperationalError)
 
 
-def convert(exc: BaseException, location: str) -> BaseException:
-    """The sessiondb error for `exc` (driver errors only; others are returned unchanged)."""
-    if isinstance(exc, PoolTimeout):
-        error: errors.SessionDBError = errors.StoreBusy(
+def connection_lost(exc: BaseException) -> bool:
+    """Whether `exc` broke the connection under a unit of work, which the server may have
+    committed before the break was seen (a transaction it aborted was not committed)."""
+    return retryable(exc) and not (getattr(exc, "sqlstate", None) or "").startswith("40")
+
+
+def unavailable(error: errors.SessionDBError, store: str) -> errors.Unavailable:
+    """What a write stopped by the server's absence says: it may or may not be stored."""
+    detail = str(error)
+    refusal = errors.Unavailable(
+        f"the server of {store} stayed unavailable past the patience budget ({detail}): the write may or may "
+        "not be stored; retrying stores it once (messages are matched by uid)")
+    refusal.__cause__ = error.__cause__ or error
+    return refusal
+
+
+def convert(exc: BaseException, location: str, *, away: bool = False) -> BaseException:
+    """The sessiondb error for `exc` (driver errors only; others are returned unchanged).
+    A pool timeout is StoreBusy unless the pool could not connect (`away`)."""
+    if isinstance(exc, PoolTimeout) and away:
+        error: errors.SessionDBError = errors.ServerUnreachable(
+            f"the server of {location} could not be reached: the pool's attempts to connect failed")
+    elif isinstance(exc, PoolTimeout):
+        error = errors.StoreBusy(
             f"every connection of this process's pool to {location} stayed busy past the patience "
             "budget; nothing was written, retry, or give the store a larger pool (pool_size)")
     elif not isinstance(exc, psycopg.Error):
