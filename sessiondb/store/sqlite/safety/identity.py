@@ -172,6 +172,7 @@ class FileGuard:
             "pid": os.getpid(),
             "captured_at": time.time(),
             "cause": Cause.DELETED_WAL.value,
+            "generation": self._generation.decode(),  # the file its frames belong to (captures.py)
             "note": "the WAL this process was writing when its file was deleted; keep it until the "
                     "store has been checked",
         }
