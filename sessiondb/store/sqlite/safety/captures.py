@@ -37,7 +37,7 @@ import apsw
 from ....errors import InvalidInput
 from ....files import private_file
 from . import ledger, recover
-from .examine import open_readonly
+from . import examine as examination
 from .holders import holders
 from .identity import descriptors_of
 
@@ -122,7 +122,7 @@ def _snapshot(db_path: Path, base: Path) -> None:
     # (examine.py says why); else an ordinary read-only connection, which shares locks.
     quiet = not holders(db_path) and not descriptors_of(str(db_path)) and not any(
         os.path.exists(f"{db_path}{s}") for s in ("-wal", "-journal"))
-    source = open_readonly(db_path, quiet=quiet)
+    source = examination.open_readonly(db_path, quiet=quiet)
     try:
         copy = apsw.Connection(str(base))
         try:
