@@ -348,7 +348,7 @@ def recover_steps(db_path: Path, command: str) -> list[str]:
     ]
 
 
-def restore_step(report: Report, command: str) -> list[str]:
+def way_back_step(report: Report, command: str) -> list[str]:
     """`restore-captured`, when captures or spooled batches wait for it (S-49): it brings the
     captures back before the spool, in the order they were written, and marks them."""
     if not report.way_back:
@@ -363,7 +363,7 @@ def restore_step(report: Report, command: str) -> list[str]:
 
 
 def advise(report: Report, db_path: Path, command: str) -> None:
-    way_back = [] if report.damage == STRUCTURAL else restore_step(report, command)
+    way_back = [] if report.damage == STRUCTURAL else way_back_step(report, command)
     if report.damage == STRUCTURAL:
         report.steps = recover_steps(db_path, command)
     elif report.damage in (INDEX, SCHEMA) or (report.spool_pending and not way_back):

@@ -213,7 +213,7 @@ def _replay_and_checkpoint(db_path: Path, report: Report, actions: list[str], re
     when nobody else holds the store."""
     if report.spool_pending and report.way_back:
         # Replayed now, a refused batch would land before the captured commits it followed;
-        # restore-captured brings back both, in order (examine.restore_step names it).
+        # restore-captured brings back both, in order (examine.way_back_step names it).
         actions.append("spool left for restore-captured, which brings back the captures it follows first")
     elif report.spool_pending and replay is not None:
         result = replay()
@@ -222,7 +222,7 @@ def _replay_and_checkpoint(db_path: Path, report: Report, actions: list[str], re
     held_by = holders(db_path)
     if held_by:
         actions.append(f"checkpoint skipped: held by {', '.join(map(str, held_by))}")
-    elif os.path.exists(f"{db_path}-wal") and walowner.foreign_wal(db_path) is None:
+    elif os.path.exists(f"{db_path}-wal"):
         conn = repair_connection(db_path)
         try:
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
