@@ -49,7 +49,7 @@ class FileDoctor:
         return captured.captures(self.path)
 
     def read_capture(self, capture: str, output: str) -> recovery.RecoverReport:
-        return captured.read(self.path, capture, Path(output))
+        return recovery.recover_capture(self.path, capture, Path(output))
 
     def mark_restored(self, capture: str, record: dict[str, Any]) -> None:
         captured.mark_restored(self.path, capture, record)

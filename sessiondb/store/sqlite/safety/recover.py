@@ -37,11 +37,13 @@ from typing import Any, Callable
 import apsw
 
 from ....errors import InvalidInput
-from ....files import staged
+from ....files import private_file, staged
 from ....home import make_private
 from ..connect import APPLICATION_ID, configure_writer, connect
 from ..migrations import migrate
-from .examine import STALE_KEY
+from . import captures
+from .examine import STALE_KEY, open_readonly
+from .holders import holders
 from .identity import SQLITE_MAGIC, descriptors_of
 from .salvage import TableSalvage, salvage
 
@@ -102,6 +104,51 @@ def recover(source: Path | str, output: Path | str | None, *, inspect_only: bool
         shutil.rmtree(scratch, ignore_errors=True)
     _summarise(report)
     return report
+
+
+def recover_capture(db_path: Path, capture: str, output: Path) -> RecoverReport:
+    """Salvage what a retired-WAL capture beside the store at `db_path` holds (captures.py)
+    into the new store `output`: its WAL laid over a snapshot of the store. Neither the
+    store nor the capture is changed."""
+    wal = captures.wal_of(db_path, capture)
+    scratch = Path(tempfile.mkdtemp(prefix="sessiondb-capture-", dir=output.parent))
+    try:
+        base = scratch / db_path.name
+        _snapshot(db_path, base)
+        with private_file(Path(f"{base}-wal"), "wb") as out, open(wal, "rb") as captured:
+            shutil.copyfileobj(captured, out)
+        return recover(base, output)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _snapshot(db_path: Path, base: Path) -> None:
+    """A consistent copy of the store at `db_path` in WAL mode (so a WAL put beside it is
+    read), made through SQLite's backup API, never plain I/O on the live file (S-12): page
+    for page, so the captured frames land where they were written."""
+    if not db_path.is_file():
+        raise InvalidInput(f"{db_path} does not exist: there is no file to lay the captured WAL over")
+    # Immutable only while nothing, here or elsewhere, has the file or a log beside it open
+    # (examine.py says why); else an ordinary read-only connection, which shares locks.
+    quiet = not holders(db_path) and not descriptors_of(str(db_path)) and not any(
+        os.path.exists(f"{db_path}{s}") for s in SIDECARS)
+    source = open_readonly(db_path, quiet=quiet)
+    try:
+        copy = apsw.Connection(str(base))
+        try:
+            copy.execute("PRAGMA journal_mode=WAL")
+            with copy.backup("main", source, "main") as step:
+                step.step(-1)
+            copy.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            copy.close()
+    finally:
+        source.close()
+    for suffix in ("-wal", "-shm"):
+        try:
+            os.unlink(f"{base}{suffix}")
+        except FileNotFoundError:
+            pass
 
 
 def _new_target(source: Path, output: Path | str | None) -> Path:
