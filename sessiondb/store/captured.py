@@ -131,20 +131,21 @@ def _restore_capture(doctor: Captures, capture: dict[str, Any], target: Store, r
         return
     scratch = Path(tempfile.mkdtemp(prefix=".sessiondb-restore-", dir=Path(doctor.spool_anchor).parent))
     try:
-        output = scratch / "captured.db"
         try:
-            read = doctor.read_capture(capture["capture"], str(output))
+            reads = doctor.read_capture(capture["capture"], str(scratch))
         except SessionDBError as exc:
             entry["outcome"], entry["reason"] = "failed", f"the capture could not be read ({exc})"
             return
-        entry["read"] = {"messages": read.messages_kept, "lost_estimate": read.messages_lost_estimate,
-                         "notes": read.notes}
-        if not output.exists():
+        entry["read"] = [{"messages": r.messages_kept, "lost_estimate": r.messages_lost_estimate, "notes": r.notes}
+                         for r in reads]
+        outputs = [r.output for r in reads if r.output and Path(r.output).exists()]
+        if not outputs:
             entry["outcome"], entry["reason"] = "failed", "nothing in the capture was readable"
             return
-        before = report.restored
-        with open_store(output, replay_spool=False) as source:
-            failures = _bring_back(_sessions(source.export()), target, report)
+        before, failures = report.restored, []
+        for output in outputs:  # each reading adds what the ones before it missed, by uid
+            with open_store(output, replay_spool=False) as source:
+                failures += _bring_back(_sessions(source.export()), target, report)
         entry["restored"] = report.restored - before
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -85,8 +85,9 @@ class Captures(Protocol):
         """Each capture: `capture` (its name), `cause`, `generation` (of the file its commits
         were written for, or None), `bytes`, `restored` (where and when it was brought back, or None)."""
 
-    def read_capture(self, capture: str, output: str) -> Any:
-        """Salvage what the capture holds into the new store `output` (a recover report)."""
+    def read_capture(self, capture: str, directory: str) -> list[Any]:
+        """Salvage what the capture holds into new stores in `directory`, each read a
+        different way; a recover report for each (its `output` names the store)."""
 
     def mark_restored(self, capture: str, record: Mapping[str, Any]) -> None:
         """Record that the capture was brought back (the doctor then stops naming it)."""

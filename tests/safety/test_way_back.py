@@ -37,15 +37,19 @@ def stored_uids(home: Path) -> Counter:
         return Counter(r["message"]["uid"] for r in store.export() if r.get("type") == "message")
 
 
-def acknowledged_then(home: Path, db: Path, change, before=lambda: None) -> list[str]:
-    """A writer starts (`before` runs then), acknowledges ACKNOWLEDGED messages, `change`
-    runs under it, its next append is refused (and spooled), and it exits. Returns the uids
-    it acknowledged."""
+def acknowledged_then(home: Path, db: Path, change, before=lambda: None, checkpoint_after: int | None = None,
+                      count: int = ACKNOWLEDGED) -> list[str]:
+    """A writer starts (`before` runs then), acknowledges `count` messages (with a
+    passive checkpoint after the first `checkpoint_after`, so the WAL starts a new cycle
+    over the frames of the old one), `change` runs under it, its next append is refused
+    (and spooled), and it exits. Returns the uids it acknowledged."""
     writer = LiveWriter(home)
     acked = ["first"]  # live_writer.py's own opening message
     before()
     try:
-        for i in range(ACKNOWLEDGED):
+        for i in range(count):
+            if i == checkpoint_after:
+                assert writer.send("checkpoint PASSIVE")["ok"]
             assert writer.send(f"append ack-{i}")["ok"]
             acked.append(f"ack-{i}")
         cause = change()
@@ -62,7 +66,7 @@ def deleted_wal(home: Path, db: Path) -> list[str]:
     return acknowledged_then(home, db, delete)
 
 
-def copied_over(home: Path, db: Path) -> list[str]:
+def copied_over(home: Path, db: Path, checkpoint_after: int | None = None, count: int = ACKNOWLEDGED) -> list[str]:
     """An earlier backup of the store copied with cp over it while the writer holds it."""
     earlier = home / "earlier.db"
 
@@ -74,7 +78,22 @@ def copied_over(home: Path, db: Path) -> list[str]:
         with sessiondb.open_store(home=home, profile=PROFILE) as store:
             store.backup(earlier)
 
-    return acknowledged_then(home, db, copy, before=backup_first)
+    return acknowledged_then(home, db, copy, before=backup_first, checkpoint_after=checkpoint_after, count=count)
+
+
+def recovered_by_hand(db: Path, tmp_path: Path) -> set[str]:
+    """The uids a person finds by copying the store and the captured WAL and recovering
+    the copy (`sessiondb recover`), the store being closed."""
+    [capture] = db.parent.glob("retired-wal-*")
+    by_hand = tmp_path / "by-hand"
+    by_hand.mkdir()
+    shutil.copy(db, by_hand / "state.db")
+    shutil.copy(capture / "state.db-wal", by_hand / "state.db-wal")
+    done = CliRunner().invoke(main, ["recover", "--source", str(by_hand / "state.db"),
+                                     "--output", str(tmp_path / "recovered.db")])
+    assert done.exit_code == 0, done.output
+    with sessiondb.open_store(tmp_path / "recovered.db") as recovered:
+        return {r["message"]["uid"] for r in recovered.export() if r.get("type") == "message"}
 
 
 def test_after_a_deleted_wal_every_acknowledged_message_comes_back_exactly_once(isolated_home):
@@ -116,20 +135,26 @@ def test_after_a_copy_over_a_live_store_the_old_generation_comes_back_only_when_
     assert stored_uids(isolated_home) == uids
 
 
+def test_what_the_replaced_file_held_before_its_last_checkpoint_comes_back_from_the_frames_its_wal_kept(
+        isolated_home, tmp_path):
+    db = isolated_home / "profiles" / PROFILE / "state.db"
+    # Enough messages for several pages, so the new cycle's 3 appends rewrite only the last ones.
+    acked = copied_over(isolated_home, db, checkpoint_after=147, count=150)
+    stored_uids(isolated_home)  # an open sets the old WAL aside
+    assert set(acked) - recovered_by_hand(db, tmp_path), \
+        "the premise: SQLite's reading of the WAL misses what was checkpointed before"
+
+    assert cli(isolated_home, "restore-captured", "--other-generations").exit_code == 0
+
+    uids = stored_uids(isolated_home)
+    assert all(uids[uid] == 1 for uid in acked + ["refused"]), uids
+
+
 def test_the_way_back_finds_at_least_what_recovering_by_hand_finds(isolated_home, tmp_path):
     db = isolated_home / "profiles" / PROFILE / "state.db"
     copied_over(isolated_home, db)
     stored_uids(isolated_home)  # an open sets the old WAL aside
-    [capture] = db.parent.glob("retired-wal-*")
-    by_hand = tmp_path / "by-hand"
-    by_hand.mkdir()
-    shutil.copy(db, by_hand / "state.db")  # the store is closed: a plain copy is what a person makes
-    shutil.copy(capture / "state.db-wal", by_hand / "state.db-wal")
-    done = CliRunner().invoke(main, ["recover", "--source", str(by_hand / "state.db"),
-                                     "--output", str(tmp_path / "recovered.db")])
-    assert done.exit_code == 0, done.output
-    with sessiondb.open_store(tmp_path / "recovered.db") as recovered:
-        found_by_hand = {r["message"]["uid"] for r in recovered.export() if r.get("type") == "message"}
+    found_by_hand = recovered_by_hand(db, tmp_path)
 
     assert cli(isolated_home, "restore-captured", "--other-generations").exit_code == 0
 

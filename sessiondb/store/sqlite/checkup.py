@@ -48,8 +48,8 @@ class FileDoctor:
     def captures(self) -> list[dict[str, Any]]:
         return captured.captures(self.path)
 
-    def read_capture(self, capture: str, output: str) -> recovery.RecoverReport:
-        return recovery.recover_capture(self.path, capture, Path(output))
+    def read_capture(self, capture: str, directory: str) -> list[recovery.RecoverReport]:
+        return recovery.recover_capture(self.path, capture, Path(directory))
 
     def mark_restored(self, capture: str, record: dict[str, Any]) -> None:
         captured.mark_restored(self.path, capture, record)

@@ -41,7 +41,7 @@ from ....files import private_file, staged
 from ....home import make_private
 from ..connect import APPLICATION_ID, configure_writer, connect
 from ..migrations import migrate
-from . import captures
+from . import captures, walframes
 from .examine import STALE_KEY, open_readonly
 from .holders import holders
 from .identity import SQLITE_MAGIC, descriptors_of
@@ -106,20 +106,32 @@ def recover(source: Path | str, output: Path | str | None, *, inspect_only: bool
     return report
 
 
-def recover_capture(db_path: Path, capture: str, output: Path) -> RecoverReport:
+def recover_capture(db_path: Path, capture: str, scratch: Path) -> list[RecoverReport]:
     """Salvage what a retired-WAL capture beside the store at `db_path` holds (captures.py)
-    into the new store `output`: its WAL laid over a snapshot of the store. Neither the
-    store nor the capture is changed."""
+    into new stores in the directory `scratch`: `read.db`, from the WAL as SQLite reads it
+    laid over a snapshot of the store, and `every-frame.db`, from the newest version of
+    every page the WAL still holds, earlier cycles included (walframes.py), laid over
+    another. Neither the store nor the capture is changed."""
     wal = captures.wal_of(db_path, capture)
-    scratch = Path(tempfile.mkdtemp(prefix="sessiondb-capture-", dir=output.parent))
+    work = Path(tempfile.mkdtemp(prefix="sessiondb-capture-", dir=scratch))
     try:
-        base = scratch / db_path.name
-        _snapshot(db_path, base)
-        with private_file(Path(f"{base}-wal"), "wb") as out, open(wal, "rb") as captured:
-            shutil.copyfileobj(captured, out)
-        return recover(base, output)
+        read, every = work / "read", work / "every-frame"
+        read.mkdir(mode=0o700)
+        every.mkdir(mode=0o700)
+        _snapshot(db_path, read / db_path.name)
+        _private_copy(read / db_path.name, every / db_path.name)
+        _private_copy(wal, read / f"{db_path.name}-wal")
+        reports = [recover(read / db_path.name, scratch / "read.db")]
+        if walframes.lay_every_frame(wal, every / db_path.name):
+            reports.append(recover(every / db_path.name, scratch / "every-frame.db"))
+        return reports
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _private_copy(source: Path, destination: Path) -> None:
+    with private_file(destination, "wb") as out, open(source, "rb") as data:
+        shutil.copyfileobj(data, out)
 
 
 def _snapshot(db_path: Path, base: Path) -> None:
