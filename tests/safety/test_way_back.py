@@ -66,12 +66,17 @@ def deleted_wal(home: Path, db: Path) -> list[str]:
     return acknowledged_then(home, db, delete)
 
 
-def copied_over(home: Path, db: Path, checkpoint_after: int | None = None, count: int = ACKNOWLEDGED) -> list[str]:
-    """An earlier backup of the store copied with cp over it while the writer holds it."""
+def copied_over(home: Path, db: Path, checkpoint_after: int | None = None, count: int = ACKNOWLEDGED,
+                moved: bool = False) -> list[str]:
+    """An earlier backup of the store copied with cp over it (or, `moved`, renamed over it
+    with mv) while the writer holds it."""
     earlier = home / "earlier.db"
 
     def copy() -> str:
-        subprocess.run(["cp", str(earlier), str(db)], check=True)
+        if moved:
+            os.replace(earlier, db)
+        else:
+            subprocess.run(["cp", str(earlier), str(db)], check=True)
         return "replaced"
 
     def backup_first() -> None:
@@ -148,6 +153,22 @@ def test_what_the_replaced_file_held_before_its_last_checkpoint_comes_back_from_
 
     uids = stored_uids(isolated_home)
     assert all(uids[uid] == 1 for uid in acked + ["refused"]), uids
+
+
+def test_after_a_move_over_a_live_store_every_acknowledged_message_comes_back_exactly_once(isolated_home):
+    db = isolated_home / "profiles" / PROFILE / "state.db"
+    # Enough for several WAL cycles: the old file held the first ones only in its main file,
+    # which the writer still had open, their frames long overwritten.
+    acked = copied_over(isolated_home, db, count=600, moved=True)
+    assert len(set(acked) - set(stored_uids(isolated_home))) == 600, "the premise: the file moved over lacks them"
+
+    done = cli(isolated_home, "restore-captured", "--other-generations")
+    again = cli(isolated_home, "restore-captured", "--other-generations", "--json")
+
+    assert done.exit_code == 0, done.output
+    uids = stored_uids(isolated_home)
+    assert all(uids[uid] == 1 for uid in acked + ["refused"]), uids
+    assert json.loads(again.output)["restored"] == 0 and stored_uids(isolated_home) == uids
 
 
 def test_the_way_back_finds_at_least_what_recovering_by_hand_finds(isolated_home, tmp_path):

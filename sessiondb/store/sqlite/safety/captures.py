@@ -71,13 +71,24 @@ def captures(db_path: Path) -> list[dict[str, Any]]:
     return [c for c in (describe(db_path, f) for f in folders(db_path)) if c is not None]
 
 
-def wal_of(db_path: Path, capture: str) -> Path:
-    """The captured WAL in the capture folder `capture` (InvalidInput if it is not one)."""
+def database_of(db_path: Path, capture: str) -> Path | None:
+    """The copy of the file the capture's WAL was written for, when the capture has one
+    (a file moved over, copied from the descriptor still open on the old one)."""
+    folder = folder_of(db_path, capture)
+    name = (manifest_of(folder) or {}).get("database_copy")
+    return folder / str(name) if name and (folder / str(name)).is_file() else None
+
+
+def wal_of(db_path: Path, capture: str) -> Path | None:
+    """The captured WAL in the capture folder `capture` (None when it kept a file alone;
+    InvalidInput when it holds neither)."""
     folder = folder_of(db_path, capture)
     wal = folder / str((manifest_of(folder) or {}).get("wal_copy") or f"{db_path.name}-wal")
-    if not wal.is_file():
+    if wal.is_file():
+        return wal
+    if database_of(db_path, capture) is None:
         raise InvalidInput(f"{folder} holds no captured WAL ({wal.name} is missing)")
-    return wal
+    return None
 
 
 def mark_restored(db_path: Path, capture: str, record: dict[str, Any]) -> None:

@@ -123,6 +123,8 @@ class Containment:
             _damaged.setdefault(self.path, finding)
         if finding.cause is Cause.DELETED_WAL and self._guard is not None:
             self._guard.capture_retired_wal(self.path.parent)
+        elif finding.cause is Cause.REPLACED and self._guard is not None:
+            self._guard.capture_unlinked_file(self.path.parent)
         if self._conn is not None:
             no_checkpoint_on_close(self._conn)
 

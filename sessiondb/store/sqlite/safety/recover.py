@@ -109,20 +109,26 @@ def recover(source: Path | str, output: Path | str | None, *, inspect_only: bool
 def recover_capture(db_path: Path, capture: str, scratch: Path) -> list[RecoverReport]:
     """Salvage what a retired-WAL capture beside the store at `db_path` holds (captures.py)
     into new stores in the directory `scratch`: `read.db`, from the WAL as SQLite reads it
-    laid over a snapshot of the store, and `every-frame.db`, from the newest version of
+    laid over the file it was written for when the capture kept a copy of it, else over a
+    snapshot of the store, and `every-frame.db`, from the newest version of
     every page the WAL still holds, earlier cycles included (walframes.py), laid over
     another. Neither the store nor the capture is changed."""
     wal = captures.wal_of(db_path, capture)
+    own = captures.database_of(db_path, capture)
     work = Path(tempfile.mkdtemp(prefix="sessiondb-capture-", dir=scratch))
     try:
         read, every = work / "read", work / "every-frame"
         read.mkdir(mode=0o700)
         every.mkdir(mode=0o700)
-        _snapshot(db_path, read / db_path.name)
+        if own is not None:  # the very file the WAL was written for
+            _private_copy(own, read / db_path.name)
+        else:
+            _snapshot(db_path, read / db_path.name)
         _private_copy(read / db_path.name, every / db_path.name)
-        _private_copy(wal, read / f"{db_path.name}-wal")
+        if wal is not None:
+            _private_copy(wal, read / f"{db_path.name}-wal")
         reports = [recover(read / db_path.name, scratch / "read.db")]
-        if walframes.lay_every_frame(wal, every / db_path.name):
+        if wal is not None and walframes.lay_every_frame(wal, every / db_path.name):
             reports.append(recover(every / db_path.name, scratch / "every-frame.db"))
         return reports
     finally:
