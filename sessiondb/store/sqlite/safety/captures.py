@@ -55,7 +55,8 @@ def describe(db_path: Path, folder: Path) -> dict[str, Any] | None:
     when the manifest, from an earlier release, does not say), its size and whether it
     was restored. None for a folder that is not a readable capture of this store."""
     manifest = manifest_of(folder)
-    if manifest is None or manifest.get("database") not in (None, str(db_path)):
+    # Beside the store, of a file of its name (the path it was opened by may differ: links).
+    if manifest is None or Path(str(manifest.get("database") or db_path)).name != db_path.name:
         return None
     wal = folder / str(manifest.get("wal_copy") or f"{db_path.name}-wal")
     return {
