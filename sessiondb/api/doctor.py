@@ -1,4 +1,5 @@
-"""The doctor: a read-only report of a profile's store, and the in-place repair.
+"""The doctor: a read-only report of a profile's store, the in-place repair, and the way back
+for what retired-WAL captures and the spool hold (store/captured.py).
 
 The report is the store's Doctor (sessiondb.open_doctor: a private read-only connection,
 never the service's own handles). A repair refuses while another process holds the store (409, the
@@ -13,6 +14,7 @@ import asyncio
 from fastapi import APIRouter, Query, Request
 
 from ..errors import StoreHeld
+from ..store.captured import restore_captured
 from ..store.optional import Doctor
 from ..store.locations import open_doctor
 from .sessions import ProfileQuery, stores_of
@@ -45,4 +47,17 @@ async def fix(request: Request, profile: str | None = ProfileQuery) -> dict:
                         "those processes and run the fix again", held_by)
     async with stores.released(stores.name(profile)):
         report = await asyncio.to_thread(doctor.repair)
+    return report.to_dict()
+
+
+@router.post("/doctor/restore-captured")
+async def restore(request: Request, profile: str | None = ProfileQuery,
+                  other_generations: bool = Query(False, description="Also bring back what an earlier generation "
+                                                  "of the store (a file since replaced) wrote.")) -> dict:
+    """Bring back what retired-WAL captures and the spool hold (restore-captured); idempotent by uid."""
+    stores = stores_of(request)
+    stores.path(profile)  # NotFound for a profile the home does not have
+    name = stores.name(profile)
+    async with stores.released(name):  # the service's own handle may be one a replaced file refused
+        report = await asyncio.to_thread(restore_captured, **stores.where(name), other_generations=other_generations)
     return report.to_dict()

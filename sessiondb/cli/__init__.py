@@ -13,7 +13,7 @@ from ..store.locations import URL_VARIABLE
 from .checkpoints import checkpoints
 from .context import CliContext, CliError
 from .demo import demo
-from .doctor import doctor, recover
+from .doctor import doctor, recover, restore_captured
 from .gateway import gateway
 from .importing import import_history
 from .migrate import migrate
@@ -81,6 +81,7 @@ def main(ctx: click.Context, home: str | None, store: str | None, profile: str |
 main.add_command(demo)
 main.add_command(doctor)
 main.add_command(recover)
+main.add_command(restore_captured)
 main.add_command(gateway)
 main.add_command(import_history)
 main.add_command(mcp)

@@ -1,8 +1,10 @@
-"""`doctor` and `recover`: the faces of a store's Doctor and Salvageable capabilities.
+"""`doctor`, `recover` and `restore-captured`: the faces of a store's Doctor, Salvageable and
+Captures capabilities.
 
 `doctor` examines the profile's store without opening it through the library (a damaged
 file must not get a writer); `--fix` repairs what can be repaired in place. `recover`
-salvages a damaged file into a new one and never touches the source.
+salvages a damaged file into a new one and never touches the source. `restore-captured`
+brings back what retired-WAL captures and the spool hold (store/captured.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import click
 
 from ..errors import SessionDBError, classify
 from ..guidance import error_code
+from ..store.captured import RestoreReport, restore_captured as restore
 from ..store.optional import Doctor, Salvageable
 from ..store.locations import open_doctor
 from . import progress, render
@@ -162,3 +165,43 @@ def recover(source: str, output: str | None, inspect_only: bool, as_json: bool) 
         for note in report.notes:
             click.echo(f"note: {note}")
     sys.exit(0 if report.tables else 1)  # losses are reported, not failures; nothing readable is
+
+
+@click.command("restore-captured")
+@click.option("--other-generations", is_flag=True,
+              help="Also bring back what was captured from, or refused by, an earlier generation of the store "
+                   "(a file since copied or moved over it).")
+@click.option("--into", metavar="PATH", type=click.Path(dir_okay=False),
+              help="Bring everything into this store instead (created if new), whatever generation it came from.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_obj
+def restore_captured(ctx: CliContext, other_generations: bool, into: str | None, as_json: bool) -> None:
+    """Bring back every message captured in a retired WAL or kept in the spool; running it
+    again stores nothing twice."""
+    ctx.require_profile()
+    with ctx.refusals():
+        report = restore(**ctx.where(), into=into, other_generations=other_generations)
+    if as_json:
+        click.echo(json.dumps(report.to_dict()))
+    else:
+        _render_restore(report)
+    sys.exit(0 if report.complete else 1)
+
+
+def _render_restore(report: RestoreReport) -> None:
+    echo = click.echo
+    echo(f"store        {report.store}")
+    echo(f"restored     {report.restored} message(s); {report.already_there} already there")
+    for sid, counts in report.sessions.items():
+        if counts["restored"] or counts["skipped"]:
+            made = " (session created)" if counts["created"] else ""
+            echo(f"  session {sid}: {counts['restored']} restored, {counts['already_there']} already there{made}")
+            for reason in counts["skipped"]:
+                echo(f"    skipped {reason}")
+    echo(f"captures     {sum(c['outcome'] == 'restored' for c in report.captures)} of {len(report.captures)} "
+         "brought back")
+    echo(f"spool        {sum(b['outcome'] == 'restored' for b in report.spool)} of {len(report.spool)} "
+         "batch(es) brought back")
+    for left in report.left:
+        echo(f"left         {left}")
+    echo("complete" if report.complete else "not everything was brought back")

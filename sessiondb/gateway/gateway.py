@@ -157,6 +157,8 @@ class Gateway:
     def _store_failed(self, k: SessionKey, exc: BaseException) -> None:
         if not isinstance(exc, (OwnerUnavailable, StoreCoolingDown)):
             self._cooling[k.profile] = time.monotonic() + self.retry_interval
+        if getattr(exc, "cause", None) is Cause.REPLACED:
+            self.owners.forget(k.profile)  # a refused handle never writes again: the next try reopens
 
     def _session_for(self, k: SessionKey, origin: Mapping[str, Any] | None) -> Session:
         store = self._owner(k)
@@ -279,8 +281,10 @@ class Gateway:
             try:
                 return AppendResult(stored=self._write(k, batch))
             except DEFERRABLE as exc:
-                spooled = self._spool(k, batch, _cause(exc), f"its store is unavailable ({exc})")
                 self._store_failed(k, exc)
+                if _kept_for_its_generation(exc):
+                    return AppendResult(queued=len(batch), spooled_to=exc.spooled_to, reason=str(exc))
+                spooled = self._spool(k, batch, _cause(exc), f"its store is unavailable ({exc})")
                 self._failed(k, self.backlog.queue(k), exc)
                 return AppendResult(queued=len(batch), spooled_to=str(spooled), reason=str(exc))
 
@@ -319,9 +323,8 @@ class Gateway:
         try:
             for path in list(q.files):
                 batch = self.backlog.read_file(path)
-                self._write(k, batch)
+                sent += self._send(k, batch)
                 self.backlog.drop_file(k, path)
-                sent += len(batch)
         except DEFERRABLE as exc:
             self._store_failed(k, exc)
             self._failed(k, q, exc)
@@ -333,6 +336,18 @@ class Gateway:
             log.info("%s: %d waiting message(s) stored after %d failed attempt(s)", k, sent, q.failures)
         self.backlog.settle(k)
         return sent
+
+    def _send(self, k: SessionKey, batch: Batch) -> int:
+        """Write a waiting batch; how many messages were stored (none when the replaced file
+        refused it: it then waits in the store's spool for that file, not in this queue)."""
+        try:
+            self._write(k, batch)
+        except DEFERRABLE as exc:
+            if not _kept_for_its_generation(exc):
+                raise
+            self._store_failed(k, exc)
+            return 0
+        return len(batch)
 
     def _failed(self, k: SessionKey, q: KeyQueue, exc: BaseException) -> None:
         self._start_retrier()
@@ -400,6 +415,12 @@ def _prepare(messages: Any, internal: bool) -> Batch:
         batch.append(data)
     prepare_messages(batch)  # validate now: bad input is refused, never queued
     return batch
+
+
+def _kept_for_its_generation(exc: BaseException) -> bool:
+    """A batch the replaced file refused is in the store's spool, waiting for that file:
+    queued again, it would be written into the file that replaced it (S-13, S-49)."""
+    return getattr(exc, "cause", None) is Cause.REPLACED and getattr(exc, "spooled_to", None) is not None
 
 
 def _cause(exc: BaseException) -> str:

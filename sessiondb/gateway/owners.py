@@ -98,6 +98,14 @@ class Owners:
                 store = self._stores[profile] = opened
             return store
 
+    def forget(self, profile: str) -> None:
+        """Close the handle on a profile's store whose file was replaced underneath (S-13,
+        S-28): it would refuse every write; the next one opens the file now at the path."""
+        with self._lock:
+            store = self._stores.pop(profile, None)
+        if store is not None:
+            store.close()
+
     def close(self) -> None:
         with self._lock:
             self._closed = True

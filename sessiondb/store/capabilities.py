@@ -93,6 +93,6 @@ def _store_class(mixins: tuple[type, ...]) -> type[CheckedStore]:
 
 def checked_store(backend: Backend, *, profile: str | None, **options: Any) -> CheckedStore:
     """The public store over `backend`: the core contract and each capability it has
-    (options: CheckedStore's clock and limits)."""
+    (options: CheckedStore's clock, limits and replay_spool)."""
     mixins = tuple(mixin for capability, mixin in _MIXINS if isinstance(backend, capability))
     return _store_class(mixins)(backend, profile=profile, **options)

@@ -82,7 +82,7 @@ class CheckedStore(Transfer, Identity, Turns):
     """A handle on one profile's store, over the backend that holds it."""
 
     def __init__(self, backend: Backend, *, profile: str | None, clock: Callable[[], float] | None = None,
-                 limits: MessageLimits = MessageLimits()) -> None:
+                 limits: MessageLimits = MessageLimits(), replay_spool: bool = True) -> None:
         self.backend = backend  # the backend's own handle, for backend-specific tools and tests
         self._profile = profile
         self._limits = limits
@@ -93,7 +93,7 @@ class CheckedStore(Transfer, Identity, Turns):
         self._clock = time.time if clock is None else clock
         self._closed = threading.Event()
         self._release_if_dropped = handles.watch(self, backend)
-        if spool.pending(backend.spool_anchor):
+        if replay_spool and spool.pending(backend.spool_anchor):
             # A healthy open replays what an earlier refusal kept; what still fails stays spooled.
             self.replay_spool()
 

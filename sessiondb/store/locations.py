@@ -122,10 +122,12 @@ def open_store(
     profile: str | None = None,
     clock: Callable[[], float] | None = None,
     limits: MessageLimits = MessageLimits(),
+    replay_spool: bool = True,
     **options: Any,
 ) -> Store:
-    """Open the store at `location` (see sessiondb.open_store) through its backend; `clock`
-    and `limits` belong to the neutral layer, other options to the backend."""
+    """Open the store at `location` (see sessiondb.open_store) through its backend; `clock`,
+    `limits` and `replay_spool` (False: leave the spool for the caller, store/captured.py)
+    belong to the neutral layer, other options to the backend."""
     where = locate(location, home=home, profile=profile)
     module = _backend_module(where.kind)
     try:
@@ -135,7 +137,7 @@ def open_store(
         tell(exc, location=shown, profile=where.profile)
         raise
     try:
-        return checked_store(backend, profile=where.profile, clock=clock, limits=limits)
+        return checked_store(backend, profile=where.profile, clock=clock, limits=limits, replay_spool=replay_spool)
     except BaseException:
         backend.close()
         raise

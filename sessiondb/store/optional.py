@@ -71,6 +71,29 @@ class Doctor(Protocol):
 
 
 @runtime_checkable
+class Captures(Protocol):
+    """The commits a store file's processes set aside when the file was changed underneath
+    (a deleted WAL, a replaced file), read without touching the live store (S-14, S-28,
+    S-49). `sessiondb.restore_captured` brings them back; a doctor has this when its
+    backend keeps such captures."""
+
+    @property
+    def spool_anchor(self) -> Any:
+        """The path whose directory holds the store's spool (store/spool.py)."""
+
+    def captures(self) -> list[dict[str, Any]]:
+        """Each capture: `capture` (its name), `cause`, `generation` (of the file its commits
+        were written for, or None), `bytes`, `restored` (where and when it was brought back, or None)."""
+
+    def read_capture(self, capture: str, directory: str) -> list[Any]:
+        """Salvage what the capture holds into new stores in `directory`, each read a
+        different way; a recover report for each (its `output` names the store)."""
+
+    def mark_restored(self, capture: str, record: Mapping[str, Any]) -> None:
+        """Record that the capture was brought back (the doctor then stops naming it)."""
+
+
+@runtime_checkable
 class Salvageable(Protocol):
     """Recovery of a damaged store into a new one, never touching the source (S-23)."""
 

@@ -193,7 +193,7 @@ KINDS = [
     ("garble_table_pages", "structural", False),
     ("zero_header", "structural", True),
     ("truncate", "structural", True),
-    ("foreign_wal", "none", False),  # not damage: the next open sets the WAL aside unreplayed
+    ("foreign_wal", "none", False),  # not damage: the next open sets it aside unreplayed; restore-captured reads it
     ("missing_table_entry", "structural", True),
 ]
 

@@ -4,7 +4,7 @@
 
 Prints `ready <session id>` once the store is open, then for each line `append UID` on
 stdin appends one message and prints one JSON line: {"ok": true} or the refusal's
-{"ok": false, "cause", "spooled_to", "guidance"}. `checkpoint` truncates the WAL;
+{"ok": false, "cause", "spooled_to", "guidance"}. `checkpoint [MODE]` checkpoints the WAL (TRUNCATE unless MODE says otherwise); `close` closes the store handle the process began with;
 `reopen` opens (and closes) a second handle on the store; `fresh UID` opens a new handle,
 lists its sessions' titles and appends UID in a new session there; `search WORDS` prints
 {"ok": true, "uids": [...]} or the refusal.
@@ -52,8 +52,12 @@ for line in sys.stdin:
             reply = {"ok": True, "titles": titles}
         except sessiondb.SessionDBError as exc:
             reply = {"ok": False, "cause": exc.cause.value, "error": str(exc)}
+    elif command == "close":
+        store.close()
+        reply = {"ok": True}
     elif command == "checkpoint":
-        store.backend._file.writer.run(lambda c: c.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall(), in_transaction=False)
+        mode = arg or "TRUNCATE"
+        store.backend._file.writer.run(lambda c: c.execute(f"PRAGMA wal_checkpoint({mode})").fetchall(), in_transaction=False)
         reply = {"ok": True}
     else:
         reply = {"ok": False, "error": f"unknown command {command}"}

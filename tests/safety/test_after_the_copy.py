@@ -8,10 +8,12 @@ files, real `cp`."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 import sessiondb
@@ -19,7 +21,7 @@ from sessiondb.cli import main
 from sessiondb.store import spool
 
 sys.path.insert(0, str(Path(__file__).parent))  # the writer process and helpers the safety tests share
-from writers import PROFILE, LiveWriter, another_store, assert_refused  # noqa: E402
+from writers import PROFILE, LiveWriter, another_store, assert_refused, spooled_uids  # noqa: E402
 
 # A fresh process: the titles and message uids it sees, and what its open did with the spool.
 READ_IN_A_FRESH_PROCESS = """
@@ -131,3 +133,26 @@ def test_a_spooled_batch_is_replayed_into_the_generation_that_refused_it_and_wai
         kept = store.replay_spool().kept
     assert not mine.exists() and theirs.exists()
     assert kept[0][0] == str(theirs) and "another generation" in kept[0][1]
+
+
+@pytest.mark.parametrize("how", ["cp", "mv"])
+def test_a_process_that_closed_its_refused_handle_opens_the_replacement(isolated_home, how):
+    db = isolated_home / "profiles" / PROFILE / "state.db"
+    writer = LiveWriter(isolated_home)
+    try:
+        assert writer.send("append before")["ok"]
+        replacement = another_store(isolated_home)
+        if how == "cp":
+            subprocess.run(["cp", str(replacement), str(db)], check=True)
+        else:
+            os.replace(replacement, db)
+        assert_refused(writer.send("append after-copy"), "replaced")
+        assert writer.send("close")["ok"]
+
+        fresh = writer.send("fresh on-the-new-file")
+
+        assert fresh == {"ok": True, "titles": ["someone else's store"]}, fresh
+    finally:
+        writer.close()
+    assert "on-the-new-file" in fresh_read(isolated_home)["uids"]
+    assert spooled_uids(db) == ["after-copy"]  # waits for the file that refused it

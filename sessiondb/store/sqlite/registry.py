@@ -387,8 +387,11 @@ def acquire(path: Path, *, durability: str, patience: float, vfs: str | None = N
 
 
 def _retire_replaced(path: Path) -> None:
-    """Retire the files open at `path` that were found replaced (S-13): their handles stay
-    refused while a new handle opens the generation now at the path."""
+    """Retire the files open at `path` that were found replaced (S-13, S-28): their handles
+    stay refused while a new handle opens the generation now at the path. A replaced file
+    whose handles were all closed already is forgotten too: nothing is left in this process
+    that could write to it, and the open that follows examines the file now at the path
+    (its foreign WAL is set aside, or the open is refused while another process holds it)."""
     with _lock:
         stale = [f for f in _files.values() if f.path == path and f.containment.finding is not None
                  and f.containment.finding.cause is Cause.REPLACED]
@@ -396,8 +399,7 @@ def _retire_replaced(path: Path) -> None:
             del _files[shared.key]
     for shared in stale:
         shared.retire()
-    if stale:
-        forget_replaced(path)
+    forget_replaced(path)
 
 
 def release(shared: SharedFile, durability: str) -> None:

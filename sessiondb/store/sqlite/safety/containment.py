@@ -7,7 +7,8 @@ every later write fails fast with the same cause, no handle in the process opens
 path again, and closing skips the checkpoint, so a damaged file is never made worse by
 the process that noticed it. Two exceptions to "no handle opens the path again": a
 replaced file's old handles stay refused, and the file now at the path, another
-generation, is opened afresh by new handles (registry.py retires the old one first); and
+generation, is opened afresh by new handles, whether the old ones are still open or were
+closed (registry.py retires the old one first); and
 a file this process healed in place (repair.py, which runs only while the process has no
 handle on it) is opened again, so the spool of its refused writes can be replayed.
 """
@@ -39,8 +40,8 @@ def refuse_if_damaged(path: Path) -> None:
 
 def forget_replaced(path: Path) -> None:
     """A file found replaced stops being refused at its path once the handles on it are
-    retired: the path now holds another generation, which new handles open and check on
-    their own (S-13). Other findings stay sticky."""
+    retired or closed: the path now holds another generation, which new handles open and
+    check on their own (S-13, S-28). Other findings stay sticky."""
     with _lock:
         if path in _damaged and _damaged[path].cause is Cause.REPLACED:
             del _damaged[path]
@@ -122,6 +123,8 @@ class Containment:
             _damaged.setdefault(self.path, finding)
         if finding.cause is Cause.DELETED_WAL and self._guard is not None:
             self._guard.capture_retired_wal(self.path.parent)
+        elif finding.cause is Cause.REPLACED and self._guard is not None:
+            self._guard.capture_unlinked_file(self.path.parent)
         if self._conn is not None:
             no_checkpoint_on_close(self._conn)
 

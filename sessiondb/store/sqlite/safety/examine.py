@@ -31,7 +31,7 @@ from ....model import DoctorReport
 from ... import spool
 from ..connect import file_uri_path, filesystem_type
 from ..index import schema as index_schema
-from . import copies, forensics, ledger, walowner
+from . import captures, copies, forensics, ledger, walowner
 from .holders import holders
 from .identity import SQLITE_MAGIC, descriptors_of
 from .integrity import INDEX, MAX_LINES, NONE, SCHEMA, STRUCTURAL, classify_lines, integrity_lines, worse
@@ -67,6 +67,9 @@ class Report(DoctorReport):
     backups: list[str] = field(default_factory=list)
     repair_failures: int = 0
     disk: dict[str, Any] = field(default_factory=dict)  # free and needed bytes; full when free < needed
+    # What only `restore-captured` brings back (captures.py, store/captured.py): captures not
+    # brought back yet, spooled batches --fix cannot replay, and whether any is of another generation.
+    way_back: dict[str, Any] = field(default_factory=dict)
 
 
 # --- opening ---------------------------------------------------------------------------
@@ -122,15 +125,15 @@ def examine(db_path: Path | str, *, deep: bool = False, command: str = "sessiond
         report.problems.append(f"{report.spool_pending} spooled batch(es) wait to be replayed")
         _report_other_generations(db_path, report)
     if report.retired_wal:
-        report.findings.append(f"{len(report.retired_wal)} retired-WAL capture(s) beside the store; keep them "
-                               "until the store has been checked")
+        _report_captures(db_path, report)
         _report_replaced(report)
     advise(report, db_path, command)
     return report
 
 
 def _report_other_generations(db_path: Path, report: Report) -> None:
-    """Spooled batches refused by another generation of the store wait for it (S-13)."""
+    """Spooled batches refused by another generation of the store wait for it (S-13); only
+    `restore-captured --other-generations` brings them into this one (S-49)."""
     ours = report.identity.get("generation")
     waiting = 0
     for path in spool.pending(db_path):
@@ -140,9 +143,52 @@ def _report_other_generations(db_path: Path, report: Report) -> None:
             continue
         waiting += bool(refused_by and ours and refused_by != ours)
     if waiting:
+        report.way_back["spool_other_generations"] = waiting
         report.findings.append(
             f"{waiting} spooled batch(es) were refused by another generation of this store (a file since "
-            "replaced); they wait until that file is back and are never replayed into this one")
+            "replaced); they are never replayed into this one by themselves: `restore-captured "
+            "--other-generations` brings them in, `--into NEW` into a new store")
+
+
+def _report_lost_sessions(conn: apsw.Connection, db_path: Path, report: Report) -> None:
+    """Spooled batches of this generation whose session the store does not hold (it was
+    created in commits a deleted WAL took with it): replaying them fails every time, so
+    they are `restore-captured`'s, which brings the captured session back first."""
+    ours = report.identity.get("generation")
+    lost = 0
+    for path in spool.pending(db_path):
+        try:
+            record = spool.read(path)
+        except (OSError, ValueError):
+            continue
+        if record.get("generation") not in (None, ours):
+            continue  # another generation's: counted by _report_other_generations
+        lost += conn.execute("SELECT 1 FROM sessions WHERE id = ?", (record.get("session_id"),)).fetchone() is None
+    if lost:
+        report.way_back["spool_without_session"] = lost
+        report.findings.append(f"{lost} spooled batch(es) belong to a session this store does not hold (it was "
+                               "lost with the commits of a deleted or replaced write-ahead log)")
+
+
+def _report_captures(db_path: Path, report: Report) -> None:
+    """A capture not brought back yet may hold the only copy of acknowledged messages
+    (S-49): a problem until `restore-captured` has brought it back, a note after."""
+    ours = report.identity.get("generation")
+    waiting = []
+    for capture in captures.captures(db_path):
+        done = capture["restored"]
+        if done:
+            report.findings.append(f"{capture['capture']} was brought back into {done.get('into')}; it may be "
+                                   "deleted once you no longer need it")
+            continue
+        waiting.append(capture)
+        if capture["generation"] and ours and capture["generation"] != ours:
+            report.way_back["other_generations"] = True
+    if waiting:
+        report.way_back["captures"] = len(waiting)
+        report.problems.append(
+            f"{len(waiting)} retired-WAL capture(s) hold commits that are not brought back into the store: "
+            + ", ".join(c["capture"] for c in waiting))
 
 
 def _report_replaced(report: Report) -> None:
@@ -191,11 +237,13 @@ def _check_database(db_path: Path, report: Report, *, deep: bool, budget: float 
     foreign = None if report.holders else walowner.foreign_wal(db_path)
     if foreign is not None:
         # Never read a WAL over a main file it does not belong to (S-13): examine the main
-        # file alone; the next open sets the WAL aside.
-        report.findings.append(
+        # file alone; the next open sets the WAL aside, and its commits have a way back (S-49).
+        report.way_back.update(foreign_wal=True, other_generations=True)
+        report.problems.append(
             f"the write-ahead log beside the file was written for another file (generation {foreign[0]}, the "
             f"file is {foreign[1]}): it was left by a file that was replaced, is not part of this store, and "
             "the next open keeps it aside in a retired-wal folder without replaying it")
+        report.findings.append(report.problems[-1])
     try:
         # An immutable open takes no locks and so bypasses SQLite's sharing of descriptors
         # between connections: its close would drop this process's own locks (S-12). It is
@@ -238,6 +286,8 @@ def _inspect(conn: apsw.Connection, db_path: Path, report: Report, *, deep: bool
             pass
         if report.index_stale:
             _damage(report, INDEX, "the search index is marked stale (damage was seen on a write)")
+    if report.spool_pending and "sessions" in names and "sessions" not in schema_broken:
+        _report_lost_sessions(conn, db_path, report)
     lines, complete = integrity_lines(conn, deep=deep, budget=budget)
     report.integrity = {"check": "integrity_check" if deep else "quick_check", "complete": complete,
                         "errors": lines[:MAX_LINES]}
@@ -363,19 +413,35 @@ def recover_steps(db_path: Path, command: str) -> list[str]:
     ]
 
 
+def way_back_step(report: Report, command: str) -> list[str]:
+    """`restore-captured`, when captures or spooled batches wait for it (S-49): it brings the
+    captures back before the spool, in the order they were written, and marks them."""
+    if not report.way_back:
+        return []
+    other = report.way_back.get("other_generations") or report.way_back.get("spool_other_generations")
+    flag = " --other-generations" if other else ""
+    why = ("Some were written for the file this one replaced: the flag says to bring them into this file; "
+           "`--into NEW` brings everything into a new store instead. " if other else "")
+    return [f"Run `{command} restore-captured{flag}`: it brings every message captured beside the store or kept "
+            f"in its spool back into it, by uid (running it again stores nothing twice). {why}"
+            "It reports what came back per session."]
+
+
 def advise(report: Report, db_path: Path, command: str) -> None:
     if report.disk.get("full"):
         # Nothing the doctor could do, and nothing a recovery would write, fits on the disk.
         report.steps = _disk_steps(db_path, report, command)
         return
+    way_back = [] if report.damage == STRUCTURAL else way_back_step(report, command)
     if report.damage == STRUCTURAL:
         report.steps = recover_steps(db_path, command)
-    elif report.damage in (INDEX, SCHEMA) or report.spool_pending:
+    elif report.damage in (INDEX, SCHEMA) or (report.spool_pending and not way_back):
         if report.holders:
             report.steps.append(f"Quit the processes holding the store ({', '.join(report.holders)}), then run "
                                 f"`{command} doctor --fix`.")
         else:
             report.steps.append(f"Run `{command} doctor --fix`.")
+    report.steps.extend(step for step in way_back if step not in report.steps)
     if report.repair_failures >= ledger.MAX_FAILED and report.damage != NONE:
         report.steps = [f"Repair already failed {report.repair_failures} times on this file; it will not be "
                         "tried again."] + recover_steps(db_path, command)

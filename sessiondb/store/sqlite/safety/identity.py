@@ -156,28 +156,53 @@ class FileGuard:
         fd = self._wal_fd
         if fd is None or _identity_of(fd) != self._wal_identity:
             return None
+        return self._capture(directory, "", Cause.DELETED_WAL, wal_fd=fd, db_fd=None,
+                             note="the WAL this process was writing when its file was deleted")
+
+    def capture_unlinked_file(self, directory: Path) -> Path | None:
+        """When the file this process writes was moved over or removed (no name left), copy
+        it and its WAL through the descriptors still open on them: the only complete copy of
+        the old generation once this process closes them (S-49). A file copied over in place
+        has no old content left to copy."""
+        st = _held(self._db_fd, self.identity)
+        if st is None or st.st_nlink != 0:
+            return None
+        wal = descriptors_of(f"{self.path}-wal")
+        return self._capture(directory, "-replaced", Cause.REPLACED, wal_fd=wal[0] if wal else None,
+                             db_fd=self._db_fd, note="the file this process was writing when another was moved "
+                             "over it (or it was removed), with its WAL")
+
+    def _capture(self, directory: Path, suffix: str, cause: Cause, *, wal_fd: int | None, db_fd: int | None,
+                 note: str) -> Path:
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-        target = directory / f"retired-wal-{stamp}-{os.getpid()}"
+        target = directory / f"retired-wal-{stamp}-{os.getpid()}{suffix}"
+        n = 1
+        while target.exists() and db_fd is not None:
+            n += 1
+            target = directory / f"retired-wal-{stamp}-{os.getpid()}{suffix}-{n}"
         target.mkdir(mode=0o700, parents=True, exist_ok=True)
-        copy = target / f"{self.path.name}-wal"
-        size = 0
-        with private_file(copy, "wb") as out:
-            while chunk := os.pread(fd, 1 << 20, size):
-                out.write(chunk)
-                size += len(chunk)
-        manifest = {
-            "database": str(self.path),
-            "wal_copy": copy.name,
-            "bytes": size,
-            "pid": os.getpid(),
-            "captured_at": time.time(),
-            "cause": Cause.DELETED_WAL.value,
-            "note": "the WAL this process was writing when its file was deleted; keep it until the "
-                    "store has been checked",
-        }
+        manifest = {"database": str(self.path), "pid": os.getpid(), "captured_at": time.time(), "cause": cause.value,
+                    "generation": self._generation.decode(),  # the file its frames belong to (captures.py)
+                    "note": f"{note}; keep it until the store has been checked"}
+        if wal_fd is not None:
+            manifest["wal_copy"] = f"{self.path.name}-wal"
+            manifest["bytes"] = _copy_through(wal_fd, target / manifest["wal_copy"])
+        if db_fd is not None:
+            manifest["database_copy"] = self.path.name
+            manifest["database_bytes"] = _copy_through(db_fd, target / self.path.name)
         with private_file(target / "manifest.json") as out:
             json.dump(manifest, out, indent=2)
         return target
+
+
+def _copy_through(fd: int, destination: Path) -> int:
+    """Copy a file through a descriptor already open on it (pread: no lock is dropped, S-12)."""
+    size = 0
+    with private_file(destination, "wb") as out:
+        while chunk := os.pread(fd, 1 << 20, size):
+            out.write(chunk)
+            size += len(chunk)
+    return size
 
 
 def _held(fd: int | None, identity: tuple[int, int] | None) -> os.stat_result | None:

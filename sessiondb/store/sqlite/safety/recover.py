@@ -37,11 +37,13 @@ from typing import Any, Callable
 import apsw
 
 from ....errors import InvalidInput
-from ....files import staged
+from ....files import private_file, staged
 from ....home import make_private
 from ..connect import APPLICATION_ID, configure_writer, connect
 from ..migrations import migrate
-from .examine import STALE_KEY
+from . import captures, walframes
+from .examine import STALE_KEY, open_readonly
+from .holders import holders
 from .identity import SQLITE_MAGIC, descriptors_of
 from .salvage import TableSalvage, salvage
 
@@ -102,6 +104,69 @@ def recover(source: Path | str, output: Path | str | None, *, inspect_only: bool
         shutil.rmtree(scratch, ignore_errors=True)
     _summarise(report)
     return report
+
+
+def recover_capture(db_path: Path, capture: str, scratch: Path) -> list[RecoverReport]:
+    """Salvage what a retired-WAL capture beside the store at `db_path` holds (captures.py)
+    into new stores in the directory `scratch`: `read.db`, from the WAL as SQLite reads it
+    laid over the file it was written for when the capture kept a copy of it, else over a
+    snapshot of the store, and `every-frame.db`, from the newest version of
+    every page the WAL still holds, earlier cycles included (walframes.py), laid over
+    another. Neither the store nor the capture is changed."""
+    wal = captures.wal_of(db_path, capture)
+    own = captures.database_of(db_path, capture)
+    work = Path(tempfile.mkdtemp(prefix="sessiondb-capture-", dir=scratch))
+    try:
+        read, every = work / "read", work / "every-frame"
+        read.mkdir(mode=0o700)
+        every.mkdir(mode=0o700)
+        if own is not None:  # the very file the WAL was written for
+            _private_copy(own, read / db_path.name)
+        else:
+            _snapshot(db_path, read / db_path.name)
+        _private_copy(read / db_path.name, every / db_path.name)
+        if wal is not None:
+            _private_copy(wal, read / f"{db_path.name}-wal")
+        reports = [recover(read / db_path.name, scratch / "read.db")]
+        if wal is not None and walframes.lay_every_frame(wal, every / db_path.name):
+            reports.append(recover(every / db_path.name, scratch / "every-frame.db"))
+        return reports
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _private_copy(source: Path, destination: Path) -> None:
+    with private_file(destination, "wb") as out, open(source, "rb") as data:
+        shutil.copyfileobj(data, out)
+
+
+def _snapshot(db_path: Path, base: Path) -> None:
+    """A consistent copy of the store at `db_path` in WAL mode (so a WAL put beside it is
+    read), made through SQLite's backup API, never plain I/O on the live file (S-12): page
+    for page, so the captured frames land where they were written."""
+    if not db_path.is_file():
+        raise InvalidInput(f"{db_path} does not exist: there is no file to lay the captured WAL over")
+    # Immutable only while nothing, here or elsewhere, has the file or a log beside it open
+    # (examine.py says why); else an ordinary read-only connection, which shares locks.
+    quiet = not holders(db_path) and not descriptors_of(str(db_path)) and not any(
+        os.path.exists(f"{db_path}{s}") for s in SIDECARS)
+    source = open_readonly(db_path, quiet=quiet)
+    try:
+        copy = apsw.Connection(str(base))
+        try:
+            copy.execute("PRAGMA journal_mode=WAL")
+            with copy.backup("main", source, "main") as step:
+                step.step(-1)
+            copy.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            copy.close()
+    finally:
+        source.close()
+    for suffix in ("-wal", "-shm"):
+        try:
+            os.unlink(f"{base}{suffix}")
+        except FileNotFoundError:
+            pass
 
 
 def _new_target(source: Path, output: Path | str | None) -> Path:

@@ -29,7 +29,7 @@ from ....home import SIDECAR_SUFFIXES
 from ....model import SpoolReport
 from ..index import schema as index_schema
 from ..connect import busy_handler
-from . import containment, forensics, ledger
+from . import containment, forensics, ledger, walowner
 from .examine import STALE_KEY, Report, advise, examine, recover_steps
 from .holders import holders
 from .identity import descriptors_of
@@ -66,6 +66,13 @@ def repair(db_path: Path | str, *, command: str = "sessiondb", deep: bool = Fals
         # Every repair writes (a backup, the log checkpointed into the store): none fits.
         before.repair = {"actions": ["nothing done: the disk is full"], "backup": None}
         return before
+    if before.way_back.get("foreign_wal") and not holders(db_path):
+        # A replaced file's WAL is set aside before anything here opens the file, which would
+        # replay it over the file that replaced it (S-28); restore-captured reads it from there.
+        kept = walowner.set_aside_foreign_wal(db_path)
+        if kept is not None:
+            actions.append(f"set the write-ahead log of the replaced file aside, unreplayed, in {kept}")
+            before = examine(db_path, deep=deep, command=command)
     if before.damage in (INDEX, SCHEMA):
         _refuse_if_held(db_path)
     if before.damage == NONE:
@@ -208,7 +215,11 @@ def _damaged_indexes(report: Report) -> list[str]:
 def _replay_and_checkpoint(db_path: Path, report: Report, actions: list[str], replay: Replay | None) -> None:
     """Replay the spool through the store itself (the caller's `replay`), then checkpoint
     when nobody else holds the store."""
-    if report.spool_pending and replay is not None:
+    if report.spool_pending and report.way_back:
+        # Replayed now, a refused batch would land before the captured commits it followed;
+        # restore-captured brings back both, in order (examine.way_back_step names it).
+        actions.append("spool left for restore-captured, which brings back the captures it follows first")
+    elif report.spool_pending and replay is not None:
         result = replay()
         actions.append(f"replayed {len(result.replayed)} spooled batch(es)"
                        + (f", {len(result.kept)} kept" if result.kept else ""))
