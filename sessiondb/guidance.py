@@ -72,8 +72,9 @@ _TABLE: dict[Cause, tuple[str, str, int, int]] = {
         "the messages it could not save were kept in the spool; quit every process using "
         "{who}, then run `{cmd} doctor`.",
         "Something copied or moved another file over the live store. Nothing was written "
-        "into the new file. Restarting the processes makes them open whatever {db} is now; "
-        "the spool is replayed into it at the next healthy open.",
+        "into the new file. New opens use whatever {db} is now; what was written for the "
+        "replaced file (its log and the spool) stays aside until `{cmd} restore-captured "
+        "--other-generations` brings it in, which the doctor names.",
         1, 503,
     ),
     Cause.DELETED_WAL: (
