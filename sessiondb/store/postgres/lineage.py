@@ -169,11 +169,12 @@ def rewind(conn: psycopg.Connection, session_id: str, to_message_id: int) -> int
 
 
 def restore_rewound(conn: psycopg.Connection, session_id: str) -> int:
-    lock(conn, session_id)
+    """Make every rewound message of the session a write lands on (`land`) active again; how many."""
+    target, _ = land(conn, session_id)
     changed = conn.execute("UPDATE messages SET state = 'active' WHERE session_id = %s AND state = 'rewound'",
-                           (session_id,)).rowcount
+                           (target,)).rowcount
     if changed:
-        messages.recount(conn, session_id)
+        messages.recount(conn, target)
     return changed
 
 

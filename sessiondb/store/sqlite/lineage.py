@@ -265,12 +265,12 @@ def rewind(conn: apsw.Connection, session_id: str, to_message_id: int) -> int:
 
 
 def restore_rewound(conn: apsw.Connection, session_id: str) -> int:
-    """Make every rewound message of the session active again; how many."""
-    sessions.require(conn, session_id)
-    conn.execute("UPDATE messages SET state = 'active' WHERE session_id = ? AND state = 'rewound'", (session_id,))
+    """Make every rewound message of the session a write lands on (`land`) active again; how many."""
+    target, _ = land(conn, session_id)
+    conn.execute("UPDATE messages SET state = 'active' WHERE session_id = ? AND state = 'rewound'", (target,))
     changed = conn.changes()
     if changed:
-        recount(conn, session_id)
+        recount(conn, target)
     return changed
 
 
