@@ -17,6 +17,7 @@ import subprocess
 import sys
 import textwrap
 
+import apsw
 import pytest
 
 WORKER = textwrap.dedent("""
@@ -124,3 +125,38 @@ def test_s46_two_rotators_racing_never_fork_the_conversation(store, store_locati
     closed = check_conversation(store, sid, results)
     assert len(closed) == len(made)
     assert len(store.lineage(sid)) == store.verify().checked["sessions"] == 1 + len(made)  # one chain
+
+
+def behind_the_store(store, location, statement):
+    """Run one SQL statement on the store's rows, as no sessiondb write path would."""
+    if store.backend.location.startswith("postgres"):
+        with store.backend.pool.connection() as conn:
+            conn.execute(statement)
+    else:
+        conn = apsw.Connection(str(location))
+        try:
+            conn.execute(statement)
+        finally:
+            conn.close()
+
+
+def test_s46_verify_reports_an_active_message_in_a_session_a_rotation_closed(store, store_location):
+    location, _ = store_location
+    sid = store.create_session("gateway").id
+    store.append(sid, [{"uid": f"m{i}", "role": "user", "content": f"turn {i}"} for i in range(3)])
+    lease = store.begin_compaction(sid)
+    child = store.commit_compaction(lease, [{"uid": "gist", "role": "system", "content": "summary"}], mode="rotate")
+    # A session ended with reason compression that nothing continues is its own tip: an
+    # import from a tool whose compaction keeps the transcript (Hermes) stores such sessions.
+    kept = store.create_session("import").id
+    store.append(kept, {"role": "user", "content": "read where it is"})
+    store.end_session(kept, "compression")
+    assert store.verify().ok
+
+    behind_the_store(store, location, "INSERT INTO messages(session_id, uid, seq, role, content, timestamp) "
+                                      f"VALUES ('{sid}', 'late', 4, 'user', 'acknowledged too late', 0)")
+    behind_the_store(store, location, f"UPDATE sessions SET message_count = 1 WHERE id = '{sid}'")
+
+    [problem] = store.verify().problems
+    assert sid in problem and child.id in problem and "closed by compression" in problem
+    assert "1 active message" in problem and kept not in problem
