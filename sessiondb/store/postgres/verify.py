@@ -49,7 +49,7 @@ _CHECKS = (
     ("a session a rotation closed holds no active message", f"""
         SELECT 'session ' || s.id || ' was closed by compression into ' || min(c.id) || ' and still holds '
                || (SELECT count(*) FROM messages AS m WHERE m.session_id = s.id AND m.state = 'active')
-               || ' active message(s), acknowledged outside the live conversation (resume never reads them)'
+               || ' active message(s), outside the live conversation: resume never reads them'
         FROM sessions AS s JOIN sessions AS c ON c.parent_session_id = s.id AND c.parent_relation = '{COMPRESSION}'
         WHERE s.end_reason = '{COMPRESSION}'
           AND EXISTS (SELECT 1 FROM messages AS m WHERE m.session_id = s.id AND m.state = 'active')

@@ -13,8 +13,8 @@ What is checked, and why each can be checked by query:
 - order: among a session's active rows, seq never falls as the id rises (but where a
   compaction kept messages verbatim after its summary, see _order);
 - rotations: a session a rotation closed (ended with reason compression, continued by a
-  compression child) holds no active row: one there was acknowledged outside the live
-  conversation (S-46);
+  compression child) holds no active row: one there is outside the live conversation
+  (S-46);
 - search: the index (its own file, caught up by the caller to this snapshot) holds
   exactly the stored rows (every state: the state is joined in at query time) up to its
   mark, each row's current text matches itself in the word index, and the trigram index
@@ -140,8 +140,7 @@ def _rotated(conn: apsw.Connection, report: VerifyReport) -> None:
     ).fetchall()
     for sid, child, n in rows:
         report.problems.append(f"rotations: session {sid} was closed by compression into {child} and still holds "
-                               f"{n} active message(s), acknowledged outside the live conversation "
-                               "(resume never reads them)")
+                               f"{n} active message(s), outside the live conversation: resume never reads them")
 
 
 def _index(conn: apsw.Connection, report: VerifyReport, touched_to: int) -> None:
