@@ -271,7 +271,12 @@ class Store(Protocol):
         """
 
     def restore_rewound(self, session_id: str) -> int:
-        """Make the session's rewound messages active again; returns how many."""
+        """Make the session's rewound messages active again; returns how many.
+
+        Like every write, one addressed to a session a compaction rotated acts on its live
+        tip (CompressionClosed when none is live): the rotated session's rows stay as the
+        compaction left them, since active rows there would be outside the conversation.
+        """
 
     def branch(self, session_id: str, at_message_id: int, *, title: str | None = None) -> Session:
         """Start a new session from a copy of the session's active messages up to

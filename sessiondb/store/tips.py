@@ -7,15 +7,35 @@ reopened and rotated again), a live one (not ended) wins, then one ended for ano
 reason, then one closed by compression (a dead end); then the newest by start, then the
 larger id. A write addressed to a rotated session lands on the tip only while the tip is
 live (S-05 fails closed): `closed` is the refusal otherwise.
+
+`land` is that rule for a write, on every backend: the session a write lands on is judged
+after its row is locked, since a rotation may close the tip between choosing it and
+locking it, and a row written there would be acknowledged into a session nobody resumes
+(S-46). A backend gives it two primitives: lock a session's row for the write's
+transaction and read its head after the lock, and resolve the tip as `choose` does.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping, NamedTuple
 
 from ..errors import CompressionClosed
 from ..model import COMPRESSION
+
+#: Tips a write follows at most: each new one means a rotation committed while the write
+#: was on its way, so a write that keeps missing is refused rather than chasing forever.
+MAX_LANDINGS = 16
+
+
+class Head(NamedTuple):
+    """A session's row as its lock read it: how it ended, how it continues its parent,
+    and the seq of its newest message (0 without one)."""
+
+    end_reason: str | None
+    ended_at: float | None
+    parent_relation: str | None
+    last_seq: int
 
 
 @dataclass(frozen=True)
@@ -55,4 +75,27 @@ def closed(session_id: str, tip: Leaf) -> CompressionClosed:
     return CompressionClosed(
         f"session {session_id} was closed when a compaction rotated it into a new session, and "
         f"{ended}. Nothing was written: refresh the session (reload it, or start a new one) and "
+        "write there")
+
+
+def land(session_id: str, lock: Callable[[str], Head],
+         resolve: Callable[[str], tuple[list[str], Leaf]]) -> tuple[str, Head]:
+    """The session a write addressed to `session_id` lands on, locked, and its head.
+
+    The addressed session takes the write unless a compaction rotated it; then its live tip
+    does, judged again once locked: a tip that ended meanwhile is left for the one that
+    continues it now, or the write is refused (`closed`) when none is live.
+    """
+    target = session_id
+    for _ in range(MAX_LANDINGS):
+        head = lock(target)
+        if (head.end_reason != COMPRESSION) if target == session_id else (head.ended_at is None):
+            return target, head
+        path, tip = resolve(session_id)
+        if not tip.live:
+            raise closed(session_id, tip)
+        target = path[-1]
+    raise CompressionClosed(
+        f"session {session_id} was rotated into a new session {MAX_LANDINGS} times while this write "
+        "followed it, so it landed nowhere. Nothing was written: refresh the session (reload it) and "
         "write there")

@@ -57,3 +57,20 @@ def test_a_late_write_lands_again_once_the_continuation_is_reopened(store):
     store.reopen_session(child)
     [row] = store.append(sid, user("late"))
     assert row.session_id == child
+
+
+def test_restoring_rewound_messages_of_a_rotated_session_acts_on_its_live_tip(store):
+    sid = store.create_session("cli").id
+    store.append(sid, [user("kept"), user("undone before the rotation")])
+    store.rewind(sid, store.transcript(sid)[0].id)
+    child = rotate(store, sid)
+    store.append(child, [user("after"), user("undone after the rotation")])
+    store.rewind(child, store.transcript(child)[-2].id)
+
+    assert store.restore_rewound(sid) == 1
+    assert [m.content for m in store.transcript(child)] == ["summary", "after", "undone after the rotation"]
+    assert store.transcript(sid) == []  # the rotated session's rewound row stays rewound
+    assert store.verify().ok
+    store.end_session(child, "user_closed")
+    with pytest.raises(CompressionClosed):
+        store.restore_rewound(sid)

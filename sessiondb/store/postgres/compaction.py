@@ -54,10 +54,7 @@ def current(conn: psycopg.Connection, session_id: str) -> Lease | None:
 def begin(conn: psycopg.Connection, session_id: str, holder: str | None, ttl: float,
           clock: Callable[[], float]) -> Lease:
     """Take the lease on the session a write to `session_id` lands on (its live tip)."""
-    end_reason, _, _ = lineage.lock(conn, session_id)
-    target = lineage.writable(conn, session_id) if end_reason == COMPRESSION else session_id
-    if target != session_id:
-        lineage.lock(conn, target)
+    target, _ = lineage.land(conn, session_id)
     now = clock()
     held = current(conn, target)
     if held is not None and held.expires_at > now and not _holder_dead(conn, target):

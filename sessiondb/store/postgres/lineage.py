@@ -87,14 +87,6 @@ def lineage(conn: psycopg.Connection, session_id: str) -> list[Session]:
     return [sessions.from_row(rows[sid]) for sid in chain]
 
 
-def writable(conn: psycopg.Connection, session_id: str) -> str:
-    """The session a write addressed to a rotated session lands on: its live tip."""
-    path, leaf = resolve(conn, session_id)
-    if not leaf.live:
-        raise tips.closed(session_id, leaf)
-    return path[-1]
-
-
 def set_flags(conn: psycopg.Connection, session_id: str, change: SetFlags) -> Session:
     """Pin, archive and hide apply to the whole conversation (S-41): every session of the
     compression tree `session_id` belongs to (its root's subtree), in this one transaction,
@@ -108,35 +100,38 @@ def set_flags(conn: psycopg.Connection, session_id: str, change: SetFlags) -> Se
     return sessions.get(conn, session_id)
 
 
-def lock(conn: psycopg.Connection, session_id: str) -> tuple[str | None, str | None, int]:
-    """Lock the session's row for this transaction: (end_reason, parent_relation, last seq).
+def lock(conn: psycopg.Connection, session_id: str) -> tips.Head:
+    """Lock the session's row for this transaction and read its head.
 
-    The last seq is read by a statement of its own, after the lock is held: a statement
-    that waited for a lock still reads the snapshot it started with, which would not show
-    the messages the previous holder just committed."""
-    row = conn.execute("SELECT end_reason, parent_relation FROM sessions WHERE id = %s FOR NO KEY UPDATE",
-                       (session_id,)).fetchone()
+    A lock that waited reads the row as its previous holder committed it (a rotation's
+    end included). The last seq is read by a statement of its own, after the lock is held:
+    a statement that waited for a lock still reads the snapshot it started with, which
+    would not show the messages the previous holder just committed."""
+    row = conn.execute("SELECT end_reason, ended_at, parent_relation FROM sessions WHERE id = %s "
+                       "FOR NO KEY UPDATE", (session_id,)).fetchone()
     if row is None:
         raise NotFound(f"no session {session_id!r} in this store")
     last = conn.execute("SELECT seq FROM messages WHERE session_id = %s ORDER BY id DESC LIMIT 1",
                         (session_id,)).fetchone()
-    return row[0], row[1], last[0] if last else 0
+    return tips.Head(*row, last[0] if last else 0)
+
+
+def land(conn: psycopg.Connection, session_id: str) -> tuple[str, tips.Head]:
+    """The session a write addressed to `session_id` lands on (itself, or its live tip),
+    locked for this transaction, and its head (store/tips.py's rule)."""
+    return tips.land(session_id, lambda sid: lock(conn, sid), lambda sid: resolve(conn, sid))
 
 
 def append(conn: psycopg.Connection, session_id: str, batch: Sequence[NewMessage], now: float) -> list[Message]:
     """An append addressed through the lineage (one transaction).
 
-    A session closed by rotation hands the batch to its live tip; the rows come back with
-    the tip's id. A uid already stored in a compression ancestor of the target is not
-    written again: its stored row is returned.
+    A session closed by rotation hands the batch to its live tip, judged with the tip
+    locked (`land`); the rows come back with the tip's id. A uid already stored in a
+    compression ancestor of the target is not written again: its stored row is returned.
     """
-    end_reason, relation, last_seq = lock(conn, session_id)
-    target = session_id
-    if end_reason == COMPRESSION:
-        target = writable(conn, session_id)
-        _, relation, last_seq = lock(conn, target)
-    if relation != COMPRESSION:
-        return messages.insert(conn, target, batch, now, last_seq)  # the common case
+    target, head = land(conn, session_id)
+    if head.parent_relation != COMPRESSION:
+        return messages.insert(conn, target, batch, now, head.last_seq)  # the common case
     earlier = messages.by_uids(conn, ancestors(conn, target), [m.uid for m in batch])
     kept: dict[int, Message] = {}
     for index, m in enumerate(batch):
@@ -148,7 +143,7 @@ def append(conn: psycopg.Connection, session_id: str, batch: Sequence[NewMessage
                     "part of this conversation) with different content; give the new message its own uid")
             kept[index] = found
     fresh = [m for i, m in enumerate(batch) if i not in kept]
-    stored = iter(messages.insert(conn, target, fresh, now, last_seq) if fresh else [])
+    stored = iter(messages.insert(conn, target, fresh, now, head.last_seq) if fresh else [])
     return [kept[i] if i in kept else next(stored) for i in range(len(batch))]
 
 
@@ -174,11 +169,12 @@ def rewind(conn: psycopg.Connection, session_id: str, to_message_id: int) -> int
 
 
 def restore_rewound(conn: psycopg.Connection, session_id: str) -> int:
-    lock(conn, session_id)
+    """Make every rewound message of the session a write lands on (`land`) active again; how many."""
+    target, _ = land(conn, session_id)
     changed = conn.execute("UPDATE messages SET state = 'active' WHERE session_id = %s AND state = 'rewound'",
-                           (session_id,)).rowcount
+                           (target,)).rowcount
     if changed:
-        messages.recount(conn, session_id)
+        messages.recount(conn, target)
     return changed
 
 

@@ -44,6 +44,16 @@ _CHECKS = (
                    SELECT parent_session_id FROM sessions
                    WHERE id = ordered.session_id AND parent_relation = '{COMPRESSION}')))
         LIMIT 20"""),
+    # A session ended with reason compression and no compression child is its own tip
+    # (an import from a tool whose compaction keeps the parent's transcript): its rows are read.
+    ("a session a rotation closed holds no active message", f"""
+        SELECT 'session ' || s.id || ' was closed by compression into ' || min(c.id) || ' and still holds '
+               || (SELECT count(*) FROM messages AS m WHERE m.session_id = s.id AND m.state = 'active')
+               || ' active message(s), outside the live conversation: resume never reads them'
+        FROM sessions AS s JOIN sessions AS c ON c.parent_session_id = s.id AND c.parent_relation = '{COMPRESSION}'
+        WHERE s.end_reason = '{COMPRESSION}'
+          AND EXISTS (SELECT 1 FROM messages AS m WHERE m.session_id = s.id AND m.state = 'active')
+        GROUP BY s.id LIMIT 20"""),
     ("the search words of every row are its text's", """
         SELECT 'message ' || id || ' carries stale search words' FROM messages
         WHERE words IS DISTINCT FROM message_words(role, content, parts) LIMIT 20"""),

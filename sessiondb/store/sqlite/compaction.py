@@ -48,7 +48,7 @@ _INSERT = f"INSERT INTO messages(session_id, {_MOVED}) VALUES (?, {', '.join('?'
 def begin(conn: apsw.Connection, session_id: str, holder: str | None, ttl: float,
           clock: Callable[[], float]) -> Lease:
     """Take the lease on the session a write to `session_id` lands on (its live tip)."""
-    return leases.begin(conn, lineage.writable(conn, session_id), holder, ttl, clock)
+    return leases.begin(conn, lineage.land(conn, session_id)[0], holder, ttl, clock)
 
 
 def commit(conn: apsw.Connection, lease: Lease, batch: Sequence[NewMessage], mode: str,

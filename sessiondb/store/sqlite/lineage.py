@@ -115,19 +115,25 @@ def lineage(conn: apsw.Connection, session_id: str) -> list[Session]:
     return [sessions.get(conn, sid) for sid in [*reversed(up), *path]]
 
 
-def writable(conn: apsw.Connection, session_id: str) -> str:
-    """The session a write addressed to `session_id` lands on: itself, or its live tip.
+def lock(conn: apsw.Connection, session_id: str) -> tips.Head:
+    """The session's head, read in the writer's transaction: the one writer of the file holds
+    it until this write commits, so nothing changes the head meanwhile."""
+    row = conn.execute(
+        "SELECT end_reason, ended_at, parent_relation, coalesce((SELECT seq FROM messages WHERE session_id = ?1 "
+        "ORDER BY id DESC LIMIT 1), 0) FROM sessions WHERE id = ?1",
+        (session_id,),
+    ).fetchone()
+    if row is None:
+        raise NotFound(f"no session {session_id!r} in this store")
+    return tips.Head(*row)
 
-    A rotated session whose continuation has ended, for any reason, takes no late write:
-    it would land where nobody reads it (S-05 fails closed).
+
+def land(conn: apsw.Connection, session_id: str) -> tuple[str, tips.Head]:
+    """The session a write addressed to `session_id` lands on (itself, or its live tip) and
+    its head (store/tips.py's rule). A rotated session whose continuation has ended, for
+    any reason, takes no late write: it would land where nobody reads it (S-05 fails closed).
     """
-    end_reason = _head(conn, session_id)[0]
-    if end_reason != COMPRESSION:
-        return session_id
-    path, leaf = resolve(conn, session_id)
-    if not leaf.live:
-        raise tips.closed(session_id, leaf)
-    return path[-1]
+    return tips.land(session_id, lambda sid: lock(conn, sid), lambda sid: resolve(conn, sid))
 
 
 def conversation(conn: apsw.Connection, session_id: str) -> list[str]:
@@ -170,18 +176,9 @@ def append(conn: apsw.Connection, session_id: str, batch: Sequence[NewMessage], 
     write: the rows come back with the tip's session id. A uid already stored in a
     compression ancestor of the target is not written again; its stored row is returned.
     """
-    # One statement for the common case: the session's head and its last seq together.
-    head = conn.execute(
-        "SELECT end_reason, parent_relation, (SELECT seq FROM messages WHERE session_id = ?1 "
-        "ORDER BY id DESC LIMIT 1) FROM sessions WHERE id = ?1",
-        (session_id,),
-    ).fetchone()
-    if head is None:
-        raise NotFound(f"no session {session_id!r} in this store")
-    end_reason, relation, last_seq = head
-    target = session_id if end_reason != COMPRESSION else writable(conn, session_id)
-    if target == session_id and relation != COMPRESSION:
-        return messages.append(conn, target, batch, now, last_seq=last_seq or 0)
+    target, head = land(conn, session_id)  # one statement in the common case
+    if head.parent_relation != COMPRESSION:
+        return messages.append(conn, target, batch, now, last_seq=head.last_seq)
     up = ancestors(conn, target)
     if not up:
         return messages.append(conn, target, batch, now)
@@ -268,12 +265,12 @@ def rewind(conn: apsw.Connection, session_id: str, to_message_id: int) -> int:
 
 
 def restore_rewound(conn: apsw.Connection, session_id: str) -> int:
-    """Make every rewound message of the session active again; how many."""
-    sessions.require(conn, session_id)
-    conn.execute("UPDATE messages SET state = 'active' WHERE session_id = ? AND state = 'rewound'", (session_id,))
+    """Make every rewound message of the session a write lands on (`land`) active again; how many."""
+    target, _ = land(conn, session_id)
+    conn.execute("UPDATE messages SET state = 'active' WHERE session_id = ? AND state = 'rewound'", (target,))
     changed = conn.changes()
     if changed:
-        recount(conn, session_id)
+        recount(conn, target)
     return changed
 
 

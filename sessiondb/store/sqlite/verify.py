@@ -12,6 +12,9 @@ What is checked, and why each can be checked by query:
 - counters: each session's message_count and tool_call_count equal its active rows;
 - order: among a session's active rows, seq never falls as the id rises (but where a
   compaction kept messages verbatim after its summary, see _order);
+- rotations: a session a rotation closed (ended with reason compression, continued by a
+  compression child) holds no active row: one there is outside the live conversation
+  (S-46);
 - search: the index (its own file, caught up by the caller to this snapshot) holds
   exactly the stored rows (every state: the state is joined in at query time) up to its
   mark, each row's current text matches itself in the word index, and the trigram index
@@ -56,7 +59,7 @@ def verify(conn: apsw.Connection, touched_to: int) -> VerifyReport:
         # Reading a damaged b-tree raises; the rows are for the doctor to salvage first.
         report.notes.append("rows: not checked, the file itself is damaged (run `sessiondb doctor`)")
         return report
-    for check in (_identity, _counters, _order, _leases, _orphans):
+    for check in (_identity, _counters, _order, _rotated, _leases, _orphans):
         check(conn, report)
     _index(conn, report, touched_to)
     return report
@@ -123,6 +126,21 @@ def _order(conn: apsw.Connection, report: VerifyReport) -> None:
     ).fetchall()
     for sid, mid, seq, before in rows:
         report.problems.append(f"order: in session {sid}, message {mid} has seq {seq} after a message with seq {before}")
+
+
+def _rotated(conn: apsw.Connection, report: VerifyReport) -> None:
+    # A session ended with reason compression and no compression child is its own tip
+    # (an import from a tool whose compaction keeps the parent's transcript): its rows are read.
+    rows = conn.execute(
+        "SELECT s.id, min(c.id), (SELECT count(*) FROM messages AS m WHERE m.session_id = s.id "
+        "AND m.state = 'active') AS n FROM sessions AS s "
+        "JOIN sessions AS c ON c.parent_session_id = s.id AND c.parent_relation = ?1 "
+        "WHERE s.end_reason = ?1 GROUP BY s.id HAVING n > 0",
+        (COMPRESSION,),
+    ).fetchall()
+    for sid, child, n in rows:
+        report.problems.append(f"rotations: session {sid} was closed by compression into {child} and still holds "
+                               f"{n} active message(s), outside the live conversation: resume never reads them")
 
 
 def _index(conn: apsw.Connection, report: VerifyReport, touched_to: int) -> None:
