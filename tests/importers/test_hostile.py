@@ -122,6 +122,30 @@ def test_a_deeply_nested_record_is_named_and_skipped_and_the_rest_is_imported(ho
     assert len(report["malformed"]) == written.malformed + 1
 
 
+def test_a_record_one_level_past_the_depth_bound_is_named_and_one_within_it_is_imported(home):
+    written = histories.claude_code(home)
+    path = next(written.path.rglob(f"{histories.SESSION}.jsonl"))
+
+    def calling(uuid: str, levels: int) -> str:
+        """An assistant line whose tool call's input nests `levels` deep, inside 4 levels of the line."""
+        arguments: list | dict = {}
+        for _ in range(levels - 1):
+            arguments = [arguments]
+        return json.dumps(histories.claude_line("assistant", uuid, None, {
+            "id": f"msg_{uuid}", "role": "assistant", "model": "m",
+            "content": [{"type": "tool_use", "id": f"toolu_{uuid}", "name": "Deep", "input": arguments}]}))
+
+    insert_line(path, 3, calling("u-0098", core.MAX_DEPTH - 4))
+    insert_line(path, 4, calling("u-0099", core.MAX_DEPTH - 3))
+    with sessiondb.open_store() as store:
+        report = sessiondb.importers.import_from(store, "claude-code")
+        calls = [m.tool_calls[0]["function"]["name"] for m in store.transcript(f"claude-code-{histories.SESSION}")
+                 if m.tool_calls and m.tool_calls[0]["function"]["name"] == "Deep"]
+    assert report.messages == written.messages + 1 and calls == ["Deep"]
+    assert [(m["line"], m["reason"]) for m in report.malformed if "nested" in m["reason"]] == [
+        (5, f"not read: nested deeper than {core.MAX_DEPTH} levels")]
+
+
 @pytest.mark.parametrize("source", list(SOURCES))
 def test_a_watch_moves_past_a_deeply_nested_record_and_a_restart_imports_what_follows(home, source):
     written, path, later = hostile(source, home)
@@ -161,6 +185,17 @@ def test_a_hermes_title_the_store_refuses_is_named_and_the_session_is_imported(h
     assert report.messages == written.messages
     (refused,) = report.malformed
     assert refused["file"] == str(written.path / "state.db") and "title was left out" in refused["reason"]
+
+
+def test_a_session_the_store_refuses_is_named_and_the_other_sessions_are_imported(home):
+    written = histories.hermes(home)
+    refused = written.path / "state.db"
+    execute(refused, "UPDATE sessions SET model = ?", ("m" * 10_000,))  # longer than any model name the store takes
+    with sessiondb.open_store() as store:
+        report = sessiondb.importers.import_from(store, "hermes")
+        imported = [s.id for s in store.list_sessions(source="hermes").items]
+    assert imported == ["hermes-coder-20261123_100000_cc22dd"] and report.messages == written.messages // 2
+    assert report.malformed and all(m["file"] == str(refused) and "model" in m["reason"] for m in report.malformed)
 
 
 def hermes_with_blob(home: Path, size: int) -> histories.Written:
