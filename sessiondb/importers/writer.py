@@ -25,6 +25,9 @@ from ..store.contract import Store
 from .core import Conversation, Entry, Event, ImportReport, Malformed, Mark, Totals
 
 BATCH = 500
+#: The text messages waiting to be appended may hold, all sessions together, before they are
+#: written: what an import holds stays bounded however large each message is.
+BATCH_BYTES = 64 * 1024 * 1024
 USAGE_THREADS = 8
 USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
 #: Session metadata key holding the running totals already recorded (see Totals).
@@ -38,6 +41,8 @@ class Writer:
         self.last_id: dict[str, int] = {}  # the session's highest message id, once looked up
         self.metadata: dict[str, dict[str, Any]] = {}
         self.pending: dict[str, list[Entry]] = {}
+        self.pending_bytes: dict[str, int] = {}  # per session, of the text in `pending`
+        self.held = 0  # the sum of pending_bytes
 
     def handle(self, event: Event) -> None:
         try:
@@ -48,10 +53,15 @@ class Writer:
     def _handle(self, event: Event) -> None:
         if isinstance(event, Entry):
             self._conversation(event.conversation, event.where)
-            batch = self.pending.setdefault(event.conversation.id, [])
+            session_id, size = event.conversation.id, _text_size(event.message)
+            batch = self.pending.setdefault(session_id, [])
             batch.append(event)
+            self.pending_bytes[session_id] = self.pending_bytes.get(session_id, 0) + size
+            self.held += size
             if len(batch) >= BATCH:
-                self._flush(event.conversation.id)
+                self._flush(session_id)
+            elif self.held >= BATCH_BYTES:
+                self.finish()
         elif isinstance(event, Conversation):
             self._conversation(event)
         elif isinstance(event, Totals):
@@ -138,6 +148,7 @@ class Writer:
 
     def _flush(self, session_id: str) -> None:
         batch = self.pending.pop(session_id, None)
+        self.held -= self.pending_bytes.pop(session_id, 0)
         if not batch:
             return
         if session_id not in self.last_id:
@@ -213,3 +224,11 @@ class Writer:
         self.report.usage_calls += 1
         recorded[event.counter] = {k: int(usage.get(k) or 0) for k in USAGE_FIELDS} | {"cost_usd": float(usage.get("cost_usd") or 0)}
         self.metadata[session_id] = dict(self.store.update_metadata(session_id, {RECORDED: recorded}).metadata)
+
+
+def _text_size(message: dict[str, Any]) -> int:
+    """About how much a message holds: its text, reasoning and tool calls' arguments."""
+    texts = [message.get("content"), message.get("reasoning")]
+    texts += [(call.get("function") or {}).get("arguments") for call in message.get("tool_calls") or []
+              if isinstance(call, dict)]
+    return sum(len(text) for text in texts if isinstance(text, str))

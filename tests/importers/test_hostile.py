@@ -14,7 +14,7 @@ from click.testing import CliRunner
 import histories
 import sessiondb
 from sessiondb.cli import main
-from sessiondb.importers import SOURCES, core, files, watch
+from sessiondb.importers import SOURCES, core, files, watch, writer
 
 #: Deeper than json.loads can decode without a RecursionError.
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -283,3 +283,17 @@ def test_a_watch_waits_for_a_long_line_being_written_then_moves_past_it(home, mo
     assert written_out.messages == 1 and [m["line"] for m in written_out.malformed] == [11]
     assert (idle.messages, idle.malformed) == (0, [])
     assert texts[-1] == "After the long line"
+
+
+def test_what_an_import_holds_before_writing_stays_within_its_byte_budget_across_sessions(home, monkeypatch):
+    monkeypatch.setattr(writer, "BATCH_BYTES", LIMIT)
+    path = home / "chat.db"
+    text = "w" * (LIMIT // 4)
+    rows = [(i + 1, f"session-{i}", json.dumps({"type": "human", "data": {"content": text, "type": "human"}}))
+            for i in range(100)]  # 25 budgets' worth, one message per session: no batch fills up
+    histories.database(path, histories.LANGCHAIN, {"message_store": rows})
+    reports = []
+    with sessiondb.open_store() as store:
+        peak = peak_of(lambda: reports.append(sessiondb.importers.import_from(store, "langchain", path)))
+    assert reports[0].messages == 100
+    assert peak < 8 * LIMIT, peak
