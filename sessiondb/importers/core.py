@@ -30,7 +30,7 @@ _PLAIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 #: deeper one is refused where it is decoded (`loads`), so nothing downstream (conversion,
 #: fingerprint, the store's JSON) recurses without bound.
 MAX_DEPTH = 100
-#: The most one column of a source's row may hold: the store's bound on a message's content.
+#: The most one column of a source's row may hold: the store's default bound on a message's content.
 #: A row holding more is named and skipped without being read (databases.py).
 MAX_FIELD_BYTES = MessageLimits().max_content_bytes
 #: The most one record holding a whole message as JSON may hold (a line of a history file,

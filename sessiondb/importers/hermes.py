@@ -84,9 +84,10 @@ def _conversation(profile: str, original: str, row: dict[str, Any], conn: apsw.C
     parent, relation = row.get("parent_session_id"), None
     if parent:
         metadata["parent_original_id"] = parent
-        ended = conn.execute("SELECT end_reason FROM sessions WHERE id = ?", (parent,)).fetchone()
-        # A child of a compaction continues its parent; any other child was delegated to.
-        relation = "continuation" if ended and ended[0] == "compression" else "delegation"
+        # A child of a compaction continues its parent; any other child was delegated to
+        # (compared in SQL: the parent's end_reason, whatever its size, is not loaded here).
+        ended = conn.execute("SELECT end_reason IS 'compression' FROM sessions WHERE id = ?", (parent,)).fetchone()
+        relation = "continuation" if ended and ended[0] else "delegation"
     return Conversation(sid(original), NAME, metadata, title=row.get("title"), model=row.get("model"),
                         parent_id=sid(parent) if parent else None, parent_relation=relation)
 
