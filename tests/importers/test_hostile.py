@@ -14,7 +14,7 @@ from click.testing import CliRunner
 import histories
 import sessiondb
 from sessiondb.cli import main
-from sessiondb.importers import SOURCES, core, files, watch, writer
+from sessiondb.importers import SOURCES, core, databases, files, watch, writer
 
 #: Deeper than json.loads can decode without a RecursionError.
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -297,3 +297,26 @@ def test_what_an_import_holds_before_writing_stays_within_its_byte_budget_across
         peak = peak_of(lambda: reports.append(sessiondb.importers.import_from(store, "langchain", path)))
     assert reports[0].messages == 100
     assert peak < 8 * LIMIT, peak
+
+
+def test_llm_rows_past_the_bound_are_named_without_being_read_and_the_rest_is_imported(home):
+    written = histories.llm(home)
+    big = "b" * (core.MAX_FIELD_BYTES + 1)
+    execute(written.path, "UPDATE responses SET response = ? WHERE id = '01jresp2'", (big,))  # its result and answer
+    execute(written.path, "UPDATE parts SET text = ? WHERE id = 3", (big,))  # the newer thread's "And the evening?"
+    with sessiondb.open_store() as store:
+        report = sessiondb.importers.import_from(store, "llm")
+    assert report.messages == written.messages - 3
+    assert sorted(m["reason"].split(":")[0] for m in report.malformed) == ["parts row 3", "responses row 2"]
+    assert all("larger than" in m["reason"] for m in report.malformed)
+
+
+def test_an_item_row_past_the_bound_is_named_without_being_read(home, monkeypatch):
+    monkeypatch.setattr(databases, "MAX_RECORD_BYTES", LIMIT)
+    written = histories.langchain(home / "chat.db")
+    execute(written.path, "INSERT INTO message_store VALUES (99, 'trip-hakone', ?)", (b"{" * (LIMIT + 1),))
+    with sessiondb.open_store() as store:
+        report = sessiondb.importers.import_from(store, "langchain", written.path)
+    assert report.messages == written.messages
+    (skipped,) = report.malformed
+    assert skipped["line"] == 99 and f"message larger than {LIMIT:,} bytes" in skipped["reason"]
