@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import tracemalloc
 from pathlib import Path
+from typing import Callable
 
 import apsw
 import pytest
@@ -14,7 +15,7 @@ from click.testing import CliRunner
 import histories
 import sessiondb
 from sessiondb.cli import main
-from sessiondb.importers import SOURCES, core, databases, files, watch, writer
+from sessiondb.importers import SOURCES, core, databases, files, import_from, watch, writer
 
 #: Deeper than json.loads can decode without a RecursionError.
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -38,7 +39,7 @@ def execute(path: Path, sql: str, params: tuple = ()) -> None:
     conn.close()
 
 
-def hostile(source: str, home: Path) -> tuple[histories.Written, Path, callable]:
+def hostile(source: str, home: Path) -> tuple[histories.Written, Path, Callable[[], None]]:
     """The source's sample history with a deeply nested record in the middle; returns it,
     the file or database holding that record, and a function adding one later message."""
     if source == "claude-code":
@@ -61,7 +62,8 @@ def hostile(source: str, home: Path) -> tuple[histories.Written, Path, callable]
                     "type": "message", "role": "user", "content": [{"type": "input_text", "text": "Later?"}]}}) + "\n")
     elif source == "openai-agents":
         path = home / "agents.db"
-        rows = [(None, "conversation_123", json.dumps(item), "2026-11-24 12:00:00") for item in histories.agents_items()]
+        rows = [(None, "conversation_123", json.dumps(item), "2026-11-24 12:00:00")
+                for item in histories.agents_items()]
         rows.insert(2, (None, "conversation_123", DEEP, "2026-11-24 12:00:09"))
         histories.database(path, histories.AGENTS, {"agent_messages": rows})
         written = histories.Written(path, sessions=1, messages=4)
@@ -112,7 +114,8 @@ def named(report: dict, path: Path, reason: str) -> list[dict]:
 @pytest.mark.parametrize("source", list(SOURCES))
 def test_a_deeply_nested_record_is_named_and_skipped_and_the_rest_is_imported(home, source):
     written, path, _ = hostile(source, home)
-    args = ["import", "--from", source, "--json"] + ([str(written.path)] if source in ("openai-agents", "langchain") else [])
+    given = [str(written.path)] if source not in histories.WRITERS else []  # the tools without a default location
+    args = ["import", "--from", source, "--json", *given]
     result = CliRunner().invoke(main, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
@@ -138,7 +141,7 @@ def test_a_record_one_level_past_the_depth_bound_is_named_and_one_within_it_is_i
     insert_line(path, 3, calling("u-0098", core.MAX_DEPTH - 4))
     insert_line(path, 4, calling("u-0099", core.MAX_DEPTH - 3))
     with sessiondb.open_store() as store:
-        report = sessiondb.importers.import_from(store, "claude-code")
+        report = import_from(store, "claude-code")
         calls = [m.tool_calls[0]["function"]["name"] for m in store.transcript(f"claude-code-{histories.SESSION}")
                  if m.tool_calls and m.tool_calls[0]["function"]["name"] == "Deep"]
     assert report.messages == written.messages + 1 and calls == ["Deep"]
@@ -167,7 +170,7 @@ def test_hermes_usage_with_impossible_counts_is_named_and_skipped_and_the_rest_i
     execute(default, "UPDATE messages SET token_count = ? WHERE role = 'tool'", (2**63 - 1,))
     execute(coder, "UPDATE sessions SET estimated_cost_usd = ?", (float("inf"),))
     with sessiondb.open_store() as store:
-        report = sessiondb.importers.import_from(store, "hermes")
+        report = import_from(store, "hermes")
         usage = [store.usage(s.id).calls for s in store.list_sessions(source="hermes").items]
     reasons = {(m["file"], m["line"]): m["reason"] for m in report.malformed}
     assert report.messages == written.messages - 1  # only the message with the impossible count is left out
@@ -181,7 +184,7 @@ def test_a_hermes_title_the_store_refuses_is_named_and_the_session_is_imported(h
     written = histories.hermes(home)
     execute(written.path / "state.db", "UPDATE sessions SET title = ?", ("t" * 1000,))
     with sessiondb.open_store() as store:
-        report = sessiondb.importers.import_from(store, "hermes")
+        report = import_from(store, "hermes")
     assert report.messages == written.messages
     (refused,) = report.malformed
     assert refused["file"] == str(written.path / "state.db") and "title was left out" in refused["reason"]
@@ -192,7 +195,7 @@ def test_a_session_the_store_refuses_is_named_and_the_other_sessions_are_importe
     refused = written.path / "state.db"
     execute(refused, "UPDATE sessions SET model = ?", ("m" * 10_000,))  # longer than any model name the store takes
     with sessiondb.open_store() as store:
-        report = sessiondb.importers.import_from(store, "hermes")
+        report = import_from(store, "hermes")
         imported = [s.id for s in store.list_sessions(source="hermes").items]
     assert imported == ["hermes-coder-20261123_100000_cc22dd"] and report.messages == written.messages // 2
     assert report.malformed and all(m["file"] == str(refused) and "model" in m["reason"] for m in report.malformed)
@@ -226,7 +229,7 @@ def test_a_hermes_blob_past_the_bound_is_named_without_being_read(home):
         written = hermes_with_blob(user, size)
         reports = []
         with sessiondb.open_store(home=user / "store") as store:
-            peaks.append(peak_of(lambda: reports.append(sessiondb.importers.import_from(store, "hermes", written.path))))
+            peaks.append(peak_of(lambda: reports.append(import_from(store, "hermes", written.path))))
         (report,) = reports
         assert report.messages == written.messages
         (skipped,) = report.malformed
@@ -255,7 +258,7 @@ def test_a_line_past_the_bound_is_named_without_being_held_and_later_lines_keep_
         written, path = claude_with_long_line(home / f"user-{n}", size)
         reports = []
         with sessiondb.open_store(home=home / f"store-{n}") as store:
-            peaks.append(peak_of(lambda: reports.append(sessiondb.importers.import_from(store, "claude-code", written.path))))
+            peaks.append(peak_of(lambda: reports.append(import_from(store, "claude-code", written.path))))
         (report,) = reports
         assert report.messages == written.messages
         assert [(m["line"], m["reason"].split(":")[0]) for m in report.malformed] == [
@@ -268,7 +271,8 @@ def test_a_watch_waits_for_a_long_line_being_written_then_moves_past_it(home, mo
     written = histories.claude_code(home)
     path = next(written.path.rglob(f"{histories.SESSION}.jsonl"))
     long_line = json.dumps(histories.claude_line("user", "u-0099", None, {"role": "user", "content": "x" * 2 * LIMIT}))
-    later = json.dumps(histories.claude_line("user", "u-0100", None, {"role": "user", "content": "After the long line"}))
+    later = json.dumps(histories.claude_line("user", "u-0100", None, {"role": "user",
+                                                                      "content": "After the long line"}))
     with sessiondb.open_store() as store:
         watch(store, "claude-code", passes=1)
         with path.open("a") as f:
@@ -294,7 +298,7 @@ def test_what_an_import_holds_before_writing_stays_within_its_byte_budget_across
     histories.database(path, histories.LANGCHAIN, {"message_store": rows})
     reports = []
     with sessiondb.open_store() as store:
-        peak = peak_of(lambda: reports.append(sessiondb.importers.import_from(store, "langchain", path)))
+        peak = peak_of(lambda: reports.append(import_from(store, "langchain", path)))
     assert reports[0].messages == 100
     assert peak < 8 * LIMIT, peak
 
@@ -305,7 +309,7 @@ def test_llm_rows_past_the_bound_are_named_without_being_read_and_the_rest_is_im
     execute(written.path, "UPDATE responses SET response = ? WHERE id = '01jresp2'", (big,))  # its result and answer
     execute(written.path, "UPDATE parts SET text = ? WHERE id = 3", (big,))  # the newer thread's "And the evening?"
     with sessiondb.open_store() as store:
-        report = sessiondb.importers.import_from(store, "llm")
+        report = import_from(store, "llm")
     assert report.messages == written.messages - 3
     assert sorted(m["reason"].split(":")[0] for m in report.malformed) == ["parts row 3", "responses row 2"]
     assert all("larger than" in m["reason"] for m in report.malformed)
@@ -316,7 +320,7 @@ def test_an_item_row_past_the_bound_is_named_without_being_read(home, monkeypatc
     written = histories.langchain(home / "chat.db")
     execute(written.path, "INSERT INTO message_store VALUES (99, 'trip-hakone', ?)", (b"{" * (LIMIT + 1),))
     with sessiondb.open_store() as store:
-        report = sessiondb.importers.import_from(store, "langchain", written.path)
+        report = import_from(store, "langchain", written.path)
     assert report.messages == written.messages
     (skipped,) = report.malformed
     assert skipped["line"] == 99 and f"message larger than {LIMIT:,} bytes" in skipped["reason"]
