@@ -17,7 +17,7 @@ from typing import Any
 from ..files import private_file
 from ..home import ensure_private_dir, resolve_home
 from ..store.contract import Store
-from .core import fingerprint
+from .core import fingerprint, loads
 
 VERSION = 1
 
@@ -32,7 +32,7 @@ def path_for(store: Store, source: str, root: Path) -> Path:
 def load(path: Path, source: str, root: Path) -> dict[str, Any]:
     """The cursor saved at `path`, or a new one when there is none (or it is not ours)."""
     try:
-        saved = json.loads(path.read_text(encoding="utf-8"))
+        saved = loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         saved = None  # none yet, or unreadable: reading again from the start stores nothing twice
     if not isinstance(saved, dict) or (saved.get("version"), saved.get("source"), saved.get("root")) != (

@@ -75,7 +75,7 @@ def parse(path: Path, records: Iterable[tuple[int, dict[str, Any]]], state: dict
                     "model": state.get("model") or "unknown", "provider": "openai",
                     "input_tokens": max(0, count(total.get("input_tokens")) - cached), "cache_read_tokens": cached,
                     "output_tokens": count(total.get("output_tokens")),
-                    "reasoning_tokens": count(total.get("reasoning_output_tokens"))})
+                    "reasoning_tokens": count(total.get("reasoning_output_tokens"))}, where=(str(path), line))
 
 
 def _conversation(path: Path, state: dict[str, Any]) -> Conversation:

@@ -21,9 +21,23 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, Union
 
+from ..model import MessageLimits
+
 #: A session id is built from the source's own id when that is short and plain;
 #: anything else is replaced by a fingerprint, so an id never carries odd characters.
 _PLAIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+#: How deeply a record read from a source may nest (objects in arrays in objects...): a
+#: deeper one is refused where it is decoded (`loads`), so nothing downstream (conversion,
+#: fingerprint, the store's JSON) recurses without bound.
+MAX_DEPTH = 100
+#: The most one column of a source's row may hold: the store's default bound on a message's content.
+#: A row holding more is named and skipped without being read (databases.py).
+MAX_FIELD_BYTES = MessageLimits().max_content_bytes
+#: The most one record holding a whole message as JSON may hold (a line of a history file,
+#: an item's row): it carries the message escaped, sometimes twice (Claude Code repeats a
+#: tool's output), so four fields' worth. A longer one is named and skipped without being
+#: held in memory (files.py, databases.py).
+MAX_RECORD_BYTES = 4 * MAX_FIELD_BYTES
 
 
 @dataclass
@@ -59,6 +73,7 @@ class Totals:
     conversation: Conversation
     usage: dict[str, Any]
     counter: str = "session"
+    where: tuple[str, int | None] | None = None  # its file and line or rowid, to report it if the store refuses it
 
 
 @dataclass
@@ -147,12 +162,41 @@ def timestamp(value: Any) -> float | None:
     return None
 
 
+class TooDeep(ValueError):
+    """A JSON value nested deeper than MAX_DEPTH."""
+
+    def __init__(self) -> None:
+        super().__init__(f"nested deeper than {MAX_DEPTH} levels")
+
+
+def loads(text: str | bytes) -> Any:
+    """json.loads of source data, refusing (TooDeep) a value nested deeper than MAX_DEPTH:
+    json.loads itself recurses, and so would everything that walks its value."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise TooDeep() from None
+    todo = [(value, 1)] if isinstance(value, (dict, list)) else []
+    while todo:  # iteratively, so the check cannot overflow the stack it protects
+        item, depth = todo.pop()
+        children = item.values() if isinstance(item, dict) else item
+        for child in children:
+            if isinstance(child, (dict, list)):
+                if depth >= MAX_DEPTH:
+                    raise TooDeep()
+                todo.append((child, depth + 1))
+    return value
+
+
 def json_value(text: Any) -> Any:
-    """A JSON column's value, or None when it is empty or not JSON."""
+    """A JSON column's value, or None when it is empty or not JSON; TooDeep when it nests
+    deeper than MAX_DEPTH (the reader names and skips its row)."""
     if not isinstance(text, (str, bytes)) or not text:
         return None
     try:
-        return json.loads(text)
+        return loads(text)
+    except TooDeep:
+        raise
     except ValueError:
         return None
 
@@ -183,6 +227,12 @@ def text_of(content: Any) -> str:
 def count(value: Any) -> int:
     """A token count as the source wrote it, or 0 when it is missing or not a count."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def cost(value: Any) -> float:
+    """A cost as the source wrote it (the store refuses one that is not finite or negative),
+    or 0 when it is missing or not a number."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
 
 
 def label(value: Any) -> str | None:

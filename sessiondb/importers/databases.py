@@ -6,6 +6,10 @@ so a pass sees one snapshot while the tool keeps writing. What was read is a row
 watermark per table; a later pass reads again only the sessions that gained rows past
 it. A database whose watermark went backwards (replaced, or rows deleted) is read whole
 again: identities make that harmless.
+
+A row's text and blob columns are measured in SQL before any is read (`fields`): a row
+holding one larger than MAX_FIELD_BYTES is named by its rowid and skipped (or, for a
+session's row, read without that column), so memory stays bounded whatever a database holds.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import apsw
 
-from .core import Event, Malformed, Mark
+from .core import MAX_FIELD_BYTES, MAX_RECORD_BYTES, Event, Malformed, Mark, TooDeep, loads
 
 #: read(path, connection, state) -> events; `state` is kept in the cursor between passes.
 Reader = Callable[[Path, apsw.Connection, dict[str, Any]], Iterator[Event]]
@@ -63,6 +67,30 @@ def rows(conn: apsw.Connection, sql: str, params: Iterable[Any] = ()) -> Iterato
         yield dict(zip(names, row))
 
 
+def fields(conn: apsw.Connection, table: str, limit: int = MAX_FIELD_BYTES) -> str:
+    """A select list of `table`'s rowid (as `_row`) and its columns, in which a value longer
+    than `limit` bytes is NULL and never read (octet_length reads only its size), its
+    column named in `_oversize` (empty when all fit)."""
+
+    def ident(name: str) -> str:
+        return '"' + name.replace('"', '""') + '"'
+
+    names = sorted(columns(conn, table))
+    big = {n: f"octet_length({ident(table)}.{ident(n)}) > {int(limit)}" for n in names}
+    kept = ", ".join(f"CASE WHEN {big[n]} THEN NULL ELSE {ident(table)}.{ident(n)} END AS {ident(n)}" for n in names)
+    over = " || ".join(f"""CASE WHEN {big[n]} THEN ' {n.replace("'", "''")}' ELSE '' END""" for n in names)
+    return f"{ident(table)}.rowid AS _row, {kept}, ltrim({over}) AS _oversize"
+
+
+def oversize(path: Path, table: str, row: dict[str, Any], what: str = "skipped",
+             limit: int = MAX_FIELD_BYTES) -> Malformed | None:
+    """The report of a row `fields` found a value too large in, or None when all fit."""
+    if not row.get("_oversize"):
+        return None
+    return Malformed(str(path), row["_row"], f"{table} row {row['_row']}: {row['_oversize']} larger than "
+                                             f"{limit:,} bytes: {what}")
+
+
 def tables(conn: apsw.Connection) -> set[str]:
     return {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
 
@@ -99,16 +127,26 @@ def json_items(path: Path, conn: apsw.Connection, state: dict[str, Any], table: 
     """A table of JSON items, one per row, grouped by `session_id` (the OpenAI Agents SDK's
     and LangChain's session tables, `kind` in reports): `convert(session, position, item,
     row)` gives each item's events; a row that is not JSON is reported and skipped. The
-    table is `table`, else the one table with these columns (applications may rename it)."""
+    table is `table`, else the one table with these columns (applications may rename it).
+    A row too large (see `fields`) is reported and skipped but keeps its position."""
     found = table_with(conn, table, {"session_id", column})
     if found is None:
         yield Malformed(str(path), None, f"no {kind} table (session_id, {column}) in this database")
         return
     for session in changed(conn, found, "session_id", state):
         position = 0
-        for row in rows(conn, f'SELECT rowid AS _row, * FROM "{found}" WHERE session_id IS ? ORDER BY rowid', (session,)):
+        select = fields(conn, found, MAX_RECORD_BYTES)
+        for row in rows(conn, f'SELECT {select} FROM "{found}" WHERE session_id IS ? ORDER BY rowid', (session,)):
+            too_large = oversize(path, found, row, limit=MAX_RECORD_BYTES)
+            if too_large is not None:
+                yield too_large
+                position += 1  # an item all the same, as when the store refused it: later ones keep their identity
+                continue
             try:
-                item = json.loads(row[column])
+                item = loads(row[column])
+            except TooDeep as exc:
+                yield Malformed(str(path), row["_row"], f"{found} row {row['_row']}: {column} not read: {exc}")
+                continue
             except (TypeError, ValueError) as exc:
                 yield Malformed(str(path), row["_row"], f"{found} row {row['_row']}: {column} is not JSON ({exc})")
                 continue

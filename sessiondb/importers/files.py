@@ -4,7 +4,9 @@ A file's place in the cursor is its inode, the byte offset and the line number r
 to, and its parser's small state. A file whose inode changed (rotated: a new file under
 the old name) or that became shorter than the offset (truncated) is read again from its
 start; one that did not grow is not opened. A last line without its newline is taken only
-when it is whole JSON: a tool may be half way through writing it.
+when it is whole JSON: a tool may be half way through writing it. A line longer than
+MAX_RECORD_BYTES is read past in chunks, never held whole, and named; the cursor moves past
+it like past any other line.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from .core import Event, Malformed, Mark
+from .core import MAX_RECORD_BYTES, Event, Malformed, Mark, TooDeep, loads
 
 #: parse(path, records, state) -> events: `records` yields (line number, JSON object);
 #: `state` is the parser's own dict, kept in the cursor between passes.
 Parser = Callable[[Path, Iterable[tuple[int, dict[str, Any]]], dict[str, Any]], Iterator[Event]]
+#: How much of an overlong line is read at a time while reading past it.
+CHUNK = 1024 * 1024
 
 
 class Lines:
@@ -36,8 +40,17 @@ class Lines:
             return
         with f:
             f.seek(self.offset)
-            for raw in f:
+            while raw := f.readline(MAX_RECORD_BYTES + 1):
                 whole = raw.endswith(b"\n")
+                if not whole and len(raw) > MAX_RECORD_BYTES:
+                    rest, whole = _read_past(f)
+                    if not whole and not self.final:
+                        return  # still being written: read it (past it) next time, whole
+                    self.offset += len(raw) + rest
+                    self.line += 1
+                    self.malformed.append(Malformed(str(self.path), self.line,
+                                                    f"longer than {MAX_RECORD_BYTES:,} bytes: skipped unread"))
+                    continue
                 value, error = _decode(raw)
                 if not whole and error is not None and not self.final:
                     return  # still being written: read it next time, whole
@@ -50,11 +63,24 @@ class Lines:
                 yield self.line, value
 
 
+def _read_past(f) -> tuple[int, bool]:
+    """Read the rest of a line without keeping it: how many bytes it held, and whether it
+    ended (with its newline) rather than at the end of the file."""
+    size = 0
+    while chunk := f.readline(CHUNK):
+        size += len(chunk)
+        if chunk.endswith(b"\n"):
+            return size, True
+    return size, False
+
+
 def _decode(raw: bytes) -> tuple[Any, str | None]:
     try:
-        value = json.loads(raw.decode("utf-8"))
+        value = loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         return None, "not UTF-8 text"
+    except TooDeep as exc:
+        return None, f"not read: {exc}"
     except ValueError as exc:
         return None, f"not JSON: {exc.msg} (column {exc.colno})"
     if not isinstance(value, dict):

@@ -18,7 +18,9 @@ from typing import Any, Iterator
 import apsw
 
 from . import databases
-from .core import Conversation, Entry, Event, Totals, count, fingerprint, json_value, label, session_id
+from .core import (
+    Conversation, Entry, Event, Malformed, Totals, TooDeep, cost, count, fingerprint, json_value, label, session_id,
+)
 
 NAME = "hermes"
 ROLES = ("system", "user", "assistant", "tool")
@@ -40,14 +42,26 @@ def _profile(path: Path) -> str:
 def _read(path: Path, conn: apsw.Connection, state: dict[str, Any]) -> Iterator[Event]:
     profile = _profile(path)
     per_model = "session_model_usage" in databases.tables(conn)
+    sessions, messages = databases.fields(conn, "sessions"), databases.fields(conn, "messages")
     for original in databases.changed(conn, "messages", "session_id", state):
-        row = next(databases.rows(conn, "SELECT * FROM sessions WHERE id = ?", (original,)), {})
+        row = next(databases.rows(conn, f"SELECT {sessions} FROM sessions WHERE id = ?", (original,)), {})
+        left_out = databases.oversize(path, "sessions", row, "the session is read without it")
+        if left_out is not None:
+            yield left_out
         conv = _conversation(profile, original, row, conn)
         for position, m in enumerate(databases.rows(
-                conn, "SELECT rowid AS _row, * FROM messages WHERE session_id = ? ORDER BY id", (original,))):
+                conn, f"SELECT {messages} FROM messages WHERE session_id = ? ORDER BY id", (original,))):
+            skipped = databases.oversize(path, "messages", m)
+            if skipped is not None:
+                yield skipped
+                continue
             if m.get("role") not in ROLES:
                 continue
-            calls = json_value(m.get("tool_calls"))
+            try:
+                calls = json_value(m.get("tool_calls"))
+            except TooDeep as exc:
+                yield Malformed(str(path), m["_row"], f"messages row {m['_row']}: tool_calls not read: {exc}")
+                continue
             message = {"role": m["role"], "content": m.get("content"), "tool_calls": calls if isinstance(calls, list) and calls else None,
                        "tool_call_id": m.get("tool_call_id"), "tool_name": m.get("tool_name"),
                        "reasoning": m.get("reasoning") or None, "finish_reason": label(m.get("finish_reason")),
@@ -56,7 +70,7 @@ def _read(path: Path, conn: apsw.Connection, state: dict[str, Any]) -> Iterator[
             message["uid"] = fingerprint(conv.id, position, m["role"], m.get("content"), m.get("tool_calls"),
                                          m.get("tool_call_id"))
             yield Entry(conv, message, (str(path), m['_row']))
-        yield from _totals(conn, conv, original, row, per_model)
+        yield from _totals(path, conn, conv, original, row, per_model)
 
 
 def _conversation(profile: str, original: str, row: dict[str, Any], conn: apsw.Connection) -> Conversation:
@@ -70,23 +84,30 @@ def _conversation(profile: str, original: str, row: dict[str, Any], conn: apsw.C
     parent, relation = row.get("parent_session_id"), None
     if parent:
         metadata["parent_original_id"] = parent
-        ended = conn.execute("SELECT end_reason FROM sessions WHERE id = ?", (parent,)).fetchone()
-        # A child of a compaction continues its parent; any other child was delegated to.
-        relation = "continuation" if ended and ended[0] == "compression" else "delegation"
+        # A child of a compaction continues its parent; any other child was delegated to
+        # (compared in SQL: the parent's end_reason, whatever its size, is not loaded here).
+        ended = conn.execute("SELECT end_reason IS 'compression' FROM sessions WHERE id = ?", (parent,)).fetchone()
+        relation = "continuation" if ended and ended[0] else "delegation"
     return Conversation(sid(original), NAME, metadata, title=row.get("title"), model=row.get("model"),
                         parent_id=sid(parent) if parent else None, parent_relation=relation)
 
 
-def _totals(conn, conv, original, row, per_model) -> Iterator[Totals]:
+def _totals(path, conn, conv, original, row, per_model) -> Iterator[Event]:
     fields = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
     if per_model:
-        for u in databases.rows(conn, "SELECT * FROM session_model_usage WHERE session_id = ?", (original,)):
+        select = databases.fields(conn, "session_model_usage")
+        for u in databases.rows(conn, f"SELECT {select} FROM session_model_usage WHERE session_id = ?", (original,)):
+            skipped = databases.oversize(path, "session_model_usage", u)
+            if skipped is not None:
+                yield skipped
+                continue
             usage = {k: count(u.get(k)) for k in fields} | {
                 "model": u.get("model"), "provider": u.get("billing_provider") or "",
-                "cost_usd": float(u.get("actual_cost_usd") or u.get("estimated_cost_usd") or 0)}
-            yield Totals(conv, usage, counter=f"{u.get('model')}|{u.get('billing_provider')}|{u.get('task')}")
+                "cost_usd": cost(u.get("actual_cost_usd") or u.get("estimated_cost_usd"))}
+            yield Totals(conv, usage, counter=f"{u.get('model')}|{u.get('billing_provider')}|{u.get('task')}",
+                         where=(str(path), u["_row"]))
     elif row:
         usage = {k: count(row.get(k)) for k in fields} | {
             "model": row.get("model") or "unknown", "provider": row.get("billing_provider") or "",
-            "cost_usd": float(row.get("actual_cost_usd") or row.get("estimated_cost_usd") or 0)}
-        yield Totals(conv, usage)
+            "cost_usd": cost(row.get("actual_cost_usd") or row.get("estimated_cost_usd"))}
+        yield Totals(conv, usage, where=(str(path), row["_row"]))

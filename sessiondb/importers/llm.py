@@ -23,9 +23,20 @@ from typing import Any, Iterator
 import apsw
 
 from . import databases
-from .core import Conversation, Entry, Event, count, json_value, session_id, timestamp, tool_call
+from .core import (
+    MAX_FIELD_BYTES, MAX_RECORD_BYTES, Conversation, Entry, Event, Malformed, TooDeep, count, json_value, session_id,
+    timestamp, tool_call,
+)
 
 NAME = "llm"
+
+
+class _Unread(Exception):
+    """A row too large (databases.fields) or too deeply nested to read: what it belongs to is skipped."""
+
+    def __init__(self, malformed: Malformed) -> None:
+        super().__init__(malformed.reason)
+        self.malformed = malformed
 
 
 def default_path(home: Path) -> Path:
@@ -55,36 +66,60 @@ def _read(path: Path, conn: apsw.Connection, state: dict[str, Any]) -> Iterator[
 
 def _responses(path: Path, conn: apsw.Connection, state: dict[str, Any], *, skip_turns: bool) -> Iterator[Event]:
     group = "coalesce(conversation_id, id)"
-    names = {row["id"]: row["name"] for row in databases.rows(conn, "SELECT id, name FROM conversations")} \
-        if "conversations" in databases.tables(conn) else {}
+    names = {row["id"]: row["name"] for row in databases.rows(
+        conn, f"SELECT {databases.fields(conn, 'conversations')} FROM conversations")} \
+        if "conversations" in databases.tables(conn) else {}  # a name too large is left out: the title is not needed
     calls = "tool_calls" in databases.tables(conn)
+    select = databases.fields(conn, "responses")
     for key in databases.changed(conn, "responses", group, state):
         conv = Conversation(session_id(NAME, key), NAME, {"tool": NAME, "original_id": key, "title": names.get(key)},
                             title=names.get(key))
         system = None
         where_turns = "AND id NOT IN (SELECT id FROM turns)" if skip_turns else ""
-        for row in databases.rows(conn, f"SELECT rowid AS _row, * FROM responses WHERE {group} = ? {where_turns} "
+        for row in databases.rows(conn, f"SELECT {select} FROM responses WHERE {group} = ? {where_turns} "
                                         "ORDER BY rowid", (key,)):
+            try:
+                results, made = _tool_rows(path, conn, row, calls)
+            except _Unread as exc:
+                yield exc.malformed
+                continue
             where, stamp, rid = (str(path), row['_row']), timestamp(row.get("datetime_utc")), row["id"]
             if row.get("system") and row["system"] != system:
                 system = row["system"]
                 yield Entry(conv, {"uid": f"{rid}-system", "role": "system", "content": system, "timestamp": stamp}, where)
-            if calls:
-                for result in databases.rows(conn, "SELECT * FROM tool_results WHERE response_id = ? ORDER BY id", (rid,)):
-                    yield Entry(conv, {"uid": f"{rid}-result-{result['id']}", "role": "tool",
-                                       "content": result.get("output") or result.get("exception") or "",
-                                       "tool_call_id": result.get("tool_call_id"), "tool_name": result.get("name"),
-                                       "timestamp": stamp}, where)
+            for result in results:
+                yield Entry(conv, {"uid": f"{rid}-result-{result['id']}", "role": "tool",
+                                   "content": result.get("output") or result.get("exception") or "",
+                                   "tool_call_id": result.get("tool_call_id"), "tool_name": result.get("name"),
+                                   "timestamp": stamp}, where)
             if row.get("prompt"):
                 yield Entry(conv, {"uid": f"{rid}-prompt", "role": "user", "content": row["prompt"],
                                    "timestamp": stamp}, where)
-            made = [tool_call(c.get("tool_call_id"), c.get("name"), c.get("arguments"))
-                    for c in databases.rows(conn, "SELECT * FROM tool_calls WHERE response_id = ? ORDER BY id", (rid,))] \
-                if calls else []
             if row.get("response") or made:
                 yield Entry(conv, {"uid": f"{rid}-response", "role": "assistant", "content": row.get("response") or None,
                                    "tool_calls": made or None, "reasoning": row.get("reasoning") or None,
                                    "timestamp": stamp}, where, _usage(row))
+
+
+def _tool_rows(path: Path, conn: apsw.Connection, row: dict[str, Any], calls: bool) -> tuple[list, list]:
+    """A response's tool results (sent with it) and the tool calls it made; _Unread when it
+    or one of them is too large to read."""
+    too_large = databases.oversize(path, "responses", row)
+    if too_large is not None:
+        raise _Unread(too_large)
+    if not calls:
+        return [], []
+    found = {}
+    for table in ("tool_results", "tool_calls"):
+        select = databases.fields(conn, table)
+        found[table] = list(databases.rows(
+            conn, f"SELECT {select} FROM {table} WHERE response_id = ? ORDER BY id", (row["id"],)))
+        for item in found[table]:
+            too_large = databases.oversize(path, table, item, f"response {row['id']} skipped")
+            if too_large is not None:
+                raise _Unread(too_large)
+    made = [tool_call(c.get("tool_call_id"), c.get("name"), c.get("arguments")) for c in found["tool_calls"]]
+    return found["tool_results"], made
 
 
 def _usage(row: dict[str, Any]) -> dict[str, Any] | None:
@@ -99,31 +134,39 @@ def _usage(row: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _threads(path: Path, conn: apsw.Connection, state: dict[str, Any]) -> Iterator[Event]:
+    threads, turns_select = databases.fields(conn, "threads"), databases.fields(conn, "turns")
     for thread in databases.changed(conn, "turns", "thread_id", state):
-        info = next(databases.rows(conn, "SELECT * FROM threads WHERE id = ?", (thread,)), {})
+        # A thread's or a turn's value too large to read (a name, options) is left out: its messages are read.
+        info = next(databases.rows(conn, f"SELECT {threads} FROM threads WHERE id = ?", (thread,)), {})
         metadata = {"tool": NAME, "original_id": thread, "title": info.get("name"), "forked_from": info.get("forked_from")}
         conv = Conversation(session_id(NAME, thread), NAME, metadata, title=info.get("name"))
         # A turn's chain ends at its response (tip) and starts after its prompt (parent): the
         # usage and time of a model call belong to the response.
         turns = {t["tip_message_hash"]: t for t in databases.rows(
-            conn, "SELECT rowid AS _row, * FROM turns WHERE thread_id IS ? ORDER BY rowid", (thread,))}
+            conn, f"SELECT {turns_select} FROM turns WHERE thread_id IS ? ORDER BY rowid", (thread,))}
         stamp = timestamp(info.get("datetime_utc"))
         for message in _chain(conn, info.get("tip_message_hash") or next(reversed(turns), None)):
             turn = turns.get(message["hash"])
             if turn is not None:
                 stamp = timestamp(turn.get("datetime_utc")) or stamp
-            entries = list(_parts(conn, message, stamp))
+            try:
+                entries = list(_parts(path, conn, message, stamp))
+            except _Unread as exc:
+                yield exc.malformed
+                continue
             for i, entry in enumerate(entries):
                 last = turn is not None and i == len(entries) - 1
                 yield Entry(conv, entry, (str(path), message['_row']), _usage(turn) if last else None)
 
 
 def _chain(conn: apsw.Connection, tip: str | None) -> list[dict[str, Any]]:
-    """The thread's messages, oldest first: from its tip back through each parent."""
+    """The thread's messages, oldest first: from its tip back through each parent (a value
+    too large to read, such as provider metadata, left out)."""
     chain, at, seen = [], tip, set()
+    select = databases.fields(conn, "messages")
     while at and at not in seen:
         seen.add(at)
-        message = next(databases.rows(conn, "SELECT rowid AS _row, * FROM messages WHERE hash = ?", (at,)), None)
+        message = next(databases.rows(conn, f"SELECT {select} FROM messages WHERE hash = ?", (at,)), None)
         if message is None:
             break
         chain.append(message)
@@ -131,12 +174,26 @@ def _chain(conn: apsw.Connection, tip: str | None) -> list[dict[str, Any]]:
     return chain[::-1]
 
 
-def _parts(conn: apsw.Connection, message: dict[str, Any], stamp: float | None) -> Iterator[dict[str, Any]]:
+def _parts(path: Path, conn: apsw.Connection, message: dict[str, Any], stamp: float | None) -> Iterator[dict[str, Any]]:
     role = message.get("role") if message.get("role") in ("system", "user", "assistant", "tool") else "user"
-    text, reasoning, calls = [], [], []
-    for part in databases.rows(conn, "SELECT * FROM parts WHERE message_hash = ? ORDER BY position", (message["hash"],)):
-        payload = json_value(part.get("payload")) or {}
-        body = part.get("text") if part.get("text") is not None else _text_ref(conn, payload.get("text_ref"))
+    text, reasoning, calls, size = [], [], [], 0
+    select = databases.fields(conn, "parts")
+    for part in databases.rows(conn, f"SELECT {select} FROM parts WHERE message_hash = ? ORDER BY position",
+                               (message["hash"],)):
+        too_large = databases.oversize(path, "parts", part, f"message {message['hash']} skipped")
+        if too_large is not None:
+            raise _Unread(too_large)
+        try:
+            payload = json_value(part.get("payload")) or {}
+        except TooDeep as exc:
+            raise _Unread(Malformed(str(path), part["_row"], f"parts row {part['_row']}: payload not read: {exc}; "
+                                                             f"message {message['hash']} skipped")) from None
+        body = part.get("text") if part.get("text") is not None else \
+            _text_ref(path, conn, payload.get("text_ref"), part["_row"])
+        size += len(body or "")
+        if size > MAX_RECORD_BYTES:  # many parts, each within bounds, add up to more than a message holds
+            raise _Unread(Malformed(str(path), part["_row"], f"message {message['hash']} is larger than "
+                                                             f"{MAX_RECORD_BYTES:,} bytes: skipped"))
         kind = part.get("type")
         if kind == "text":
             text.append(body or "")
@@ -154,15 +211,27 @@ def _parts(conn: apsw.Connection, message: dict[str, Any], stamp: float | None) 
                "reasoning": "\n".join(r for r in reasoning if r) or None, "timestamp": stamp}
 
 
-def _text_ref(conn: apsw.Connection, ref: Any) -> str | None:
-    """Text kept as a list of literals and fragment references, put back together."""
+def _text_ref(path: Path, conn: apsw.Connection, ref: Any, row: int) -> str | None:
+    """Text kept as a list of literals and fragment references, put back together; _Unread
+    when a fragment, or the whole, is larger than the store takes."""
     if not isinstance(ref, list):
         return None
-    pieces = []
+    pieces, size = [], 0
+    select = databases.fields(conn, "fragments")
     for piece in ref:
         if isinstance(piece, dict) and "literal" in piece:
-            pieces.append(str(piece["literal"]))
+            text = str(piece["literal"])
         elif isinstance(piece, dict) and "fragment" in piece:
-            found = conn.execute("SELECT content FROM fragments WHERE id = ?", (piece["fragment"],)).fetchone()
-            pieces.append(found[0] if found else "")
+            found = next(databases.rows(conn, f"SELECT {select} FROM fragments WHERE id = ?", (piece["fragment"],)), {})
+            too_large = databases.oversize(path, "fragments", found, "its message skipped") if found else None
+            if too_large is not None:
+                raise _Unread(too_large)
+            text = found.get("content") or ""
+        else:
+            continue
+        size += len(text)
+        if size > MAX_FIELD_BYTES:
+            raise _Unread(Malformed(str(path), row, f"parts row {row}: its text is larger than {MAX_FIELD_BYTES:,} "
+                                                    "bytes: its message skipped"))
+        pieces.append(text)
     return "".join(pieces)

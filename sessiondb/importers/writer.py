@@ -9,7 +9,9 @@ remembered in the session's metadata. A batch the store refuses for one message 
 source changed since it was stored, or it is not valid input) is written one message at
 a time, so that message is reported and the others are kept. Session metadata the store
 refuses as too large is written without its largest values, each reported, so the
-session and its messages are still imported.
+session and its messages are still imported. Whatever else the store refuses as not
+valid input (a usage with an impossible count, a title too long) is reported with where
+it came from, and the import goes on.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ from ..store.contract import Store
 from .core import Conversation, Entry, Event, ImportReport, Malformed, Mark, Totals
 
 BATCH = 500
+#: The text messages waiting to be appended may hold, all sessions together, before they are
+#: written: what an import holds stays bounded however large each message is.
+BATCH_BYTES = 64 * 1024 * 1024
 USAGE_THREADS = 8
 USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
 #: Session metadata key holding the running totals already recorded (see Totals).
@@ -36,14 +41,27 @@ class Writer:
         self.last_id: dict[str, int] = {}  # the session's highest message id, once looked up
         self.metadata: dict[str, dict[str, Any]] = {}
         self.pending: dict[str, list[Entry]] = {}
+        self.pending_bytes: dict[str, int] = {}  # per session, of the text in `pending`
+        self.held = 0  # the sum of pending_bytes
 
     def handle(self, event: Event) -> None:
+        try:
+            self._handle(event)
+        except InvalidInput as exc:  # one record the store refuses never stops the import
+            self._refused(event, str(exc))
+
+    def _handle(self, event: Event) -> None:
         if isinstance(event, Entry):
             self._conversation(event.conversation, event.where)
-            batch = self.pending.setdefault(event.conversation.id, [])
+            session_id, size = event.conversation.id, _text_size(event.message)
+            batch = self.pending.setdefault(session_id, [])
             batch.append(event)
+            self.pending_bytes[session_id] = self.pending_bytes.get(session_id, 0) + size
+            self.held += size
             if len(batch) >= BATCH:
-                self._flush(event.conversation.id)
+                self._flush(session_id)
+            elif self.held >= BATCH_BYTES:
+                self.finish()
         elif isinstance(event, Conversation):
             self._conversation(event)
         elif isinstance(event, Totals):
@@ -55,6 +73,12 @@ class Writer:
         elif isinstance(event, Mark):
             self.finish()
             event.apply()  # only now: everything before the mark is stored
+
+    def _refused(self, event: Event, reason: str, where: tuple[str, int | None] | None = None) -> None:
+        """Report what the store refused where it came from (its session, when the source names no place)."""
+        conv = event if isinstance(event, Conversation) else getattr(event, "conversation", None)
+        file, line = where or getattr(event, "where", None) or (f"session {conv.id}" if conv else "the source", None)
+        self.report.malformed.append({"file": file, "line": line, "reason": reason})
 
     def finish(self) -> None:
         for session_id in list(self.pending):
@@ -85,6 +109,8 @@ class Writer:
                 self.store.set_title(conv.id, conv.title)
             except TitleConflict:
                 pass  # titles are unique in a store; the source's title stays in the metadata
+            except InvalidInput as exc:  # too long for a title: the session is imported without one
+                self._refused(conv, f"the session's title was left out: {exc}", where)
         self.seen[conv.id] = conv
 
     def _create(self, conv: Conversation, where: tuple[str, int | None] | None):
@@ -116,20 +142,19 @@ class Writer:
                     raise
                 largest = max(metadata, key=lambda key: len(json.dumps(metadata[key], default=str)))
                 del metadata[largest]
-                file, line = where or (f"session {conv.id}", None)
-                self.report.malformed.append({"file": file, "line": line, "reason": (
-                    f"the session's metadata {largest!r} was left out: {exc}")})
+                self._refused(conv, f"the session's metadata {largest!r} was left out: {exc}", where)
 
     # --- messages and usage -----------------------------------------------------------
 
     def _flush(self, session_id: str) -> None:
         batch = self.pending.pop(session_id, None)
+        self.held -= self.pending_bytes.pop(session_id, 0)
         if not batch:
             return
         if session_id not in self.last_id:
             last = self.store.transcript(session_id, include_compacted=True, order="desc", limit=1)
             self.last_id[session_id] = last[0].id if last else 0
-        calls: list[dict[str, Any]] = []  # the usage of the batch's new messages
+        calls: list[Entry] = []  # the batch's new messages that carry usage
         try:
             stored = self.store.append(session_id, [e.message for e in batch])
         except (MessageConflict, InvalidInput):
@@ -142,36 +167,43 @@ class Writer:
         if self.progress:
             self.progress(self.report)
 
-    def _record(self, session_id: str, calls: list[dict[str, Any]]) -> None:
+    def _record(self, session_id: str, calls: list[Entry]) -> None:
         """Record one usage row per model call. Submitted together from a few threads, the
-        store's writer commits them in a few group commits instead of one fsync each."""
+        store's writer commits them in a few group commits instead of one fsync each. A
+        usage the store refuses (an impossible count) is reported; the message stays stored."""
+        def record(entry: Entry) -> bool:
+            try:
+                self.store.record_usage(session_id, **entry.usage)
+            except InvalidInput as exc:
+                self._refused(entry, f"its usage was not recorded: {exc}")
+                return False
+            return True
+
         if len(calls) <= 1:
-            for usage in calls:
-                self.store.record_usage(session_id, **usage)
+            recorded = [record(entry) for entry in calls]
         else:
             with ThreadPoolExecutor(USAGE_THREADS) as pool:
-                list(pool.map(lambda usage: self.store.record_usage(session_id, **usage), calls))
-        self.report.usage_calls += len(calls)
+                recorded = list(pool.map(record, calls))
+        self.report.usage_calls += sum(recorded)
 
-    def _one(self, session_id: str, entry: Entry, calls: list[dict[str, Any]]) -> None:
+    def _one(self, session_id: str, entry: Entry, calls: list[Entry]) -> None:
         try:
             (message,) = self.store.append(session_id, [entry.message])
         except MessageConflict:
             self.report.conflicts += 1
         except InvalidInput as exc:
-            file, line = entry.where
-            self.report.malformed.append({"file": file, "line": line, "reason": str(exc)})
+            self._refused(entry, str(exc))
         else:
             self._stored(session_id, entry, message, calls)
 
-    def _stored(self, session_id: str, entry: Entry, message, calls: list[dict[str, Any]]) -> None:
+    def _stored(self, session_id: str, entry: Entry, message, calls: list[Entry]) -> None:
         if message.id <= self.last_id[session_id]:
             self.report.skipped += 1
             return
         self.last_id[session_id] = message.id
         self.report.messages += 1
         if entry.usage and entry.usage.get("model"):
-            calls.append(entry.usage)
+            calls.append(entry)
 
     def _totals(self, event: Totals) -> None:
         session_id = event.conversation.id
@@ -183,8 +215,20 @@ class Writer:
         cost = max(0.0, float(usage.get("cost_usd") or 0) - float(before.get("cost_usd") or 0))
         if not any(growth.values()) and not cost:
             return
-        self.store.record_usage(session_id, model=model, provider=str(usage.get("provider") or ""),
-                                cost_usd=cost, **growth)
+        try:
+            self.store.record_usage(session_id, model=model, provider=str(usage.get("provider") or ""),
+                                    cost_usd=cost, **growth)
+        except InvalidInput as exc:  # an impossible count: this usage is left out, the import goes on
+            self._refused(event, f"the session's usage was not recorded: {exc}")
+            return
         self.report.usage_calls += 1
         recorded[event.counter] = {k: int(usage.get(k) or 0) for k in USAGE_FIELDS} | {"cost_usd": float(usage.get("cost_usd") or 0)}
         self.metadata[session_id] = dict(self.store.update_metadata(session_id, {RECORDED: recorded}).metadata)
+
+
+def _text_size(message: dict[str, Any]) -> int:
+    """About how much a message holds: its text, reasoning and tool calls' arguments."""
+    texts = [message.get("content"), message.get("reasoning")]
+    texts += [(call.get("function") or {}).get("arguments") for call in message.get("tool_calls") or []
+              if isinstance(call, dict)]
+    return sum(len(text) for text in texts if isinstance(text, str))
