@@ -10,7 +10,9 @@ import time
 
 import pytest
 
-from sessiondb import Cause, CompactionBusy, CompressionClosed, LeaseLost, SessionTooLarge
+from sessiondb import (
+    Cause, CompactionBusy, CompressionClosed, InvalidInput, LeaseLost, MessageConflict, SessionTooLarge,
+)
 
 MODES = ["in_place", "rotate"]
 
@@ -290,6 +292,60 @@ def test_s06_appends_after_a_summary_that_ends_with_a_kept_message_number_on_fro
     assert later.seq == newest.seq + 2
     report = store.verify()
     assert report.ok, report.problems
+
+
+# --- A summary stands for the live conversation ---------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_summary_made_of_a_rewound_message_is_refused_and_leaves_the_conversation_live(
+        store, sid, mode, clock, stored_rows):
+    """A summary message becomes the live conversation: one stored rewound (a row from the
+    export handed back) would archive every message and show nothing in their place."""
+    store.rewind(sid, store.transcript(sid)[7].id)
+    rewound = stored_rows(store, sid)[-1]
+    assert rewound["state"] == "rewound"
+    lease = store.begin_compaction(sid)
+    snapshot = everything(store)
+    with pytest.raises(InvalidInput, match="summary message 1: a summary message must be active, not rewound"):
+        store.commit_compaction(lease, [summary(uid="gist"), rewound], mode=mode)
+    assert everything(store) == snapshot
+    assert [m.uid for m in store.transcript(sid)] == [f"old-{i}" for i in range(8)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("state", ["rewound", "compacted"])
+def test_a_summary_keeping_a_message_that_is_no_longer_live_is_refused_and_leaves_the_conversation_live(
+        store, sid, mode, state, clock):
+    """A summary keeps a stored message verbatim by its uid; kept in the state it has, a
+    rewound one (undone before the summary) or one a compaction archived would be hidden
+    with the summary, and the live conversation would be empty."""
+    held = store.transcript(sid)[-1].to_dict()  # what the agent still holds, as it was
+    if state == "rewound":
+        store.rewind(sid, store.transcript(sid)[-2].id)
+    else:
+        store.commit_compaction(store.begin_compaction(sid), summary(uid="first"))
+    live = [m.uid for m in store.transcript(sid)]
+    lease = store.begin_compaction(sid)
+    snapshot = everything(store)
+    with pytest.raises(MessageConflict, match=f"summary message 1: uid 'old-9' is a {state} message"):
+        store.commit_compaction(lease, [summary(uid="gist"), held], mode=mode)
+    assert everything(store) == snapshot
+    assert [m.uid for m in store.transcript(sid)] == live != []
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kept", [False, True], ids=["new", "kept"])
+def test_a_uid_twice_in_a_summary_is_refused_as_bad_input_naming_the_message(store, sid, mode, kept, clock):
+    """Refused before the backend sees it: one uid is one row, and twice it would meet the
+    store's uniqueness as a raw storage error."""
+    twice = store.transcript(sid)[-1].to_dict() if kept else summary(uid="gist-2")
+    lease = store.begin_compaction(sid)
+    snapshot = everything(store)
+    with pytest.raises(InvalidInput, match=f"summary message 2: uid '{twice['uid']}' appears twice in the summary"):
+        store.commit_compaction(lease, [summary(uid="gist"), twice, twice], mode=mode)
+    assert everything(store) == snapshot
+    store.commit_compaction(lease, [summary(uid="gist"), twice], mode=mode)  # the lease still holds
 
 
 # --- S-08 Background writes are not activity --------------------------------------------------
