@@ -298,19 +298,18 @@ def test_s06_appends_after_a_summary_that_ends_with_a_kept_message_number_on_fro
 
 
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("state", ["rewound", "compacted"])
 def test_a_summary_made_of_a_rewound_message_is_refused_and_leaves_the_conversation_live(
-        store, sid, mode, clock, stored_rows):
-    """A summary message becomes the live conversation: one stored rewound (a row from the
-    export handed back) would archive every message and show nothing in their place."""
-    store.rewind(sid, store.transcript(sid)[7].id)
-    rewound = stored_rows(store, sid)[-1]
-    assert rewound["state"] == "rewound"
+        store, sid, mode, state, clock):
+    """A summary message becomes the live conversation: one stored rewound or compacted (a
+    row of an export, say, handed back as the summary) would archive every message and show
+    nothing in their place."""
     lease = store.begin_compaction(sid)
     snapshot = everything(store)
-    with pytest.raises(InvalidInput, match="summary message 1: a summary message must be active, not rewound"):
-        store.commit_compaction(lease, [summary(uid="gist"), rewound], mode=mode)
+    with pytest.raises(InvalidInput, match=f"summary message 0: a summary message must be active, not {state}"):
+        store.commit_compaction(lease, [summary(uid="gist", state=state), summary(uid="gist-2")], mode=mode)
     assert everything(store) == snapshot
-    assert [m.uid for m in store.transcript(sid)] == [f"old-{i}" for i in range(8)]
+    assert [m.uid for m in store.transcript(sid)] == [f"old-{i}" for i in range(10)]
 
 
 @pytest.mark.parametrize("mode", MODES)
