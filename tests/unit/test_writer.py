@@ -231,18 +231,17 @@ class LockInAnotherProcess:
         self.proc = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(path)], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)
         assert self.proc.stdout.readline().strip() == "locked"
+        self.released = False
 
     def held(self) -> bool:
-        """Whether the lock is still held: the holder has not committed."""
-        return self.proc.poll() is None and not self.proc.stdout.closed and self._released is None
-
-    _released = None
+        """Whether the lock is still held: the holder is alive and has not committed."""
+        return not self.released and self.proc.poll() is None
 
     def release(self) -> None:
         self.proc.stdin.write("release\n")
         self.proc.stdin.flush()
-        self._released = self.proc.stdout.readline().strip()
-        assert self._released == "released"
+        assert self.proc.stdout.readline().strip() == "released"
+        self.released = True
 
     def stop(self) -> None:
         self.proc.kill()  # the kernel drops its lock; it wrote nothing
@@ -554,12 +553,11 @@ def test_real_interrupts_during_a_stream_of_appends_never_lose_or_repeat_a_write
     sid = store.create_session("cli").id
     acked: list[str] = []
     interrupted: list[str] = []
-    deadline = time.monotonic() + 6
     sent = 0
     previous = signal.signal(signal.SIGALRM, handler)
     signal.setitimer(signal.ITIMER_REAL, 0.0003, 0.0003)
     try:
-        while len(interrupted) < 40 and sent < 5000 and time.monotonic() < deadline:
+        while len(interrupted) < 40 and sent < 5000:
             uid = f"main-{sent}"
             sent += 1
             armed.set()
@@ -619,11 +617,10 @@ def test_interrupts_at_random_points_of_shared_groups_never_lose_or_repeat_a_wri
     workers = [threading.Thread(target=background, args=(f"bg{n}",), daemon=True) for n in range(2)]
     for t in workers:
         t.start()
-    deadline = time.monotonic() + 6
     sent = 0
     sys.settrace(tracer)
     try:
-        while len(interrupted) < 40 and sent < 4000 and time.monotonic() < deadline:
+        while len(interrupted) < 40 and sent < 4000:
             uid = f"main-{sent}"
             sent += 1
             armed.set()
