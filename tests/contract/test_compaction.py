@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 
 import pytest
 
@@ -68,28 +67,44 @@ def sid(store):
 
 
 def test_s02_appends_are_never_fenced_by_an_open_compaction(store, sid):
-    lease = store.begin_compaction(sid, holder="slow summariser")
-    latencies = []
+    """Every append completes while a compaction holds its lease and its summariser is still
+    writing (held on an Event the test sets only afterwards): an order of events, not a
+    latency. An append that waited for the compaction would never complete."""
+    leased, summary_written = threading.Event(), threading.Event()
+    published = []
+
+    def compactor():
+        lease = store.begin_compaction(sid, holder="slow summariser")
+        leased.set()
+        summary_written.wait()  # the model is writing the summary
+        published.append(store.commit_compaction(lease, summary()))
 
     def writer(name):
         for i in range(20):
-            started = time.perf_counter()
             store.append(sid, user(f"{name} {i}", uid=f"{name}-{i}"))
-            latencies.append(time.perf_counter() - started)
 
-    threads = [threading.Thread(target=writer, args=(f"w{n}",)) for n in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert len(latencies) == 60
-    assert max(latencies) < 1.0  # the lease is open the whole time: nothing waited for it
-    assert store.get_session(sid).message_count == 70
-    with pytest.raises(CompactionBusy) as refused:  # a lease only keeps compactions apart
-        store.begin_compaction(sid)
-    assert refused.value.cause is Cause.COMPRESSION_BUSY
-    assert "slow summariser" in str(refused.value)
-    store.commit_compaction(lease, summary())
+    summariser = threading.Thread(target=compactor)
+    summariser.start()
+    try:
+        assert leased.wait(60), "the compaction never took its lease"
+        threads = [threading.Thread(target=writer, args=(f"w{n}",)) for n in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)  # a bound on a hang, not on a latency
+        assert not any(t.is_alive() for t in threads), "an append waited for the compaction"
+        # Every append was stored while the lease was held and the summary not yet written.
+        assert not summary_written.is_set() and published == []
+        assert store.compaction_lease(sid).holder == "slow summariser"
+        assert store.get_session(sid).message_count == 70
+        with pytest.raises(CompactionBusy) as refused:  # a lease only keeps compactions apart
+            store.begin_compaction(sid)
+        assert refused.value.cause is Cause.COMPRESSION_BUSY
+        assert "slow summariser" in str(refused.value)
+    finally:
+        summary_written.set()
+        summariser.join(120)
+    assert len(published) == 1
     after = [m.uid for m in store.transcript(sid)][1:]  # the summary, then every append made meanwhile
     for n in range(3):
         assert [u for u in after if u.startswith(f"w{n}-")] == [f"w{n}-{i}" for i in range(20)]
