@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 
 import pytest
 
@@ -90,8 +91,9 @@ def test_s02_appends_are_never_fenced_by_an_open_compaction(store, sid):
         threads = [threading.Thread(target=writer, args=(f"w{n}",)) for n in range(3)]
         for t in threads:
             t.start()
+        hung = time.monotonic() + 120  # a bound on a hang, not on a latency
         for t in threads:
-            t.join(120)  # a bound on a hang, not on a latency
+            t.join(max(0.0, hung - time.monotonic()))
         assert not any(t.is_alive() for t in threads), "an append waited for the compaction"
         # Every append was stored while the lease was held and the summary not yet written.
         assert not summary_written.is_set() and published == []
