@@ -149,7 +149,11 @@ def kill_rounds(tmp_path: Path, rounds: int, figures, seed: int, min_acks: int, 
             first = len(uids) // BATCH * BATCH
             again = start([str(HERE / "append_worker.py"), str(path), name, str(first + 2 * BATCH), sids,
                            "--batch", str(BATCH), "--from", str(first)])
-            out, err = again.communicate(timeout=120)
+            try:
+                out, err = again.communicate(timeout=300)  # a bound on a hang, not a latency
+            except subprocess.TimeoutExpired:
+                again.kill()
+                out, err = again.communicate()
             if again.returncode != 0 or not out.endswith("done\n"):
                 failures.append(f"{name}, started again, ended with {again.returncode}: {err[-500:]}")
             uids += [u for u in acks(out) if u not in uids]
