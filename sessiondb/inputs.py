@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from .errors import InvalidInput, MetadataTooLarge
+from .errors import InvalidInput, MessageConflict, MetadataTooLarge
 from .model import (
     INTERNAL_NOTIFICATION, MAX_COUNT, MAX_NAME_LENGTH, MAX_SESSION_ID_LENGTH, MAX_TIMESTAMP, MAX_TITLE_LENGTH,
     MAX_UID_LENGTH, Message, MessageLimits, MessageState, ModelMessage, Role, Session, content_text, dump_json,
@@ -381,6 +381,37 @@ def prepare_messages(messages: Any, limits: MessageLimits = MessageLimits()) -> 
     if not batch:
         raise InvalidInput("no messages to append")
     return batch
+
+
+def prepare_summary(messages: Any, limits: MessageLimits = MessageLimits()) -> list[NewMessage]:
+    """Validate a compaction's summary: an append's input in which each uid comes once and
+    every message is active. The summary becomes the live conversation: a message in any
+    other state would leave it empty, and a uid twice would be one row stored twice."""
+    batch = prepare_messages(messages, limits)
+    seen: set[str] = set()
+    for index, m in enumerate(batch):
+        if m.uid in seen:
+            raise InvalidInput(f"summary message {index}: uid {m.uid!r} appears twice in the summary")
+        seen.add(m.uid)
+        if m.state != _ACTIVE:
+            raise InvalidInput(f"summary message {index}: a summary message must be active, not {m.state}")
+    return batch
+
+
+def check_kept(index: int, m: NewMessage, stored: Message, session_id: str) -> None:
+    """Refuse summary message `index` when its uid names a stored message of the session
+    that the summary cannot keep verbatim: one with other content, or one no longer live
+    (rewound or compacted: kept as it is, the summary would be hidden with it)."""
+    if not m.same_payload(stored):
+        raise MessageConflict(
+            f"summary message {index}: uid {m.uid!r} is already stored in session {session_id} "
+            "with different content; give the summary message its own uid"
+        )
+    if stored.state != _ACTIVE:
+        raise MessageConflict(
+            f"summary message {index}: uid {m.uid!r} is a {stored.state} message of session {session_id} "
+            "and a summary keeps only live messages; give the summary message its own uid"
+        )
 
 
 _NUMBERED = re.compile(r"^(.*) #(\d+)$")

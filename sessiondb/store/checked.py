@@ -28,6 +28,7 @@ from ..model import (
 )
 from ..inputs import (
     NewMessage, check_count, check_label, check_metadata, check_session_id, check_timestamp, check_unicode, clean_title, new_session_id, prepare_messages,
+    prepare_summary,
 )
 from . import arguments as arg
 from . import commands as cmd
@@ -309,7 +310,7 @@ class CheckedStore(Transfer, Identity, Turns):
         lease = arg.lease(lease)
         if mode not in _MODES:
             raise InvalidInput(f"mode must be 'in_place' or 'rotate', not {mode!r}")
-        batch = tuple(prepare_messages(summary_messages, self._limits))
+        batch = tuple(prepare_summary(summary_messages, self._limits))
         return self._open().commit_compaction(cmd.CommitCompaction(lease, batch, mode, self._clock))
 
     def compaction_lease(self, session_id: str) -> Lease | None:

@@ -226,7 +226,10 @@ class Store(Protocol):
         message exists exactly once in the lineage (S-06).
 
         A summary message whose uid is already stored in the session is kept verbatim:
-        moved to its place after the summary, not archived and not stored twice.
+        moved to its place after the summary, not archived and not stored twice; it must
+        be live (a rewound or compacted one raises MessageConflict, as does one with other
+        content). Each uid comes once in a summary and every summary message is active,
+        else InvalidInput; a refused summary writes nothing and the lease stays held.
         Summary messages take the seq of the newest message they replace. A compaction
         is not user activity: last_activity_at does not move (S-08). Returns the session
         that now holds the live conversation (the child, when rotated).

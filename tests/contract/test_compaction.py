@@ -10,7 +10,9 @@ import time
 
 import pytest
 
-from sessiondb import Cause, CompactionBusy, CompressionClosed, LeaseLost, SessionTooLarge
+from sessiondb import (
+    Cause, CompactionBusy, CompressionClosed, InvalidInput, LeaseLost, MessageConflict, SessionTooLarge,
+)
 
 MODES = ["in_place", "rotate"]
 
@@ -66,28 +68,45 @@ def sid(store):
 
 
 def test_s02_appends_are_never_fenced_by_an_open_compaction(store, sid):
-    lease = store.begin_compaction(sid, holder="slow summariser")
-    latencies = []
+    """Every append completes while a compaction holds its lease and its summariser is still
+    writing (held on an Event the test sets only afterwards): an order of events, not a
+    latency. An append that waited for the compaction would never complete."""
+    leased, summary_written = threading.Event(), threading.Event()
+    published = []
+
+    def compactor():
+        lease = store.begin_compaction(sid, holder="slow summariser")
+        leased.set()
+        summary_written.wait()  # the model is writing the summary
+        published.append(store.commit_compaction(lease, summary()))
 
     def writer(name):
         for i in range(20):
-            started = time.perf_counter()
             store.append(sid, user(f"{name} {i}", uid=f"{name}-{i}"))
-            latencies.append(time.perf_counter() - started)
 
-    threads = [threading.Thread(target=writer, args=(f"w{n}",)) for n in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert len(latencies) == 60
-    assert max(latencies) < 1.0  # the lease is open the whole time: nothing waited for it
-    assert store.get_session(sid).message_count == 70
-    with pytest.raises(CompactionBusy) as refused:  # a lease only keeps compactions apart
-        store.begin_compaction(sid)
-    assert refused.value.cause is Cause.COMPRESSION_BUSY
-    assert "slow summariser" in str(refused.value)
-    store.commit_compaction(lease, summary())
+    summariser = threading.Thread(target=compactor)
+    summariser.start()
+    try:
+        assert leased.wait(60), "the compaction never took its lease"
+        threads = [threading.Thread(target=writer, args=(f"w{n}",)) for n in range(3)]
+        for t in threads:
+            t.start()
+        hung = time.monotonic() + 120  # a bound on a hang, not on a latency
+        for t in threads:
+            t.join(max(0.0, hung - time.monotonic()))
+        assert not any(t.is_alive() for t in threads), "an append waited for the compaction"
+        # Every append was stored while the lease was held and the summary not yet written.
+        assert not summary_written.is_set() and published == []
+        assert store.compaction_lease(sid).holder == "slow summariser"
+        assert store.get_session(sid).message_count == 70
+        with pytest.raises(CompactionBusy) as refused:  # a lease only keeps compactions apart
+            store.begin_compaction(sid)
+        assert refused.value.cause is Cause.COMPRESSION_BUSY
+        assert "slow summariser" in str(refused.value)
+    finally:
+        summary_written.set()
+        summariser.join(120)
+    assert len(published) == 1
     after = [m.uid for m in store.transcript(sid)][1:]  # the summary, then every append made meanwhile
     for n in range(3):
         assert [u for u in after if u.startswith(f"w{n}-")] == [f"w{n}-{i}" for i in range(20)]
@@ -290,6 +309,59 @@ def test_s06_appends_after_a_summary_that_ends_with_a_kept_message_number_on_fro
     assert later.seq == newest.seq + 2
     report = store.verify()
     assert report.ok, report.problems
+
+
+# --- A summary stands for the live conversation ---------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("state", ["rewound", "compacted"])
+def test_a_summary_made_of_a_rewound_message_is_refused_and_leaves_the_conversation_live(
+        store, sid, mode, state, clock):
+    """A summary message becomes the live conversation: one stored rewound or compacted (a
+    row of an export, say, handed back as the summary) would archive every message and show
+    nothing in their place."""
+    lease = store.begin_compaction(sid)
+    snapshot = everything(store)
+    with pytest.raises(InvalidInput, match=f"summary message 0: a summary message must be active, not {state}"):
+        store.commit_compaction(lease, [summary(uid="gist", state=state), summary(uid="gist-2")], mode=mode)
+    assert everything(store) == snapshot
+    assert [m.uid for m in store.transcript(sid)] == [f"old-{i}" for i in range(10)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("state", ["rewound", "compacted"])
+def test_a_summary_keeping_a_message_that_is_no_longer_live_is_refused_and_leaves_the_conversation_live(
+        store, sid, mode, state, clock):
+    """A summary keeps a stored message verbatim by its uid; kept in the state it has, a
+    rewound one (undone before the summary) or one a compaction archived would be hidden
+    with the summary, and the live conversation would be empty."""
+    held = store.transcript(sid)[-1].to_dict()  # what the agent still holds, as it was
+    if state == "rewound":
+        store.rewind(sid, store.transcript(sid)[-2].id)
+    else:
+        store.commit_compaction(store.begin_compaction(sid), summary(uid="first"))
+    live = [m.uid for m in store.transcript(sid)]
+    lease = store.begin_compaction(sid)
+    snapshot = everything(store)
+    with pytest.raises(MessageConflict, match=f"summary message 1: uid 'old-9' is a {state} message"):
+        store.commit_compaction(lease, [summary(uid="gist"), held], mode=mode)
+    assert everything(store) == snapshot
+    assert [m.uid for m in store.transcript(sid)] == live != []
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kept", [False, True], ids=["new", "kept"])
+def test_a_uid_twice_in_a_summary_is_refused_as_bad_input_naming_the_message(store, sid, mode, kept, clock):
+    """Refused before the backend sees it: one uid is one row, and twice it would meet the
+    store's uniqueness as a raw storage error."""
+    twice = store.transcript(sid)[-1].to_dict() if kept else summary(uid="gist-2")
+    lease = store.begin_compaction(sid)
+    snapshot = everything(store)
+    with pytest.raises(InvalidInput, match=f"summary message 2: uid '{twice['uid']}' appears twice in the summary"):
+        store.commit_compaction(lease, [summary(uid="gist"), twice, twice], mode=mode)
+    assert everything(store) == snapshot
+    store.commit_compaction(lease, [summary(uid="gist"), twice], mode=mode)  # the lease still holds
 
 
 # --- S-08 Background writes are not activity --------------------------------------------------

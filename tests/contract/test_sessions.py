@@ -308,12 +308,12 @@ def test_ending_a_session_records_when_and_why(store):
     assert store.get_session(s.id) == ended
 
 
-def test_ending_twice_keeps_the_first_end_time(store):
+def test_ending_twice_keeps_the_first_end_time(store, clock):
     s = store.create_session("cli")
     first = store.end_session(s.id, "timeout")
-    time.sleep(0.01)
+    clock.advance(10)
     second = store.end_session(s.id, "user_exit")
-    assert second.ended_at == first.ended_at
+    assert second.ended_at == first.ended_at != clock.now
 
 
 def test_reopening_a_session_clears_its_end(store):

@@ -1,44 +1,46 @@
 """A real compaction with a slow summary while three other processes append to the session.
 
 Nothing is lost, nothing is duplicated, and no append waits for the compaction: every
-writer has appends committed after the lease was taken and before the summary was. Marker
-messages appended to another session at those moments order them without reading a
-clock: an append's id is its place in the store's commit order (S-02, S-03, S-05). How long an append takes meanwhile is measured by `make bench-lineage`.
+writer has appends committed after the lease was taken and before the summary was, and
+after the compaction was published. The writers append when told, so each of those
+moments holds appends of every writer however the machine schedules them (no clock is
+read), and they keep appending while the summary is published. Marker messages appended
+to another session at those moments order them: an append's id is its place in the
+store's commit order (S-02, S-03, S-05). How long an append takes meanwhile is measured
+by `make bench-lineage`.
 """
 
 from __future__ import annotations
 
 import json
+import queue
 import subprocess
 import sys
 import textwrap
-import time
+import threading
 
 import pytest
 
 import sessiondb
 
-SUMMARY_SECONDS = 2.0
 WRITERS = 3
+BURST = 5  # appends each writer makes at each moment
 
 APPENDER = textwrap.dedent("""
-    import json, sys, time
+    import json, sys
     import sessiondb
 
-    path, session_id, name, seconds = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
-    acks = []
+    path, session_id, name = sys.argv[1], sys.argv[2], sys.argv[3]
+    i = 0
     with sessiondb.open_store(path) as store:
-        deadline = None
-        i = 0
-        while deadline is None or time.time() < deadline:
-            [row] = store.append(session_id, {"uid": f"{name}-{i}", "role": "user", "content": f"{name} says {i}"})
-            acks.append({"uid": row.uid, "id": row.id, "session": row.session_id})
-            if deadline is None:
-                deadline = time.time() + seconds
-                print("ready", flush=True)
-            i += 1
-            time.sleep(0.005)
-    print(json.dumps(acks), flush=True)
+        print("ready", flush=True)
+        for line in sys.stdin:  # a number: append that many, then report them
+            acks = []
+            for _ in range(int(line)):
+                [row] = store.append(session_id, {"uid": f"{name}-{i}", "role": "user", "content": f"{name} says {i}"})
+                acks.append({"uid": row.uid, "id": row.id, "session": row.session_id})
+                i += 1
+            print(json.dumps(acks), flush=True)
 """)
 
 
@@ -55,26 +57,46 @@ def test_three_processes_appending_through_a_slow_compaction_lose_and_duplicate_
 
         store.append(sid, [{"uid": f"old-{i}", "role": "user", "content": f"old {i}"} for i in range(200)])
 
-        children = [
-            subprocess.Popen([sys.executable, "-c", APPENDER, str(path), sid, f"p{n}", str(SUMMARY_SECONDS + 2)],
-                             stdout=subprocess.PIPE, text=True)
-            for n in range(WRITERS)
-        ]
-        try:
+        children = [subprocess.Popen([sys.executable, "-c", APPENDER, str(path), sid, f"p{n}"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                    for n in range(WRITERS)]
+        results: list[list[dict]] = [[] for _ in children]
+        lines = [queue.Queue() for _ in children]
+        for child, heard in zip(children, lines):
+            threading.Thread(target=lambda c=child, q=heard: [q.put(x) for x in c.stdout], daemon=True).start()
+
+        def tell(count: int) -> None:
             for child in children:
-                assert child.stdout.readline().strip() == "ready"
-            time.sleep(0.3)
+                child.stdin.write(f"{count}\n")
+                child.stdin.flush()
+
+        def hear() -> None:
+            for n, heard in enumerate(lines):
+                try:
+                    line = heard.get(timeout=120)  # a bound on a hang (an append that waited), not a latency
+                except queue.Empty:
+                    raise AssertionError(f"writer p{n} never finished its appends") from None
+                results[n] += json.loads(line)
+
+        try:
+            for heard in lines:
+                assert heard.get(timeout=120).strip() == "ready"
+            tell(BURST)  # before the lease
+            hear()
             lease = store.begin_compaction(sid, holder="slow summary")
             leased = mark("leased")
-            time.sleep(SUMMARY_SECONDS)  # the model writes its summary
+            tell(BURST)  # while the model writes its summary
+            hear()
             committing = mark("committing")
+            tell(4 * BURST)  # still appending as the summary is published
             live = store.commit_compaction(lease, {"uid": "gist", "role": "system", "content": "the gist"}, mode=mode)
             committed = mark("committed")
-            results = []
+            hear()
+            tell(BURST)  # after the compaction
+            hear()
             for child in children:
-                out, _ = child.communicate(timeout=60)
-                assert child.returncode == 0
-                results.append(json.loads(out.strip().splitlines()[-1]))
+                child.stdin.close()
+                assert child.wait(60) == 0
         finally:
             for child in children:
                 if child.poll() is None:
@@ -94,8 +116,10 @@ def test_three_processes_appending_through_a_slow_compaction_lose_and_duplicate_
         assert {u for u, st in state.items() if st == "compacted"} == before | {f"old-{i}" for i in range(200)}
         assert [m.uid for m in store.transcript(live.id)] == ["gist"] + [
             m.uid for m in rows if m.uid not in before and m.uid != "gist" and not m.uid.startswith("old-")]
+        writers = {f"p{n}" for n in range(WRITERS)}
         after = [a for a in acked if a["id"] > committed]
+        assert {a["uid"].split("-")[0] for a in after} == writers
         if mode == "rotate":
-            assert after and {a["session"] for a in after} == {live.id}  # writes after the rotation followed it
+            assert {a["session"] for a in after} == {live.id}  # writes after the rotation followed it
         during = [a for a in acked if leased < a["id"] < committing]
-        assert {a["uid"].split("-")[0] for a in during} == {f"p{n}" for n in range(WRITERS)}  # none waited
+        assert {a["uid"].split("-")[0] for a in during} == writers  # none waited

@@ -1,7 +1,9 @@
 """I/O fault sweep: the k-th write, sync or truncate fails, once or from then on, for every k.
 
 The canonical workload (appends indexed for search, a compaction, a checkpoint) runs on a
-store routed through the VFS shim (`open_store(..., vfs=NAME)`). Whatever fails, once the
+store routed through the VFS shim (`open_store(..., vfs=NAME)`). Each case counts its own
+operations: how many a run makes depends on its threads, so k goes up until a run makes
+fewer than k, and every case before that one injected its fault. Whatever fails, once the
 store is closed and opened again through the normal VFS: `integrity_check` and the
 full-text integrity check pass, every acknowledged message is there, every refused batch
 is absent or whole, and the store takes new writes.
@@ -58,7 +60,8 @@ def workload(store, appends: int) -> tuple[list[list[str]], list[list[str]], boo
     return acked, refused, compacted
 
 
-def run_case(base: Path, path: Path, plan: FaultPlan, appends: int) -> None:
+def run_case(base: Path, path: Path, plan: FaultPlan, appends: int) -> int:
+    """One run of the workload under `plan`, then the checks; how many batches were acknowledged."""
     shutil.copy(base, path)
     shim = ShimVFS(plan)
     try:
@@ -92,47 +95,68 @@ def run_case(base: Path, path: Path, plan: FaultPlan, appends: int) -> None:
         assert store.transcript(SESSION)[-1].uid == "new"
         found = {hit.uid for hit in store.search("kyoto", limit=1000)}
         assert found == present - {"summary"}, "the search index disagrees with the stored messages"
+    return len(acked)
 
 
 def sweep(tmp_path: Path, appends: int, stride: int, figures) -> None:
+    """Fail the k-th operation of each kind for k = 1, 2, ... until a run makes fewer than k.
+
+    How many writes a run makes depends on its threads (the index catches up in batches of
+    whatever has been acknowledged by then), so no run is taken as the measure of another:
+    each case counts its own operations, a case that never reached its k ends the sweep of
+    that kind (it ran fault-free, and is checked as such), and every case before it
+    injected its fault."""
     base = tmp_path / "base.db"
     with sessiondb.open_store(base) as store:
         store.create_session("cli", session_id=SESSION)
-    counter = FaultPlan()
-    run_case(base, tmp_path / "count.db", counter, appends)
-    assert counter.injected == 0
-    # A store that ignored the vfs= hook would count nothing, and the sweep would try nothing.
-    assert min(counter.counts.values()) > 0, f"the VFS shim saw no I/O: {counter.counts}"
-    tried = failed = injected = 0
+    batches = appends + 2  # the workload's appends, one after the compaction, one after the checkpoint
+    tried = failed = acks = 0
     failures = []
+    reached: dict[tuple[str, bool], int] = {}
     n = 0
     for op in ("write", "sync", "truncate"):
-        ks = range(1, counter.counts[op] + 1)
-        ks = [k for k in ks if op != "write" or k % stride == 0 or k == 1]
         for persistent in (False, True):
-            for k in ks:
+            k = 1
+            while True:
                 n += 1
                 plan = FaultPlan(op=op, k=k, persistent=persistent)
-                tried += 1
+                case = f"{op} #{k} {'persistent' if persistent else 'once'}"
                 try:
-                    run_case(base, tmp_path / f"case-{n}.db", plan, appends)
-                    assert plan.injected > 0, "the case never reached its fault: it checked nothing"
+                    acked = run_case(base, tmp_path / f"case-{n}.db", plan, appends)
                 except AssertionError as exc:
-                    failed += 1
-                    failures.append(f"{op} #{k} {'persistent' if persistent else 'once'}: {exc}")
+                    failures.append(f"{case}: {exc}")
+                    acked = None
                 except Exception as exc:  # noqa: BLE001 - a crash is a failure too
-                    failed += 1
-                    failures.append(f"{op} #{k} {'persistent' if persistent else 'once'}: {type(exc).__name__}: {exc}")
-                injected += plan.injected > 0
+                    failures.append(f"{case}: {type(exc).__name__}: {exc}")
+                    acked = None
+                if plan.injected == 0:  # this run made fewer than k: the sweep of this kind is done
+                    reached[op, persistent] = k - 1
+                    if acked is not None and acked != batches:
+                        failures.append(f"{case} (no fault) acknowledged {acked} of {batches} batches")
+                    failed += acked != batches
+                    break
+                tried += 1
+                failed += acked is None
+                acks += acked or 0
+                k = stride if k == 1 and stride > 1 else k + stride
     figures.record(
         tried=tried, failed=failed, unit="fault cases",
-        detail=f"workload of {counter.counts['write']} writes, {counter.counts['sync']} syncs, "
-               f"{counter.counts['truncate']} truncates; every sync and truncate, "
-               f"{'every' if stride == 1 else f'every {stride}th'} write; once and persistent; "
-               f"{injected} cases hit their fault",
+        detail=f"workload of {batches} appends, a compaction and a checkpoint; "
+               f"{'every' if stride == 1 else f'every {stride}th'} write, every sync and every truncate "
+               f"as far as each run went (up to {min(reached['write', False], reached['write', True])} writes, "
+               f"{min(reached['sync', False], reached['sync', True])} syncs and "
+               f"{min(reached['truncate', False], reached['truncate', True])} truncates), once and persistent; "
+               f"every case injected its fault; {acks} acknowledged batches checked",
     )
     assert failures == [], "\n".join(failures[:10])
-    assert tried > 0 and injected == tried
+    # An acknowledged append made at least one write and one sync: a sweep that stopped
+    # short of that (a store that ignored the vfs= hook would stop at k = 1) tried too little.
+    short = {key: k for key, k in reached.items() if k < (batches if key[0] != "truncate" else 1)}
+    assert short == {}, f"the sweeps ended before the workload's own acknowledgements: {short}"
+    # Every case with a fault injected once acknowledged all its batches but at most the
+    # one or two its fault refused.
+    once = sum(k for (op, persistent), k in reached.items() if not persistent)
+    assert acks >= once * (batches - 2), f"only {acks} acknowledged batches checked over {tried} cases"
 
 
 def test_an_io_error_on_any_write_sync_or_truncate_loses_no_acknowledged_message(tmp_path, figures):

@@ -25,9 +25,9 @@ from typing import Any, Callable, Sequence
 
 import psycopg
 
-from ...errors import CompactionBusy, InvalidInput, LeaseLost, MessageConflict
-from ...model import COMPRESSION, Lease, MessageState, Session
-from ...inputs import NewMessage, child_session, continuation_titles, new_session_id
+from ...errors import CompactionBusy, LeaseLost, MessageConflict
+from ...model import COMPRESSION, Lease, Session
+from ...inputs import NewMessage, check_kept, child_session, continuation_titles, new_session_id
 from .. import lease_holders
 from . import lineage, messages, sessions
 
@@ -151,21 +151,12 @@ def commit(conn: psycopg.Connection, lease: Lease, batch: Sequence[NewMessage], 
 def _plan(conn: psycopg.Connection, session_id: str, watermark: int, batch: Sequence[NewMessage]) -> list[Any]:
     """The new conversation's head, in order: NewMessage to insert, or the id of a kept row."""
     plan: list[Any] = []
-    seen: set[str] = set()
     stored = messages.by_uids(conn, [session_id], [m.uid for m in batch])
     earlier = messages.by_uids(conn, lineage.ancestors(conn, session_id), [m.uid for m in batch])
     for index, m in enumerate(batch):
-        if m.uid in seen:
-            raise InvalidInput(f"summary message {index}: uid {m.uid!r} appears twice in the summary")
-        seen.add(m.uid)
-        if m.state != MessageState.ACTIVE.value:
-            raise InvalidInput(f"summary message {index}: a summary message must be active, not {m.state}")
         found = stored.get(m.uid)
         if found is not None:
-            if not m.same_payload(found):
-                raise MessageConflict(
-                    f"summary message {index}: uid {m.uid!r} is already stored in session {session_id} "
-                    "with different content; give the summary message its own uid")
+            check_kept(index, m, found, session_id)
             if found.id <= watermark:
                 plan.append(found.id)  # kept verbatim: moved into the summary, not archived
             continue  # above the watermark: it moves with the tail

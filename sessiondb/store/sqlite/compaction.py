@@ -31,9 +31,9 @@ from typing import Any, Callable, Sequence
 
 import apsw
 
-from ...errors import InvalidInput, MessageConflict
-from ...model import COMPRESSION, Lease, MessageState, Session
-from ...inputs import NewMessage, child_session, continuation_titles, new_session_id
+from ...errors import MessageConflict
+from ...model import COMPRESSION, Lease, Session
+from ...inputs import NewMessage, check_kept, child_session, continuation_titles, new_session_id
 from . import leases, lineage, messages, sessions
 
 
@@ -107,24 +107,14 @@ def commit(conn: apsw.Connection, lease: Lease, batch: Sequence[NewMessage], mod
 def _plan(conn: apsw.Connection, session_id: str, watermark: int, batch: Sequence[NewMessage]) -> list[Any]:
     """The new conversation's head, in order: NewMessage to insert, or the id of a kept row."""
     plan: list[Any] = []
-    seen: set[str] = set()
     earlier = lineage.ancestors(conn, session_id)
     for index, m in enumerate(batch):
-        if m.uid in seen:
-            raise InvalidInput(f"summary message {index}: uid {m.uid!r} appears twice in the summary")
-        seen.add(m.uid)
-        if m.state != MessageState.ACTIVE.value:
-            raise InvalidInput(f"summary message {index}: a summary message must be active, not {m.state}")
         stored = conn.execute(
             f"SELECT {messages.COLUMNS} FROM messages WHERE session_id = ? AND uid = ?", (session_id, m.uid)
         ).fetchone()
         if stored is not None:
             message = messages.from_row(stored)
-            if not m.same_payload(message):
-                raise MessageConflict(
-                    f"summary message {index}: uid {m.uid!r} is already stored in session {session_id} "
-                    "with different content; give the summary message its own uid"
-                )
+            check_kept(index, m, message, session_id)
             if message.id <= watermark:
                 plan.append(message.id)  # kept verbatim: moved into the summary, not archived
             continue  # above the watermark: it moves with the tail

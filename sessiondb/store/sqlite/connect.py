@@ -92,7 +92,8 @@ def is_network_filesystem(fstype: str | None) -> bool:
     return fstype is not None and (fstype in NETWORK_FILESYSTEMS or fstype.startswith("fuse"))
 
 
-def busy_handler(patience: float, sleep: Callable[[float], None] = time.sleep) -> Callable[[int], bool]:
+def busy_handler(patience: float, sleep: Callable[[float], None] = time.sleep,
+                 monotonic: Callable[[], float] = time.monotonic) -> Callable[[int], bool]:
     """A busy handler retrying with jittered exponential back-off until `patience` runs out.
 
     SQLite calls it with the number of prior calls for this lock wait (0 on the first).
@@ -101,7 +102,7 @@ def busy_handler(patience: float, sleep: Callable[[float], None] = time.sleep) -
     started = [0.0]
 
     def handler(attempt: int) -> bool:
-        now = time.monotonic()
+        now = monotonic()
         if attempt == 0:
             started[0] = now
         remaining = patience - (now - started[0])
