@@ -37,7 +37,8 @@ class DestinationExists(InvalidInput, FileExistsError):
 def claim_private(path: Path, sidecars: tuple[str, ...] = ()) -> None:
     """Make sure `path` is a regular file of this account's before another library opens
     it: created empty, 0600, with O_EXCL | O_NOFOLLOW when missing; when present, refused
-    (InvalidInput) if it is a link or not this account's, judged by lstat alone (opening
+    (InvalidInput) if it is a link or not this account's (anything else that is not a file,
+    such as a directory of one's own, SQLite refuses itself), judged by lstat alone (opening
     and closing a descriptor on a live SQLite file would drop the process's locks on it).
     Each existing sidecar (`path` + suffix) is held to the same rule, since SQLite would
     open a planted one as the store's own. An existing file's mode is the caller's to
@@ -52,9 +53,9 @@ def claim_private(path: Path, sidecars: tuple[str, ...] = ()) -> None:
             st = os.lstat(name)
         except FileNotFoundError:
             continue
-        if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
-            raise InvalidInput(f"{name} is a link or not a regular file; sessiondb opens only a file it made "
-                               "there: remove it, or choose another place for the store")
+        if stat.S_ISLNK(st.st_mode):
+            raise InvalidInput(f"{name} is a link; sessiondb opens only a file it made there, never through a "
+                               "link: remove it, or choose another place for the store")
         if st.st_uid != os.geteuid():
             raise InvalidInput(f"{name} belongs to another account (uid {st.st_uid}); sessiondb never opens a "
                                "file someone else could have planted: remove it, or choose another place")

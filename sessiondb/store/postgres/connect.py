@@ -242,6 +242,21 @@ def _exhausted(exc: BaseException, conninfo: str, location: str, *, away: bool =
     return convert(exc, location)
 
 
+def on_own_connection(conninfo: str, location: str, patience: float, work: Callable[[psycopg.Connection], T]) -> T:
+    """`work(conn)` on one connection outside the pool, run again whole on a fresh connection
+    when the server breaks it (restarting, failing over) within the patience: for work that is
+    safe to repeat, such as migrations, each applied with its record in one transaction."""
+    deadline = time.monotonic() + patience
+    while True:
+        with connect(conninfo, location, max(0.0, deadline - time.monotonic())) as conn:
+            try:
+                return work(conn)
+            except psycopg.Error as exc:
+                if not retryable(exc) or deadline <= time.monotonic():
+                    raise convert(exc, location) from None
+        time.sleep(_BACKOFF[0])
+
+
 def connect(conninfo: str, location: str, patience: float) -> psycopg.Connection:
     """One connection outside the pool, retried while the server is starting or away."""
     deadline = time.monotonic() + patience

@@ -29,7 +29,7 @@ from .. import commands as cmd
 from .. import listing, turn_rows
 from . import compaction, lineage, maintenance, messages, migrations, search, sessions, transfer, usage, verify
 from .batching import AppendBatcher
-from .connect import DEFAULT_PATIENCE, DEFAULT_POOL_SIZE, EXTENSIONS_SCHEMA, Database, connect
+from .connect import DEFAULT_PATIENCE, DEFAULT_POOL_SIZE, EXTENSIONS_SCHEMA, Database, on_own_connection
 from .routing import RoutingTable
 
 T = TypeVar("T")
@@ -54,8 +54,8 @@ class PostgresBackend:
         # Refused batches (damage only) are kept under the home, one folder per server and schema.
         self.spool_anchor = spool_anchor(self._db.location, self._db.schema)
         self._closed = threading.Event()
-        with connect(self._db.conninfo, self._db.location, self._db.patience) as conn:
-            migrations.migrate(conn, self._db.schema, EXTENSIONS_SCHEMA, self._db.profile)
+        on_own_connection(self._db.conninfo, self._db.location, self._db.patience,
+                          lambda conn: migrations.migrate(conn, self._db.schema, EXTENSIONS_SCHEMA, self._db.profile))
         self._db.open()
         self._appends = AppendBatcher(self._run, self._direct)
 
