@@ -110,8 +110,8 @@ _TABLE: dict[Cause, tuple[str, str, int, int]] = {
     ),
     Cause.UNAVAILABLE: (
         "The database server of {db} was unavailable during a write and stayed away past "
-        "sessiondb's patience, so that write may or may not be stored (everything acknowledged "
-        "before it is safe); once the server is back, retrying stores it once.",
+        "sessiondb's patience: that write may or may not be stored; retrying stores it once, "
+        "once the server is back (everything acknowledged before it is safe).",
         "Appends are matched by uid, so sending the same messages again with their uids adds "
         "only what is missing; `pg_isready` with the URL's host and port tells whether the "
         "server accepts connections again.",
