@@ -361,8 +361,12 @@ class Gateway:
                 len(q.files), q.failures)
 
     def flush_all(self, *, due_only: bool = False) -> int:
-        """Flush every key with messages waiting (with `due_only`, those whose retry is due)."""
+        """Flush every key with messages waiting (with `due_only`, those whose retry is due).
+        Asked for now, it tries even a store that failed moments ago: the pause after a
+        failure spares appends and the retrier, not a caller who knows the store is back."""
         due_by = time.monotonic() if due_only else None
+        if not due_only:
+            self._cooling.clear()
         return sum(self.flush(k) for k in self.backlog.waiting_keys(due_by=due_by))
 
     def _start_retrier(self) -> None:
