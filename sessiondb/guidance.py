@@ -31,10 +31,12 @@ class Guidance:
 # {who} the profile in words.
 _TABLE: dict[Cause, tuple[str, str, int, int]] = {
     Cause.LOCKED: (
-        "The store {db} stayed locked by another process longer than sessiondb waits; "
-        "nothing was lost, retry in a moment.",
+        "The store {db} stayed busy longer than sessiondb waits (another process held its "
+        "lock, or every connection of this process's pool was in use); nothing was lost, "
+        "retry in a moment.",
         "`{cmd} doctor` lists the processes holding the store; a long maintenance job or a "
-        "stuck process is the usual holder.",
+        "stuck process is the usual holder. A process whose own pool stays busy (a server's "
+        "store) needs a larger `pool_size`.",
         1, 503,
     ),
     Cause.DISK_FULL: (
