@@ -21,7 +21,7 @@ from .model import Message, MessageLimits, MessageState, Page, Role, Session, Tu
 from .model import Lease
 from .store.aio import AsyncStore
 from .store import locations
-from .store.captured import RestoreReport, restore_captured as _restore_captured
+from .store.captured import RestoreReport, restore_captured
 from .store.contract import Store
 from .store.optional import Doctor, Maintainable, Salvageable
 
@@ -90,17 +90,3 @@ def open_doctor(
     return locations.open_doctor(location, home=home, profile=profile)
 
 
-def restore_captured(
-    location: str | os.PathLike[str] | None = None,
-    *,
-    home: str | os.PathLike[str] | None = None,
-    profile: str | None = None,
-    into: str | os.PathLike[str] | None = None,
-    other_generations: bool = False,
-) -> RestoreReport:
-    """Bring back every message captured in a retired WAL (a deleted `-wal`, a file copied or
-    moved over the store) or refused into the spool, into the store it belongs to or, with
-    `into`, a named new store; idempotent by uid. What another generation of the store (a
-    file since replaced) wrote comes back only with `other_generations` (or `into`). The
-    report counts what came back per session and says what was left and why (S-49)."""
-    return _restore_captured(location, home=home, profile=profile, into=into, other_generations=other_generations)

@@ -86,7 +86,11 @@ def restore_captured(
     into: str | os.PathLike[str] | None = None,
     other_generations: bool = False,
 ) -> RestoreReport:
-    """Bring back what the store's captures and spool hold (see the module's docstring)."""
+    """Bring back every message captured in a retired WAL (a deleted `-wal`, a file copied or
+    moved over the store) or refused into the spool, into the store it belongs to or, with
+    `into`, a named new store; idempotent by uid. What another generation of the store (a
+    file since replaced) wrote comes back only with `other_generations` (or `into`). The
+    report counts what came back per session and says what was left and why (S-49)."""
     doctor = open_doctor(location, home=home, profile=profile)
     if not isinstance(doctor, Captures):
         raise InvalidInput(f"{doctor.location}: this store's backend keeps no captures; "
