@@ -13,7 +13,7 @@ public protocol (maintenance, routing) only on stores whose backend has it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Iterator, Protocol, runtime_checkable
+from typing import Any, Callable, Iterator, Protocol, TypeVar, runtime_checkable
 
 from ..formats import SessionGroup
 from ..model import (
@@ -21,6 +21,9 @@ from ..model import (
 )
 from . import commands as cmd
 from .optional import RoutingIndex
+from .rows import Rows
+
+T = TypeVar("T")
 
 
 @runtime_checkable
@@ -34,6 +37,16 @@ class Backend(Protocol):
     # same generation. A backend without one leaves it out.
 
     def close(self) -> None: ...
+
+    # rows in and out (store/rows.py): every rule of the neutral layer is a unit of work on these
+    def write(self, work: Callable[[Rows], T]) -> T:
+        """Run `work` in one write transaction and return what it returns. It sees its own
+        writes; none is seen by others before it returns; if it raises, nothing it wrote is
+        kept. A backend may run it again from the start (after a broken connection, say),
+        so `work` changes nothing but its rows and reads any clock inside."""
+
+    def read(self, work: Callable[[Rows], T]) -> T:
+        """Run `work` in one read transaction: one consistent snapshot throughout."""
 
     # sessions
     def create_session(self, command: cmd.CreateSession) -> Session: ...

@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Literal, Mapping, Protocol, Sequence
 
+from ..errors import Conflict
+
 Row = dict[str, Any]
 Where = Mapping[str, Any]
 
@@ -52,6 +54,11 @@ TABLES: dict[str, Table] = {t.name: t for t in (
            "id"),
     _table("gateway_routes", "key session_id profile state turn_started_at updated_at", "key"),
 )}
+#: A column every table of INSERTED_ORDER has besides its own: a number that grows in the
+#: order rows were inserted (a session's creation order, a turn's start), for `columns`,
+#: `where` and `order`.
+INSERTED = "inserted"
+INSERTED_ORDER = ("sessions", "messages", "turns")
 #: Unique constraints besides each table's key, by the name `Taken` reports.
 UNIQUE = {"sessions_title": ("sessions", ("title",)), "messages_uid": ("messages", ("session_id", "uid"))}
 
@@ -94,7 +101,7 @@ def starting(prefix: str) -> Condition:
     return Condition("prefix", prefix)
 
 
-class Taken(Exception):
+class Taken(Conflict):
     """An insert met a stored row under the same key or unique columns (`constraint`: the
     table's name for its key, or a key of UNIQUE). The neutral layer says it in a person's words."""
 
@@ -146,5 +153,6 @@ class Rows(Protocol):
         column (only values that occur)."""
 
     def next_token(self) -> int:
-        """A fencing token for a compaction lease: larger than every token this store has
-        handed out, committed or not."""
+        """A fencing token for a compaction lease: larger than every token a committed
+        transaction of this store took (one rolled back granted nothing, so its token may
+        come again)."""

@@ -27,15 +27,28 @@ from ...model import (
 )
 from .. import commands as cmd
 from .. import listing, turn_rows
+from ..rows import Rows
+from ..sql import Dialect, SQLRows
 from . import compaction, lineage, maintenance, messages, migrations, search, sessions, transfer, usage, verify
 from .batching import AppendBatcher
 from .connect import DEFAULT_PATIENCE, DEFAULT_POOL_SIZE, EXTENSIONS_SCHEMA, Database, on_own_connection
 from .routing import RoutingTable
+from .text import from_server, to_server
 
 T = TypeVar("T")
 #: durability -> the server's synchronous_commit: "normal" may lose the last commits of a
 #: server crash (never of a client's), "full" loses none.
 DURABILITY = {"full": "on", "normal": "off"}
+#: PostgreSQL's spelling of what store/sql.py writes once. A failed UPDATE aborts the
+#: transaction, so one that may meet a unique column runs in a savepoint; message text is
+#: encoded for a server that cannot hold a NUL (text.py).
+DIALECT = Dialect(
+    name="postgresql", mark="%s", lock=" FOR UPDATE", next_token="SELECT nextval('compaction_token')",
+    inserted={"sessions": "created", "messages": "id", "turns": "seq"},
+    duplicate=lambda exc: isinstance(exc, psycopg.errors.UniqueViolation),
+    codecs={("messages", "content"): (to_server, from_server), ("messages", "reasoning"): (to_server, from_server)},
+    update_needs_savepoint=True,
+)
 CALL_MEMORY = 3600.0  # seconds a record_usage call's id is kept, at least (twice the patience if longer)
 
 
@@ -76,6 +89,15 @@ class PostgresBackend:
         if not self._closed.is_set():
             self._closed.set()
             self._db.close()
+
+    def write(self, work: Callable[[Rows], T]) -> T:
+        """`work` on the schema's rows in one transaction, re-run whole if the connection
+        breaks (see Backend.write)."""
+        return self._run(lambda conn: work(SQLRows(conn, DIALECT)))
+
+    def read(self, work: Callable[[Rows], T]) -> T:
+        """`work` on the schema's rows in one REPEATABLE READ snapshot (see Backend.read)."""
+        return self._run(lambda conn: work(SQLRows(conn, DIALECT)), read_only=True)
 
     def _run(self, work: Callable[[psycopg.Connection], T], *, read_only: bool = False) -> T:
         if self._closed.is_set():

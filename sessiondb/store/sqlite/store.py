@@ -24,6 +24,8 @@ from ...model import (
 )
 from .. import commands as cmd
 from .. import listing, turn_rows
+from ..rows import Rows
+from ..sql import Dialect, SQLRows
 from . import catalog, compaction, leases, lineage, maintenance, messages, registry, routing as routing_rows
 from . import search, sessions, transfer, usage, verify
 from .connect import DEFAULT_PATIENCE, check_durability, check_sqlite_version
@@ -31,6 +33,16 @@ from .errors import convert
 from .safety import copies
 
 T = TypeVar("T")
+
+#: SQLite's spelling of what store/sql.py writes once: its writes take turns file-wide, so
+#: a row read in a write transaction needs no lock to stay as read.
+DIALECT = Dialect(
+    name="sqlite", mark="?", lock="",
+    next_token="UPDATE store_meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) "
+               "WHERE key = 'compaction_token' RETURNING value",
+    inserted={"sessions": "rowid", "messages": "id", "turns": "seq"},
+    duplicate=lambda exc: isinstance(exc, apsw.ConstraintError) and "UNIQUE constraint failed" in str(exc),
+)
 
 
 class SQLiteBackend:
@@ -75,6 +87,14 @@ class SQLiteBackend:
             return
         self._closed.set()
         registry.release(self._file, self._durability)
+
+    def write(self, work: Callable[[Rows], T]) -> T:
+        """`work` on the store's rows in one write transaction (see Backend.write)."""
+        return self._write(lambda conn: work(SQLRows(conn, DIALECT)))
+
+    def read(self, work: Callable[[Rows], T]) -> T:
+        """`work` on the store's rows in one read snapshot (see Backend.read)."""
+        return self._read(lambda conn: work(SQLRows(conn, DIALECT)))
 
     def _write(self, work: Callable[[apsw.Connection], T]) -> T:
         self._check_open()

@@ -1,0 +1,271 @@
+"""Rows (store/rows.py) on an SQL connection: the statements written once, for SQLite and PostgreSQL.
+
+Both engines speak the same SQL for everything a unit of work asks of its rows: the
+statements are built here from the declared tables (rows.TABLES), never from a caller's
+text, with every value bound. What differs is genuine dialect and lives in a `Dialect`:
+the parameter mark, how a row is locked, where the fencing tokens come from, the column
+that holds insertion order, what a duplicate key raises, and PostgreSQL's text, which
+cannot hold a NUL (postgres/text.py), encoded on the way in and decoded on the way out.
+
+Inserts are `INSERT ... ON CONFLICT DO NOTHING RETURNING`: a duplicate never aborts the
+transaction (it would on PostgreSQL), so a unit of work may meet `Taken` and go on. A
+batch that met one without `skip_taken` takes back the rows it inserted before raising,
+so a failed insert leaves no partial rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Callable, Mapping, Sequence
+
+from .rows import INSERTED, TABLES, UNIQUE, Condition, Row, Table, Taken, Where
+
+Codec = Callable[[Any], Any]
+
+
+@dataclass(frozen=True, eq=False)
+class Dialect:
+    """What one SQL engine spells its own way (see the module docstring)."""
+
+    name: str
+    mark: str  # the parameter placeholder
+    lock: str  # appended to a SELECT whose rows stay as read until the transaction ends
+    next_token: str  # a statement whose one value is the next fencing token
+    inserted: Mapping[str, str]  # table -> the column holding its insertion order
+    duplicate: Callable[[BaseException], bool]  # whether a driver error is a duplicate key
+    #: (table, column) -> (to the engine, from the engine), for text the engine cannot hold as given.
+    codecs: Mapping[tuple[str, str], tuple[Codec, Codec]] = field(default_factory=dict)
+    #: a failed UPDATE aborts the transaction unless it ran inside a savepoint.
+    update_needs_savepoint: bool = False
+
+    def column(self, table: str, name: str) -> str:
+        """The SQL spelling of a column of `table` (INSERTED: the engine's insertion order)."""
+        if name == INSERTED:
+            if table not in self.inserted:
+                raise ValueError(f"{table} keeps no insertion order")
+            return self.inserted[table]
+        if name not in _table(table).columns:
+            raise ValueError(f"{table} has no column {name!r}")
+        return f'"{name}"'
+
+
+class SQLRows:
+    """One transaction's rows on `conn` (an APSW or psycopg connection) in `dialect`."""
+
+    def __init__(self, conn: Any, dialect: Dialect) -> None:
+        self._conn = conn
+        self._dialect = dialect
+
+    # --- reading ------------------------------------------------------------------------
+
+    def select(self, table: str, where: Where = {}, *, columns: Sequence[str] | None = None,
+               order: Sequence[str] = (), limit: int | None = None, lock: bool = False) -> list[Row]:
+        d = self._dialect
+        names = tuple(columns) if columns is not None else _table(table).columns
+        params: list[Any] = []
+        text = f"SELECT {', '.join(d.column(table, c) for c in names)} FROM {_table(table).name}"
+        text += self._where(table, where, params)
+        if order:
+            text += " ORDER BY " + ", ".join(
+                d.column(table, o[1:]) + " DESC" if o.startswith("-") else d.column(table, o) for o in order)
+        if limit is not None:
+            text += f" LIMIT {d.mark}"
+            params.append(int(limit))
+        if lock:
+            text += d.lock
+        decode = [self._codec(table, c, 1) for c in names]
+        return [{c: (v if f is None else f(v)) for c, v, f in zip(names, row, decode)}
+                for row in self._conn.execute(text, params)]
+
+    def count(self, table: str, where: Where = {}, *, sums: Sequence[str] = (),
+              by: str | None = None) -> dict[Any, Row]:
+        d = self._dialect
+        params: list[Any] = []
+        totals = "".join(f", coalesce(sum({d.column(table, c)}), 0)" for c in sums)
+        group = d.column(table, by) if by is not None else "NULL"
+        text = f"SELECT {group}, count(*){totals} FROM {_table(table).name}{self._where(table, where, params)}"
+        if by is not None:
+            text += f" GROUP BY {group}"
+        return {row[0]: {"count": row[1], **{c: _number(v) for c, v in zip(sums, row[2:])}}
+                for row in self._conn.execute(text, params)}
+
+    # --- writing ------------------------------------------------------------------------
+
+    def insert(self, table: str, rows: Sequence[Row], *, skip_taken: bool = False) -> list[int | None]:
+        spec = _table(table)
+        ids: list[int | None] = []
+        inserted: list[Row] = []  # to take back if a row is taken
+        start = 0
+        while start < len(rows):  # one statement per run of rows naming the same columns
+            names = tuple(rows[start])
+            end = start + 1
+            while end < len(rows) and tuple(rows[end]) == names:
+                end += 1
+            run = rows[start:end]
+            got = self._insert_run(spec, names, run)
+            inserted.extend(row for row, i in zip(run, got) if i is not None)
+            if None in got and not skip_taken:
+                taken = next(row for row, i in zip(run, got) if i is None)
+                constraint = self._taken_constraint(table, taken)
+                match = _match_columns(spec, names)
+                for row in inserted:
+                    self.delete(table, {c: row[c] for c in match})
+                raise Taken(table, constraint)
+            ids.extend(got)
+            start = end
+        return ids
+
+    def _insert_run(self, spec: Table, names: tuple[str, ...], rows: Sequence[Row]) -> list[int | None]:
+        """Insert rows that name the same columns in one statement; each one's id, None where taken."""
+        match = _match_columns(spec, names)
+        returned = (spec.serial,) if spec.serial else ()
+        returned += tuple(c for c in match if c != spec.serial)
+        encode = [self._codec(spec.name, c, 0) for c in names]
+        values = [v if f is None else f(v) for row in rows for v, f in zip(row.values(), encode)]
+        text = _insert_text(self._dialect, spec.name, names, len(rows), returned)
+        stored = {tuple(r[len(returned) - len(match):]): (r[0] if spec.serial else 0)
+                  for r in self._conn.execute(text, values)}
+        # a key given twice in one batch is inserted once: its first row's
+        return [stored.pop(tuple(row[c] for c in match), None) for row in rows]
+
+    def update(self, table: str, where: Where, *, set: Row | None = None, add: Row | None = None,
+               greatest: Row | None = None) -> int:
+        d = self._dialect
+        params: list[Any] = []
+        changes = []
+        for c, v in (set or {}).items():
+            f = self._codec(table, c, 0)
+            changes.append(f"{d.column(table, c)} = {d.mark}")
+            params.append(v if f is None else f(v))
+        for c, v in (add or {}).items():
+            changes.append(f"{d.column(table, c)} = {d.column(table, c)} + {d.mark}")
+            params.append(v)
+        for c, v in (greatest or {}).items():
+            col = d.column(table, c)
+            changes.append(f"{col} = CASE WHEN {col} IS NULL OR {col} < {d.mark} THEN {d.mark} ELSE {col} END")
+            params.extend((v, v))
+        if not changes:
+            return len(self.select(table, where, columns=_table(table).key))
+        text = f"UPDATE {_table(table).name} SET {', '.join(changes)}{self._where(table, where, params)}"
+        guarded = d.update_needs_savepoint and _touches_unique(table, set or {})
+        try:
+            if guarded:
+                self._conn.execute("SAVEPOINT sessiondb_update")
+            changed = _changes(self._conn, text, params)
+            if guarded:
+                self._conn.execute("RELEASE SAVEPOINT sessiondb_update")
+            return changed
+        except Exception as exc:
+            if not d.duplicate(exc):
+                raise
+            if guarded:
+                self._conn.execute("ROLLBACK TO SAVEPOINT sessiondb_update")
+                self._conn.execute("RELEASE SAVEPOINT sessiondb_update")
+            raise Taken(table, _constraint_named(table, exc)) from None
+
+    def delete(self, table: str, where: Where) -> int:
+        params: list[Any] = []
+        return _changes(self._conn, f"DELETE FROM {_table(table).name}{self._where(table, where, params)}", params)
+
+    def next_token(self) -> int:
+        return int(list(self._conn.execute(self._dialect.next_token))[0][0])
+
+    # --- pieces -------------------------------------------------------------------------
+
+    def _where(self, table: str, where: Where, params: list[Any]) -> str:
+        d = self._dialect
+        terms = []
+        for name, wanted in where.items():
+            col = d.column(table, name)
+            f = self._codec(table, name, 0)
+            if wanted is None:
+                terms.append(f"{col} IS NULL")
+            elif not isinstance(wanted, Condition):
+                terms.append(f"{col} = {d.mark}")
+                params.append(wanted if f is None else f(wanted))
+            elif wanted.op == "in":
+                values = [v if f is None else f(v) for v in wanted.value]
+                if not values:
+                    terms.append("1 = 0")
+                    continue
+                terms.append(f"{col} IN ({', '.join([d.mark] * len(values))})")
+                params.extend(values)
+            elif wanted.op == "prefix":
+                # exact: no pattern characters, whatever the prefix holds
+                terms.append(f"substr({col}, 1, {d.mark}) = {d.mark}")
+                params.extend((len(wanted.value), wanted.value))
+            else:
+                terms.append(f"{col} {'<>' if wanted.op == '!=' else wanted.op} {d.mark}")
+                params.append(wanted.value if f is None else f(wanted.value))
+        return " WHERE " + " AND ".join(terms) if terms else ""
+
+    def _codec(self, table: str, column: str, direction: int) -> Codec | None:
+        pair = self._dialect.codecs.get((table, column))
+        return None if pair is None else pair[direction]
+
+    def _taken_constraint(self, table: str, row: Row) -> str:
+        """Which of the table's key or unique columns a row left out of an insert met."""
+        spec = _table(table)
+        candidates = [("key", spec.key)] + [(n, cols) for n, (t, cols) in UNIQUE.items() if t == table]
+        for name, cols in candidates:
+            if all(c in row for c in cols) and self.select(table, {c: row[c] for c in cols}, columns=cols, limit=1):
+                return name
+        return "key"
+
+
+def _table(name: str) -> Table:
+    try:
+        return TABLES[name]
+    except KeyError:
+        raise ValueError(f"no table {name!r}") from None
+
+
+def _match_columns(spec: Table, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The columns that tell an inserted row from the others: the key if given, else a
+    unique constraint's columns."""
+    if all(c in names for c in spec.key):
+        return spec.key
+    for table, cols in UNIQUE.values():
+        if table == spec.name and all(c in names for c in cols):
+            return cols
+    raise ValueError(f"an insert into {spec.name} names its key or unique columns")
+
+
+def _touches_unique(table: str, set_: Row) -> bool:
+    spec = _table(table)
+    unique = set(spec.key).union(*(cols for t, cols in UNIQUE.values() if t == table))
+    return any(c in unique for c in set_)
+
+
+def _constraint_named(table: str, exc: BaseException) -> str:
+    """UNIQUE's name for a duplicate-key error, from PostgreSQL's constraint name or
+    SQLite's 'UNIQUE constraint failed: table.col, ...'."""
+    diag = getattr(exc, "diag", None)
+    named = getattr(diag, "constraint_name", None)
+    if named in UNIQUE:
+        return named
+    text = str(exc)
+    for name, (t, cols) in UNIQUE.items():
+        if t == table and text.endswith(", ".join(f"{t}.{c}" for c in cols)):
+            return name
+    return "key"
+
+
+@lru_cache(maxsize=256)
+def _insert_text(d: Dialect, table: str, names: tuple[str, ...], count: int, returned: tuple[str, ...]) -> str:
+    one = "(" + ", ".join([d.mark] * len(names)) + ")"
+    return (f"INSERT INTO {table}({', '.join(d.column(table, c) for c in names)}) VALUES "
+            f"{', '.join([one] * count)} ON CONFLICT DO NOTHING "
+            f"RETURNING {', '.join(d.column(table, c) for c in returned)}")
+
+
+def _changes(conn: Any, text: str, params: list[Any]) -> int:
+    """Run a statement that changes rows; how many it changed."""
+    cursor = conn.execute(text, params)
+    return int(conn.changes()) if hasattr(conn, "changes") else int(cursor.rowcount)  # APSW, psycopg
+
+
+def _number(total: Any) -> int | float:
+    """A sum as Python's number (PostgreSQL sums integers as numeric)."""
+    return total if isinstance(total, (int, float)) else (int(total) if total == int(total) else float(total))
