@@ -129,6 +129,7 @@ def open_store(
     `limits` and `replay_spool` (False: leave the spool for the caller, store/captured.py)
     belong to the neutral layer, other options to the backend."""
     where = locate(location, home=home, profile=profile)
+    check_options(options)
     module = _backend_module(where.kind)
     try:
         backend = module.open_backend(where.target, profile=where.profile, **options)
@@ -141,6 +142,20 @@ def open_store(
     except BaseException:
         backend.close()
         raise
+
+
+#: What every backend's `durability` option means: "full" loses no acknowledged write to a
+#: power loss; "normal" may lose the last ones (never to a crash of the writing process).
+DURABILITIES = ("full", "normal")
+
+
+def check_options(options: dict[str, Any]) -> None:
+    """The options every backend takes, checked once before any backend sees them."""
+    if "durability" in options and options["durability"] not in DURABILITIES:
+        raise InvalidInput(f"durability must be 'full' or 'normal', not {options['durability']!r}")
+    patience = options.get("patience", 0)
+    if isinstance(patience, bool) or not (isinstance(patience, (int, float)) and patience >= 0):
+        raise InvalidInput("patience must be a non-negative number of seconds")
 
 
 def open_doctor(

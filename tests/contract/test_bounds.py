@@ -103,3 +103,14 @@ def test_a_listing_of_metadata_with_many_long_keys_stays_within_its_bound(store)
     marker = listed.metadata[METADATA_CUT]
     assert len(marker["keys"]) == 17 and marker["keys"][-1] == "... 84 more" and len(repr(listed.metadata)) <= LISTED_METADATA_BYTES
     assert store.get_session(s.id).metadata == whole
+
+
+@pytest.mark.parametrize("options, refusal", [
+    ({"durability": "fast"}, "durability must be 'full' or 'normal', not 'fast'"),
+    ({"patience": -1}, "patience must be a non-negative number of seconds"),
+    ({"patience": True}, "patience must be a non-negative number of seconds"),
+    ({"patience": "10"}, "patience must be a non-negative number of seconds"),
+])
+def test_an_option_every_backend_takes_is_refused_the_same_way_on_each(open_backend, options, refusal):
+    with pytest.raises(InvalidInput, match=refusal):
+        open_backend(**options)

@@ -116,8 +116,6 @@ class Database:
 
     def __init__(self, url: str, *, schema: str | None, profile: str | None, patience: float, pool_size: int,
                  synchronous_commit: str) -> None:
-        if not (isinstance(patience, (int, float)) and not isinstance(patience, bool) and patience >= 0):
-            raise InvalidInput("patience must be a non-negative number of seconds")
         if not (isinstance(pool_size, int) and not isinstance(pool_size, bool) and pool_size >= 1):
             raise InvalidInput("pool_size must be a positive number of connections")
         self.conninfo, self.location, in_url = split_url(url)

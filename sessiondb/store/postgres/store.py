@@ -58,8 +58,6 @@ class PostgresBackend:
     def __init__(self, url: str, *, profile: str | None = None, schema: str | None = None,
                  patience: float = DEFAULT_PATIENCE, pool_size: int = DEFAULT_POOL_SIZE,
                  durability: str = "full") -> None:
-        if durability not in DURABILITY:
-            raise InvalidInput(f"durability must be 'full' or 'normal', not {durability!r}")
         self._profile = profile
         self._db = Database(url, schema=schema, profile=profile, patience=patience, pool_size=pool_size,
                             synchronous_commit=DURABILITY[durability])

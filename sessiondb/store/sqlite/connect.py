@@ -53,12 +53,6 @@ def check_sqlite_version(version: str) -> None:
         )
 
 
-def check_durability(durability: str) -> str:
-    if durability not in DURABILITY:
-        raise InvalidInput(f"durability must be 'full' or 'normal', not {durability!r}")
-    return durability
-
-
 def filesystem_type(path: Path, mountinfo: str = "/proc/self/mountinfo") -> str | None:
     """The type of the filesystem holding `path` (longest mount-point prefix), or None."""
     try:
@@ -170,7 +164,7 @@ def configure_writer(conn: apsw.Connection, path: Path, durability: str) -> str:
 
 
 def set_durability(conn: apsw.Connection, durability: str) -> None:
-    conn.execute(f"PRAGMA synchronous={DURABILITY[check_durability(durability)]}")
+    conn.execute(f"PRAGMA synchronous={DURABILITY[durability]}")
 
 
 def _set_journal_mode(conn: apsw.Connection, mode: str) -> str:

@@ -28,7 +28,7 @@ from ..rows import Rows
 from ..sql import Dialect, SQLRows
 from . import catalog, compaction, leases, lineage, maintenance, messages, registry, routing as routing_rows
 from . import search, sessions, transfer, usage, verify
-from .connect import DEFAULT_PATIENCE, check_durability, check_sqlite_version
+from .connect import DEFAULT_PATIENCE, check_sqlite_version
 from .errors import convert
 from .safety import copies
 
@@ -58,9 +58,7 @@ class SQLiteBackend:
         vfs: str | None = None,
     ) -> None:
         check_sqlite_version(apsw.sqlite_lib_version())
-        self._durability = check_durability(durability)
-        if not (isinstance(patience, (int, float)) and patience >= 0):
-            raise InvalidInput("patience must be a non-negative number of seconds")
+        self._durability = durability  # checked, as patience is, by open_store (store/locations.py)
         self.path = path
         self.location = str(path)
         self.spool_anchor = path
