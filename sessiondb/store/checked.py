@@ -17,6 +17,7 @@ import inspect
 import threading
 import time
 from dataclasses import replace
+from functools import partial
 from typing import Any, Callable, Iterable, Mapping, TypeVar
 
 from .. import home as homes
@@ -32,7 +33,7 @@ from ..inputs import (
 )
 from . import arguments as arg
 from . import commands as cmd
-from . import handles, spool
+from . import compaction, handles, spool
 from .backend import Backend
 from .contract import MessageInput
 from .identity import Identity
@@ -294,15 +295,15 @@ class CheckedStore(Transfer, Identity, Turns):
     # --- compaction and lineage ----------------------------------------------------------
 
     def begin_compaction(self, session_id: str, *, holder: str | None = None, ttl: float = 300) -> Lease:
-        return self._open().begin_compaction(
-            cmd.BeginCompaction(arg.session_id(session_id), check_label(holder, "holder"), arg.ttl(ttl), self._clock))
+        return self._open().write(partial(compaction.begin, session_id=arg.session_id(session_id),
+                                          holder=check_label(holder, "holder"), ttl=arg.ttl(ttl), clock=self._clock))
 
     def refresh_compaction(self, lease: Lease, ttl: float | None = None) -> Lease:
-        return self._open().refresh_compaction(
-            cmd.RefreshCompaction(arg.lease(lease), None if ttl is None else arg.ttl(ttl), self._clock))
+        return self._open().write(partial(compaction.refresh, lease=arg.lease(lease),
+                                          ttl=None if ttl is None else arg.ttl(ttl), clock=self._clock))
 
     def abort_compaction(self, lease: Lease) -> None:
-        self._open().abort_compaction(arg.lease(lease))
+        self._open().write(partial(compaction.release, lease=arg.lease(lease)))
 
     def commit_compaction(
         self, lease: Lease, summary_messages: MessageInput | Iterable[MessageInput], *, mode: str = "in_place",
@@ -311,10 +312,10 @@ class CheckedStore(Transfer, Identity, Turns):
         if mode not in _MODES:
             raise InvalidInput(f"mode must be 'in_place' or 'rotate', not {mode!r}")
         batch = tuple(prepare_summary(summary_messages, self._limits))
-        return self._open().commit_compaction(cmd.CommitCompaction(lease, batch, mode, self._clock))
+        return self._open().write(partial(compaction.commit, lease=lease, batch=batch, mode=mode, clock=self._clock))
 
     def compaction_lease(self, session_id: str) -> Lease | None:
-        return self._open().compaction_lease(arg.session_id(session_id))
+        return self._open().read(partial(compaction.current, session_id=arg.session_id(session_id)))
 
     def lineage(self, session_id: str) -> list[Session]:
         return self._open().lineage(arg.session_id(session_id))

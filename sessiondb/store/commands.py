@@ -3,15 +3,15 @@
 `store/checked.py` turns every public call into one of these (or into plain checked
 arguments where a call takes only an id); a backend receives nothing else, so it never
 re-validates and never sees a caller's raw input. Times in commands are already read from
-the handle's clock, except where a lease is judged (see below).
+the handle's clock. (A compaction is not a command: a lease is judged at the instant its
+transaction runs, so store/compaction.py's units of work read the handle's clock themselves.)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-from ..model import Lease
 from ..inputs import NewMessage
 from ..query import Query
 
@@ -98,33 +98,6 @@ class ReadTranscript:
     before: int | None
     after: int | None
     order: str  # "asc" or "desc"
-
-
-# Lease commands carry the handle's clock, not a time: a lease is judged at the instant
-# its transaction runs, and handles on one store share a writer but not a clock.
-
-
-@dataclass(frozen=True, slots=True)
-class BeginCompaction:
-    session_id: str
-    holder: str | None
-    ttl: float
-    clock: Callable[[], float]
-
-
-@dataclass(frozen=True, slots=True)
-class RefreshCompaction:
-    lease: Lease
-    ttl: float | None
-    clock: Callable[[], float]
-
-
-@dataclass(frozen=True, slots=True)
-class CommitCompaction:
-    lease: Lease
-    batch: tuple[NewMessage, ...]
-    mode: str  # "in_place" or "rotate"
-    clock: Callable[[], float]
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,7 @@ from .. import commands as cmd
 from .. import listing, turn_rows
 from ..rows import Rows
 from ..sql import Dialect, SQLRows
-from . import compaction, lineage, maintenance, messages, migrations, search, sessions, transfer, usage, verify
+from . import lineage, maintenance, messages, migrations, search, sessions, transfer, usage, verify
 from .batching import AppendBatcher
 from .connect import DEFAULT_PATIENCE, DEFAULT_POOL_SIZE, EXTENSIONS_SCHEMA, Database, on_own_connection
 from .routing import RoutingTable
@@ -147,23 +147,6 @@ class PostgresBackend:
             sessions.require(conn, query.session_id)
             return messages.transcript(conn, **asdict(query))
         return self._read(work)
-
-    def begin_compaction(self, command: cmd.BeginCompaction) -> Lease:
-        return self._run(partial(compaction.begin, session_id=command.session_id, holder=command.holder,
-                                 ttl=command.ttl, clock=command.clock))
-
-    def refresh_compaction(self, command: cmd.RefreshCompaction) -> Lease:
-        return self._run(partial(compaction.refresh, lease=command.lease, ttl=command.ttl, clock=command.clock))
-
-    def abort_compaction(self, lease: Lease) -> None:
-        self._run(partial(compaction.release, lease=lease))
-
-    def commit_compaction(self, command: cmd.CommitCompaction) -> Session:
-        return self._run(partial(compaction.commit, lease=command.lease, batch=command.batch, mode=command.mode,
-                                 clock=command.clock))
-
-    def compaction_lease(self, session_id: str) -> Lease | None:
-        return self._read(partial(compaction.current, session_id=session_id))
 
     def lineage(self, session_id: str) -> list[Session]:
         return self._read(partial(lineage.lineage, session_id=session_id))

@@ -26,7 +26,7 @@ from .. import commands as cmd
 from .. import listing, turn_rows
 from ..rows import Rows
 from ..sql import Dialect, SQLRows
-from . import catalog, compaction, leases, lineage, maintenance, messages, registry, routing as routing_rows
+from . import catalog, lineage, maintenance, messages, registry, routing as routing_rows
 from . import search, sessions, transfer, usage, verify
 from .connect import DEFAULT_PATIENCE, check_durability, check_sqlite_version
 from .errors import convert
@@ -143,23 +143,6 @@ class SQLiteBackend:
 
     def transcript(self, query: cmd.ReadTranscript) -> list[Message]:
         return self._read(partial(messages.transcript, **asdict(query)))
-
-    def begin_compaction(self, command: cmd.BeginCompaction) -> Lease:
-        return self._write(partial(compaction.begin, session_id=command.session_id, holder=command.holder,
-                                   ttl=command.ttl, clock=command.clock))
-
-    def refresh_compaction(self, command: cmd.RefreshCompaction) -> Lease:
-        return self._write(partial(leases.refresh, lease=command.lease, ttl=command.ttl, clock=command.clock))
-
-    def abort_compaction(self, lease: Lease) -> None:
-        self._write(partial(leases.release, lease=lease))
-
-    def commit_compaction(self, command: cmd.CommitCompaction) -> Session:
-        return self._write(partial(compaction.commit, lease=command.lease, batch=command.batch, mode=command.mode,
-                                   clock=command.clock))
-
-    def compaction_lease(self, session_id: str) -> Lease | None:
-        return self._read(partial(leases.current, session_id=session_id))
 
     def lineage(self, session_id: str) -> list[Session]:
         return self._read(partial(lineage.lineage, session_id=session_id))
