@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator, Protocol, TypeVar, runtime_checkable
 
 from ..formats import SessionGroup
 from ..model import (
-    ImportOutcome, Lease, Message, ModelMessage, Page, SearchHit, Session, StoreStats, Turn, Usage, VerifyReport,
+    ImportOutcome, Message, Page, SearchHit, Session, StoreStats, Turn, Usage, VerifyReport,
 )
 from . import commands as cmd
 from .optional import RoutingIndex
@@ -55,28 +55,6 @@ class Backend(Protocol):
     def change_session(self, session_id: str, change: cmd.SessionChange) -> Session: ...
     def delete_session(self, session_id: str) -> None: ...
     def find_session(self, ref: str, title: str | None) -> Session: ...
-
-    # messages, compaction and lineage
-    def append(self, command: cmd.Append) -> list[Message]: ...
-    def transcript(self, query: cmd.ReadTranscript) -> list[Message]: ...
-    def lineage(self, session_id: str) -> list[Session]: ...
-    def tip(self, session_id: str) -> Session: ...
-
-    def live_messages(self, session_id: str) -> tuple[str, list[Message]]:
-        """The tip's id and all its active messages in order, as stored, read in one snapshot."""
-
-    def lineage_messages(self, session_id: str) -> tuple[str, list[Message]]:
-        """The tip's id and every message of the lineage through `session_id` (root first,
-        each session's in id order, every state, rewound included), read in one snapshot."""
-
-    def live_model_messages(self, session_id: str, max_messages: int) -> list[ModelMessage]:
-        """The tip's active messages in order as resume returns them (store/model_rows.py),
-        read in one snapshot; over `max_messages` (0: no limit) raises
-        SessionTooLarge(limit, count, session_id) having built at most one more."""
-
-    def rewind(self, command: cmd.Rewind) -> int: ...
-    def restore_rewound(self, session_id: str) -> int: ...
-    def branch(self, command: cmd.Branch) -> Session: ...
 
     # usage, search, statistics, integrity
     def record_usage(self, command: cmd.RecordUsage) -> None: ...

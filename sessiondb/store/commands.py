@@ -77,7 +77,8 @@ class PatchMetadata:
 
 
 #: What `change_session` applies to one session row; never user activity except EndSession's time.
-SessionChange = EndSession | ReopenSession | SetTitle | SetFlags | PatchMetadata
+#: (SetFlags applies to a whole conversation: store/lineage.py.)
+SessionChange = EndSession | ReopenSession | SetTitle | PatchMetadata
 
 
 # --- messages and lineage ---------------------------------------------------------------------
@@ -88,31 +89,6 @@ class Append:
     session_id: str
     batch: tuple[NewMessage, ...]
     now: float
-
-
-@dataclass(frozen=True, slots=True)
-class ReadTranscript:
-    session_id: str
-    include_compacted: bool
-    limit: int | None
-    before: int | None
-    after: int | None
-    order: str  # "asc" or "desc"
-
-
-@dataclass(frozen=True, slots=True)
-class Rewind:
-    session_id: str
-    to_message_id: int
-
-
-@dataclass(frozen=True, slots=True)
-class Branch:
-    session_id: str
-    at_message_id: int
-    new_id: str
-    title: str | None
-    started_at: float
 
 
 # --- usage, search, maintenance -----------------------------------------------------------

@@ -25,19 +25,18 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 from ..errors import CompressionClosed, MessageConflict, NotFound, SessionTooLarge, StorageError
 from ..inputs import NewMessage, child_session
 from ..model import (
-    ACTIVITY_ROLES, BRANCH, COMPRESSION, INTERNAL_NOTIFICATION, Message, MessageState, ModelMessage, Role, Session,
+    ACTIVITY_ROLES, BRANCH, COMPRESSION, INTERNAL_NOTIFICATION, MAX_HOPS, Message, MessageState, ModelMessage, Role,
+    Session,
 )
 from . import sessions
 from .commands import SetFlags
 from .rows import Row, Rows, above, at_most, below, one_of
 
-#: Sessions a lineage walk visits at most (a guard against runaway chains).
-MAX_HOPS = 1000
 #: Tips a write follows at most: each new one means a rotation committed while the write
 #: was on its way, so a write that keeps missing is refused rather than chasing forever.
 MAX_LANDINGS = 16
@@ -225,7 +224,14 @@ def closed(session_id: str, tip_leaf: Leaf) -> CompressionClosed:
 
 
 def land(rows: Rows, session_id: str) -> tuple[str, Head]:
-    """The session a write addressed to `session_id` lands on, locked, and its head.
+    """The session a write addressed to `session_id` lands on, locked, and its head (`follow`)."""
+    return follow(session_id, lambda sid: lock(rows, sid), lambda sid: resolve(rows, sid))
+
+
+def follow(session_id: str, lock: Callable[[str], Head],
+           resolve: Callable[[str], tuple[list[str], Leaf]]) -> tuple[str, Head]:
+    """The rule of `land` on its two reads: `lock` a session's row and read its head,
+    `resolve` the path to the tip.
 
     The addressed session takes the write unless a compaction rotated it; then its live tip
     does, judged again once locked: a tip that ended meanwhile is left for the one that
@@ -233,10 +239,10 @@ def land(rows: Rows, session_id: str) -> tuple[str, Head]:
     """
     target = session_id
     for _ in range(MAX_LANDINGS):
-        head = lock(rows, target)
+        head = lock(target)
         if (head.end_reason != COMPRESSION) if target == session_id else (head.ended_at is None):
             return target, head
-        path, tip_leaf = resolve(rows, session_id)
+        path, tip_leaf = resolve(session_id)
         if not tip_leaf.live:
             raise closed(session_id, tip_leaf)
         target = path[-1]
@@ -366,7 +372,7 @@ def lineage_messages(rows: Rows, session_id: str) -> tuple[str, list[Message]]:
 
 
 #: What a model is shown of a message (S-09, S-44), and what decides how.
-_MODEL = ("uid", "role", "content", "parts", "tool_calls", "tool_call_id", "tool_name", "reasoning", "display_kind")
+MODEL = ("uid", "role", "content", "parts", "tool_calls", "tool_call_id", "tool_name", "reasoning", "display_kind")
 
 
 def live_model_messages(rows: Rows, session_id: str, max_messages: int) -> list[ModelMessage]:
@@ -375,7 +381,7 @@ def live_model_messages(rows: Rows, session_id: str, max_messages: int) -> list[
     costs no second pass (S-42)."""
     path, _ = resolve(rows, session_id)
     where = {"session_id": path[-1], "state": _ACTIVE}
-    found = rows.select("messages", where, columns=_MODEL, order=("id",), limit=max_messages + 1 if max_messages else None)
+    found = rows.select("messages", where, columns=MODEL, order=("id",), limit=max_messages + 1 if max_messages else None)
     out = model_messages(found)
     if max_messages and len(out) > max_messages:
         count = rows.count("messages", where)[None]["count"]
