@@ -28,7 +28,7 @@ from ..inputs import NewMessage
 from ..model import COMPRESSION, Message, MessageState
 from . import commands as cmd
 from . import lineage
-from .backend import AppendingBackend, Backend
+from .backend import Backend
 from .rows import Row, Rows, one_of
 
 _ACTIVE = MessageState.ACTIVE.value
@@ -37,9 +37,10 @@ _ACTIVE = MessageState.ACTIVE.value
 def run(backend: Backend, command: cmd.Append) -> list[Message]:
     """Store `command` on `backend`: the stored row of each of its messages, in order."""
     work = partial(append, session_id=command.session_id, batch=command.batch, now=command.now)
-    if isinstance(backend, AppendingBackend):
-        return backend.write_append(command, work)
-    return backend.write(work)
+    # backend.AppendingBackend's method, looked up: a protocol's isinstance costs about
+    # 10 µs, a twentieth of a one-message append on SQLite.
+    write_append = getattr(backend, "write_append", None)
+    return write_append(command, work) if write_append is not None else backend.write(work)
 
 
 def append(rows: Rows, session_id: str, batch: Sequence[NewMessage], now: float) -> list[Message]:

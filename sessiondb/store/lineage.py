@@ -78,6 +78,14 @@ def by_uids(rows: Rows, session_ids: Sequence[str], uids: Sequence[str]) -> dict
     return found
 
 
+def insert_messages(rows: Rows, new: Sequence[Row], *, skip_taken: bool = False) -> list[int | None]:
+    """Insert message rows in order, a bounded number per statement; their ids (see Rows.insert)."""
+    ids: list[int | None] = []
+    for i in range(0, len(new), CHUNK):
+        ids.extend(rows.insert("messages", new[i:i + CHUNK], skip_taken=skip_taken))
+    return ids
+
+
 def recount(rows: Rows, session_id: str) -> None:
     """Set a session's message and tool-call counts from its active rows (not its activity)."""
     active = rows.select("messages", {"session_id": session_id, "state": _ACTIVE}, columns=("tool_calls",))
@@ -252,6 +260,23 @@ def follow(session_id: str, lock: Callable[[str], Head],
         "write there")
 
 
+def stored_earlier(rows: Rows, session_id: str, batch: Sequence[NewMessage]) -> dict[int, Message]:
+    """The messages of `batch` whose uid a compression ancestor of `session_id` stores
+    already, by their index in the batch: the stored rows, to return instead of writing a
+    copy (S-01 across rotations). A uid stored there with other content is refused."""
+    earlier = by_uids(rows, ancestors(rows, session_id), [m.uid for m in batch])
+    kept: dict[int, Message] = {}
+    for index, m in enumerate(batch):
+        found = earlier.get(m.uid)
+        if found is not None:
+            if not m.same_payload(found):
+                raise MessageConflict(
+                    f"message uid {m.uid!r} is already stored in session {found.session_id} (an earlier "
+                    "part of this conversation) with different content; give the new message its own uid")
+            kept[index] = found
+    return kept
+
+
 def conversation(rows: Rows, session_id: str) -> list[str]:
     """Every session of the compression tree `session_id` belongs to: its root and all the
     root's compression descendants."""
@@ -325,14 +350,6 @@ def branch(rows: Rows, session_id: str, at_message_id: int, values: dict[str, An
     activity = [r["timestamp"] for r in copied if is_activity(r["role"], r["display_kind"])]
     rows.update("sessions", {"id": child["id"]}, set={"last_activity_at": max(activity) if activity else None})
     return sessions.get(rows, child["id"])
-
-
-def insert_messages(rows: Rows, new: Sequence[Row], *, skip_taken: bool = False) -> list[int | None]:
-    """Insert message rows in order, a bounded number per statement; their ids (see Rows.insert)."""
-    ids: list[int | None] = []
-    for i in range(0, len(new), CHUNK):
-        ids.extend(rows.insert("messages", new[i:i + CHUNK], skip_taken=skip_taken))
-    return ids
 
 
 # --- reads ---------------------------------------------------------------------------------
@@ -417,20 +434,3 @@ def model_messages(found: Sequence[Mapping[str, Any]]) -> list[ModelMessage]:
             m["reasoning"] = r["reasoning"]
         add(m)
     return out
-
-
-def stored_earlier(rows: Rows, session_id: str, batch: Sequence[NewMessage]) -> dict[int, Message]:
-    """The messages of `batch` whose uid a compression ancestor of `session_id` stores
-    already, by their index in the batch: the stored rows, to return instead of writing a
-    copy (S-01 across rotations). A uid stored there with other content is refused."""
-    earlier = by_uids(rows, ancestors(rows, session_id), [m.uid for m in batch])
-    kept: dict[int, Message] = {}
-    for index, m in enumerate(batch):
-        found = earlier.get(m.uid)
-        if found is not None:
-            if not m.same_payload(found):
-                raise MessageConflict(
-                    f"message uid {m.uid!r} is already stored in session {found.session_id} (an earlier "
-                    "part of this conversation) with different content; give the new message its own uid")
-            kept[index] = found
-    return kept
