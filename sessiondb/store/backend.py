@@ -6,8 +6,13 @@ ids. A backend is a small set of primitives over its storage: it does not valida
 spool, account imports or shape model-ready messages. Errors it raises are sessiondb
 errors (its driver's errors are converted at its boundary).
 
+The rules of appends, lineage and compaction are units of work over `Rows`
+(store/append.py, store/lineage.py, store/compaction.py) that a backend runs with
+`write` and `read`; the methods below them are the concepts still on their way there.
+
 Optional capabilities are separate protocols: the neutral layer offers the matching
-public protocol (maintenance, routing) only on stores whose backend has it.
+public protocol (maintenance, routing, its own way to run appends) only on stores whose
+backend has it.
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@
 The append's rules are written once (store/append.py) and run here as everywhere; this is
 the server-side function (append_fresh, migrations 0006-0009) that stores a batch in one
 statement when the batch is the common case (a session never rotated, uids all new), and
-declines, writing nothing, whenever the neutral append must decide.
+declines, writing nothing, whenever the neutral append must decide. Also here: the
+recount that the doctor's repair and an import run on a bare connection (the rules'
+own is store/lineage.py's `recount`, over rows).
 """
 
 from __future__ import annotations
