@@ -29,7 +29,7 @@ from pathlib import Path
 import apsw
 
 import sessiondb
-from sessiondb.store import model_rows
+from sessiondb.store import lineage
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -81,7 +81,7 @@ def main() -> None:
 
 def profile(db: Path, sid: str, out: Path) -> None:
     """cProfile of one warm resume, and beside it what SQLite and APSW alone take to hand
-    over the same rows (cProfile counts that inside model_rows.build's loop)."""
+    over the same rows (cProfile counts that inside the rows' select and lineage.model_messages)."""
     with sessiondb.open_store(db) as store:
         store.resume(sid)  # warm: the profile is of a load like the benchmark's median
         p = cProfile.Profile()
@@ -90,7 +90,7 @@ def profile(db: Path, sid: str, out: Path) -> None:
         p.disable()
         resumes = [timed(lambda: store.resume(sid)) for _ in range(5)]
     conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
-    sql = f"SELECT {model_rows.COLUMNS} FROM messages WHERE session_id = ? AND state = 'active' ORDER BY id"
+    sql = f"SELECT {', '.join(lineage.MODEL)} FROM messages WHERE session_id = ? AND state = 'active' ORDER BY id"
     rows = [timed(lambda: conn.execute(sql, (sid,)).fetchall()) for _ in range(5)]
     conn.close()
     text = io.StringIO()

@@ -464,7 +464,7 @@ def why_missed(r: dict) -> list[str]:
     if missed_target("resume", "peak memory"):
         lines.append(
             "- **Resume and memory:** `resume` selects only the columns a model is shown and builds each "
-            "`ModelMessage` straight from its row (`store/model_rows.py`); OpenAI's `get_items` returns the "
+            "`ModelMessage` straight from its row (`store/lineage.py`); OpenAI's `get_items` returns the "
             "stored JSON of each item. The profile below (one warm load) shows what is left: the loop that "
             "steps SQLite through the rows and creates each row's strings and dict.")
     return lines + [""]

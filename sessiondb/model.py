@@ -73,6 +73,8 @@ class MessageState(str, Enum):
 ACTIVITY_ROLES = frozenset({Role.USER.value, Role.ASSISTANT.value})
 #: A display kind for notifications injected as synthetic user turns; not activity.
 INTERNAL_NOTIFICATION = "internal_notification"
+#: Sessions a lineage walk visits at most (a guard against runaway chains).
+MAX_HOPS = 1000
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,13 @@ ids. A backend is a small set of primitives over its storage: it does not valida
 spool, account imports or shape model-ready messages. Errors it raises are sessiondb
 errors (its driver's errors are converted at its boundary).
 
+The rules of appends, lineage and compaction are units of work over `Rows`
+(store/append.py, store/lineage.py, store/compaction.py) that a backend runs with
+`write` and `read`; the methods below them are the concepts still on their way there.
+
 Optional capabilities are separate protocols: the neutral layer offers the matching
-public protocol (maintenance, routing) only on stores whose backend has it.
+public protocol (maintenance, routing, its own way to run appends) only on stores whose
+backend has it.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from typing import Any, Callable, Iterator, Protocol, TypeVar, runtime_checkable
 
 from ..formats import SessionGroup
 from ..model import (
-    ImportOutcome, Lease, Message, ModelMessage, Page, SearchHit, Session, StoreStats, Turn, Usage, VerifyReport,
+    ImportOutcome, Message, Page, SearchHit, Session, StoreStats, Turn, Usage, VerifyReport,
 )
 from . import commands as cmd
 from .optional import RoutingIndex
@@ -56,33 +61,6 @@ class Backend(Protocol):
     def delete_session(self, session_id: str) -> None: ...
     def find_session(self, ref: str, title: str | None) -> Session: ...
 
-    # messages, compaction and lineage
-    def append(self, command: cmd.Append) -> list[Message]: ...
-    def transcript(self, query: cmd.ReadTranscript) -> list[Message]: ...
-    def begin_compaction(self, command: cmd.BeginCompaction) -> Lease: ...
-    def refresh_compaction(self, command: cmd.RefreshCompaction) -> Lease: ...
-    def abort_compaction(self, lease: Lease) -> None: ...
-    def commit_compaction(self, command: cmd.CommitCompaction) -> Session: ...
-    def compaction_lease(self, session_id: str) -> Lease | None: ...
-    def lineage(self, session_id: str) -> list[Session]: ...
-    def tip(self, session_id: str) -> Session: ...
-
-    def live_messages(self, session_id: str) -> tuple[str, list[Message]]:
-        """The tip's id and all its active messages in order, as stored, read in one snapshot."""
-
-    def lineage_messages(self, session_id: str) -> tuple[str, list[Message]]:
-        """The tip's id and every message of the lineage through `session_id` (root first,
-        each session's in id order, every state, rewound included), read in one snapshot."""
-
-    def live_model_messages(self, session_id: str, max_messages: int) -> list[ModelMessage]:
-        """The tip's active messages in order as resume returns them (store/model_rows.py),
-        read in one snapshot; over `max_messages` (0: no limit) raises
-        SessionTooLarge(limit, count, session_id) having built at most one more."""
-
-    def rewind(self, command: cmd.Rewind) -> int: ...
-    def restore_rewound(self, session_id: str) -> int: ...
-    def branch(self, command: cmd.Branch) -> Session: ...
-
     # usage, search, statistics, integrity
     def record_usage(self, command: cmd.RecordUsage) -> None: ...
     def usage(self, session_id: str) -> Usage: ...
@@ -113,6 +91,18 @@ class Backend(Protocol):
 
     def import_session(self, group: SessionGroup, dry_run: bool) -> ImportOutcome: ...
     def relink(self, links: list[tuple[str, str]]) -> list[str]: ...
+
+
+@runtime_checkable
+class AppendingBackend(Protocol):
+    """A backend that runs appends its own way (store/append.py's `run` uses it when given)."""
+
+    def write_append(self, command: cmd.Append, work: Callable[[Rows], list[Message]]) -> list[Message]:
+        """Store `command` as `write(work)` would (`work` is the append of it as one unit of
+        work), or by a way of its own that stores the same rows and returns the same messages:
+        `work` run together with concurrent appends in one transaction (each in a savepoint
+        of its own, so one's refusal takes back only its rows), or the common case in one
+        statement. Acknowledged only once committed."""
 
 
 @runtime_checkable

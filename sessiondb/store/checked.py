@@ -17,6 +17,7 @@ import inspect
 import threading
 import time
 from dataclasses import replace
+from functools import partial
 from typing import Any, Callable, Iterable, Mapping, TypeVar
 
 from .. import home as homes
@@ -32,7 +33,7 @@ from ..inputs import (
 )
 from . import arguments as arg
 from . import commands as cmd
-from . import handles, spool
+from . import append, compaction, handles, lineage, spool
 from .backend import Backend
 from .contract import MessageInput
 from .identity import Identity
@@ -225,8 +226,8 @@ class CheckedStore(Transfer, Identity, Turns):
         hidden: bool | None = None,
     ) -> Session:
         given = {"pinned": pinned, "archived": archived, "hidden": hidden}
-        return self._change(session_id, cmd.SetFlags(
-            {name: arg.flag(value, name) for name, value in given.items() if value is not None}))
+        change = cmd.SetFlags({name: arg.flag(value, name) for name, value in given.items() if value is not None})
+        return self._open().write(partial(lineage.set_flags, session_id=arg.session_id(session_id), change=change))
 
     def update_metadata(self, session_id: str, patch: Mapping[str, Any]) -> Session:
         if not isinstance(patch, Mapping):  # check_metadata takes None as "no metadata"
@@ -250,7 +251,7 @@ class CheckedStore(Transfer, Identity, Turns):
     def _append_batch(self, session_id: str, batch: tuple[NewMessage, ...]) -> list[Message]:
         command = cmd.Append(session_id, batch, self._clock())
         try:
-            return self._open().append(command)
+            return append.run(self._open(), command)
         except StorageError as exc:
             if exc.cause not in DAMAGE_CAUSES:
                 raise
@@ -282,7 +283,8 @@ class CheckedStore(Transfer, Identity, Turns):
     ) -> list[Message]:
         if order not in ("asc", "desc"):
             raise InvalidInput(f"order must be 'asc' or 'desc', not {order!r}")
-        return self._open().transcript(cmd.ReadTranscript(
+        return self._open().read(partial(
+            lineage.transcript,
             session_id=arg.session_id(session_id),
             include_compacted=arg.flag(include_compacted, "include_compacted"),
             limit=arg.optional_count(limit, "limit"),
@@ -294,15 +296,15 @@ class CheckedStore(Transfer, Identity, Turns):
     # --- compaction and lineage ----------------------------------------------------------
 
     def begin_compaction(self, session_id: str, *, holder: str | None = None, ttl: float = 300) -> Lease:
-        return self._open().begin_compaction(
-            cmd.BeginCompaction(arg.session_id(session_id), check_label(holder, "holder"), arg.ttl(ttl), self._clock))
+        return self._open().write(partial(compaction.begin, session_id=arg.session_id(session_id),
+                                          holder=check_label(holder, "holder"), ttl=arg.ttl(ttl), clock=self._clock))
 
     def refresh_compaction(self, lease: Lease, ttl: float | None = None) -> Lease:
-        return self._open().refresh_compaction(
-            cmd.RefreshCompaction(arg.lease(lease), None if ttl is None else arg.ttl(ttl), self._clock))
+        return self._open().write(partial(compaction.refresh, lease=arg.lease(lease),
+                                          ttl=None if ttl is None else arg.ttl(ttl), clock=self._clock))
 
     def abort_compaction(self, lease: Lease) -> None:
-        self._open().abort_compaction(arg.lease(lease))
+        self._open().write(partial(compaction.release, lease=arg.lease(lease)))
 
     def commit_compaction(
         self, lease: Lease, summary_messages: MessageInput | Iterable[MessageInput], *, mode: str = "in_place",
@@ -311,28 +313,29 @@ class CheckedStore(Transfer, Identity, Turns):
         if mode not in _MODES:
             raise InvalidInput(f"mode must be 'in_place' or 'rotate', not {mode!r}")
         batch = tuple(prepare_summary(summary_messages, self._limits))
-        return self._open().commit_compaction(cmd.CommitCompaction(lease, batch, mode, self._clock))
+        return self._open().write(partial(compaction.commit, lease=lease, batch=batch, mode=mode, clock=self._clock))
 
     def compaction_lease(self, session_id: str) -> Lease | None:
-        return self._open().compaction_lease(arg.session_id(session_id))
+        return self._open().read(partial(compaction.current, session_id=arg.session_id(session_id)))
 
     def lineage(self, session_id: str) -> list[Session]:
-        return self._open().lineage(arg.session_id(session_id))
+        return self._open().read(partial(lineage.lineage, session_id=arg.session_id(session_id)))
 
     def tip(self, session_id: str) -> Session:
-        return self._open().tip(arg.session_id(session_id))
+        return self._open().read(partial(lineage.tip, session_id=arg.session_id(session_id)))
 
     def rewind(self, session_id: str, to_message_id: int) -> int:
-        return self._open().rewind(cmd.Rewind(arg.session_id(session_id), arg.count(to_message_id, "to_message_id")))
+        return self._open().write(partial(lineage.rewind, session_id=arg.session_id(session_id),
+                                          to_message_id=arg.count(to_message_id, "to_message_id")))
 
     def restore_rewound(self, session_id: str) -> int:
-        return self._open().restore_rewound(arg.session_id(session_id))
+        return self._open().write(partial(lineage.restore_rewound, session_id=arg.session_id(session_id)))
 
     def branch(self, session_id: str, at_message_id: int, *, title: str | None = None) -> Session:
         now = self._clock()
-        return self._open().branch(cmd.Branch(
-            arg.session_id(session_id), arg.count(at_message_id, "at_message_id"),
-            new_session_id(now), clean_title(title), now))
+        values = {"id": new_session_id(now), "title": clean_title(title), "started_at": now}
+        return self._open().write(partial(lineage.branch, session_id=arg.session_id(session_id),
+                                          at_message_id=arg.count(at_message_id, "at_message_id"), values=values))
 
     # --- usage, search, statistics, integrity --------------------------------------------
 

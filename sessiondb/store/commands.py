@@ -3,15 +3,15 @@
 `store/checked.py` turns every public call into one of these (or into plain checked
 arguments where a call takes only an id); a backend receives nothing else, so it never
 re-validates and never sees a caller's raw input. Times in commands are already read from
-the handle's clock, except where a lease is judged (see below).
+the handle's clock. (A compaction is not a command: a lease is judged at the instant its
+transaction runs, so store/compaction.py's units of work read the handle's clock themselves.)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-from ..model import Lease
 from ..inputs import NewMessage
 from ..query import Query
 
@@ -77,7 +77,8 @@ class PatchMetadata:
 
 
 #: What `change_session` applies to one session row; never user activity except EndSession's time.
-SessionChange = EndSession | ReopenSession | SetTitle | SetFlags | PatchMetadata
+#: (SetFlags applies to a whole conversation: store/lineage.py.)
+SessionChange = EndSession | ReopenSession | SetTitle | PatchMetadata
 
 
 # --- messages and lineage ---------------------------------------------------------------------
@@ -88,58 +89,6 @@ class Append:
     session_id: str
     batch: tuple[NewMessage, ...]
     now: float
-
-
-@dataclass(frozen=True, slots=True)
-class ReadTranscript:
-    session_id: str
-    include_compacted: bool
-    limit: int | None
-    before: int | None
-    after: int | None
-    order: str  # "asc" or "desc"
-
-
-# Lease commands carry the handle's clock, not a time: a lease is judged at the instant
-# its transaction runs, and handles on one store share a writer but not a clock.
-
-
-@dataclass(frozen=True, slots=True)
-class BeginCompaction:
-    session_id: str
-    holder: str | None
-    ttl: float
-    clock: Callable[[], float]
-
-
-@dataclass(frozen=True, slots=True)
-class RefreshCompaction:
-    lease: Lease
-    ttl: float | None
-    clock: Callable[[], float]
-
-
-@dataclass(frozen=True, slots=True)
-class CommitCompaction:
-    lease: Lease
-    batch: tuple[NewMessage, ...]
-    mode: str  # "in_place" or "rotate"
-    clock: Callable[[], float]
-
-
-@dataclass(frozen=True, slots=True)
-class Rewind:
-    session_id: str
-    to_message_id: int
-
-
-@dataclass(frozen=True, slots=True)
-class Branch:
-    session_id: str
-    at_message_id: int
-    new_id: str
-    title: str | None
-    started_at: float
 
 
 # --- usage, search, maintenance -----------------------------------------------------------

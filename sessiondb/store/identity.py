@@ -12,12 +12,14 @@ the new is stored (S-47).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable, Hashable, Iterable, Mapping
 
 from ..errors import SessionTooLarge
 from ..model import Message, MessageLimits, ModelMessage
 from ..inputs import NewMessage, identity_of, prepare_messages
 from . import arguments as arg
+from . import lineage
 from .alignment import align
 from .backend import Backend
 from .contract import MessageInput
@@ -37,7 +39,7 @@ class Identity:
     def resume(self, session_id: str, *, max_messages: int = RESUME_LIMIT) -> list[ModelMessage]:
         sid, limit = arg.session_id(session_id), arg.count(max_messages, "max_messages")
         try:
-            return self._open().live_model_messages(sid, limit)
+            return self._open().read(partial(lineage.live_model_messages, session_id=sid, max_messages=limit))
         except SessionTooLarge as exc:
             raise self._stream_instead(exc, "resume", sid) from None
 
@@ -61,11 +63,11 @@ class Identity:
             def key(i: int) -> Hashable:
                 return batch[i].uid if given[i] else _says(batch[i].content, batch[i].tool_call_id)
 
-            _tip, live = self._open().live_messages(sid)
+            _tip, live = self._open().read(partial(lineage.live_messages, session_id=sid))
             if len(live) <= len(batch) and all(same(i, row) for i, row in enumerate(live)):
                 matched = dict(enumerate(live))  # the live conversation and what follows it: the common case
             else:  # a list kept from before a compaction, or from a summary since compacted (S-47)
-                _tip, history = self._open().lineage_messages(sid)
+                _tip, history = self._open().read(partial(lineage.lineage_messages, session_id=sid))
                 matched = align(history, len(batch), same, key,
                                 lambda row: (row.uid, _says(row.text, row.tool_call_id))).rows
             known = {i: row for i, row in matched.items() if not given[i]}

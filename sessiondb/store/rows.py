@@ -48,7 +48,7 @@ TABLES: dict[str, Table] = {t.name: t for t in (
                        "finish_reason token_count timestamp display_kind state", "id", serial="id"),
     _table("usage", "session_id model provider task input_tokens output_tokens cache_read_tokens "
                     "cache_write_tokens reasoning_tokens cost_usd calls", "session_id model provider task"),
-    _table("compaction_leases", "session_id token watermark holder pid host boot_id pid_ns pid_start thread_id "
+    _table("compaction_leases", "session_id token watermark holder pid host boot_id pid_ns pid_start "
                                 "ttl acquired_at expires_at", "session_id"),
     _table("turns", "id session_id user_uid cwd started_at ended_at outcome reason detail receipts continued_by",
            "id"),

@@ -1,4 +1,4 @@
-"""resume reads its own narrow rows (store/model_rows.py), not the full stored messages: each
+"""resume reads its own narrow rows (store/lineage.py's live_model_messages), not the full stored messages: each
 of its dicts must still be exactly what the stored message, as `transcript` returns it,
 gives a model by the contract's rules, for every shape a message can take, on every
 backend."""

@@ -1,11 +1,11 @@
-"""The SQLite lineage walk's hop bound, which needs its module's limit lowered."""
+"""The lineage walk's hop bound (store/lineage.py), which needs its module's limit lowered."""
 
 from __future__ import annotations
 
 import pytest
 
 import sessiondb
-from sessiondb.store.sqlite import lineage as lineage_module
+from sessiondb.store import lineage as lineage_module
 
 
 @pytest.fixture

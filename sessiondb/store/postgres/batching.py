@@ -6,7 +6,8 @@ the first caller to arrive leads, taking every waiting append (up to MAX_BATCH) 
 transaction, each in its own savepoint so that one append's refusal (a uid conflict, a
 missing session) rolls back only that append; when its own append is done it hands the
 lead to the next waiting caller. A caller alone pays one statement (messages.append_fresh,
-committed as it returns) when its batch is the common case, else one transaction.
+committed as it returns) when its batch is the common case, else one transaction. What an
+append does is store/append.py's unit of work, handed in with its command.
 
 The appends of a batch run in arrival order, so one caller's appends keep their order,
 and the whole batch is one unit of work: if the connection breaks, it all runs again
@@ -23,16 +24,21 @@ import psycopg
 from ...errors import SessionDBError
 from ...model import Message
 from .. import commands as cmd
-from . import lineage, messages
+from ..rows import Rows
+from . import messages
 
 MAX_BATCH = 64  # appends one transaction takes at most
 
 
-class _Pending:
-    __slots__ = ("command", "wake", "lead", "result", "error")
+Work = Callable[[Rows], list[Message]]
 
-    def __init__(self, command: cmd.Append) -> None:
+
+class _Pending:
+    __slots__ = ("command", "work", "wake", "lead", "result", "error")
+
+    def __init__(self, command: cmd.Append, work: Work) -> None:
         self.command = command
+        self.work = work
         self.wake = threading.Event()
         self.lead = False
         self.result: list[Message] | None = None
@@ -47,17 +53,21 @@ class _Pending:
 
 class AppendBatcher:
     """Leader/follower batching of appends onto `run` (a transaction, connect.Database.run)
-    and `direct` (one statement outside a transaction, connect.Database.session)."""
+    and `direct` (one statement outside a transaction, connect.Database.session); `rows`
+    is a transaction's connection as the Rows an append's work runs on."""
 
-    def __init__(self, run: Callable[..., Any], direct: Callable[..., Any]) -> None:
+    def __init__(self, run: Callable[..., Any], direct: Callable[..., Any],
+                 rows: Callable[[psycopg.Connection], Rows]) -> None:
         self._run = run
         self._direct = direct
+        self._rows = rows
         self._lock = threading.Lock()
         self._queue: list[_Pending] = []
         self._leading = False
 
-    def append(self, command: cmd.Append) -> list[Message]:
-        me = _Pending(command)
+    def append(self, command: cmd.Append, work: Work) -> list[Message]:
+        """Store `command` by `work` (its append as a unit of work), or in one statement."""
+        me = _Pending(command, work)
         with self._lock:
             self._queue.append(me)
             lead, self._leading = not self._leading, True
@@ -82,12 +92,12 @@ class AppendBatcher:
     def _commit(self, batch: list[_Pending]) -> None:
         try:
             if len(batch) == 1:
-                command = batch[0].command
+                command, work = batch[0].command, batch[0].work
                 fresh = self._direct(lambda conn: messages.append_fresh(conn, command.session_id, command.batch,
                                                                          command.now))
-                batch[0].result = fresh if fresh is not None else self._run(lambda conn: _append(conn, command))
+                batch[0].result = fresh if fresh is not None else self._run(lambda conn: work(self._rows(conn)))
             else:
-                outcomes = self._run(lambda conn: [_in_savepoint(conn, p.command) for p in batch])
+                outcomes = self._run(lambda conn: [self._in_savepoint(conn, p.work) for p in batch])
                 for pending, (result, error) in zip(batch, outcomes):
                     pending.result, pending.error = result, error
         except BaseException as exc:  # the batch's transaction failed: every append in it did
@@ -97,14 +107,9 @@ class AppendBatcher:
             pending.lead = False
             pending.wake.set()
 
-
-def _append(conn: psycopg.Connection, command: cmd.Append) -> list[Message]:
-    return lineage.append(conn, command.session_id, command.batch, command.now)
-
-
-def _in_savepoint(conn: psycopg.Connection, command: cmd.Append) -> tuple[list[Message] | None, BaseException | None]:
-    try:
-        with conn.transaction():
-            return _append(conn, command), None
-    except SessionDBError as refused:  # this append only; the savepoint took back what it wrote
-        return None, refused
+    def _in_savepoint(self, conn: psycopg.Connection, work: Work) -> tuple[list[Message] | None, BaseException | None]:
+        try:
+            with conn.transaction():
+                return work(self._rows(conn)), None
+        except SessionDBError as refused:  # this append only; the savepoint took back what it wrote
+            return None, refused

@@ -16,7 +16,7 @@ import psycopg
 from ...errors import InvalidInput, NotFound, SessionExists, TitleConflict
 from ...inputs import patched_metadata
 from ...model import Session
-from ..commands import EndSession, PatchMetadata, ReopenSession, SessionChange, SetFlags, SetTitle
+from ..commands import EndSession, PatchMetadata, ReopenSession, SessionChange, SetTitle
 
 COLUMNS = (
     "id, source, profile, session_key, user_id, chat_id, chat_type, thread_id, title, model, "
@@ -27,7 +27,6 @@ INSERTED = (
     "id", "source", "profile", "session_key", "user_id", "chat_id", "chat_type", "thread_id",
     "title", "model", "parent_session_id", "started_at", "metadata", "parent_relation",
 )
-_FLAGS = frozenset({"pinned", "archived", "hidden"})
 AMBIGUOUS_SHOWN = 5  # candidates named when an id prefix matches several sessions
 
 
@@ -83,11 +82,6 @@ def change(conn: psycopg.Connection, session_id: str, change: SessionChange) -> 
         case SetTitle(title=title):
             check_title_free(conn, title, session_id)
             conn.execute("UPDATE sessions SET title = %s WHERE id = %s", (title, session_id))
-        case SetFlags(flags=flags) if flags:
-            # Column names come from a fixed set, checked here again, never from user text.
-            assert set(flags) <= _FLAGS
-            assignments = ", ".join(f"{name} = %s" for name in flags)
-            conn.execute(f"UPDATE sessions SET {assignments} WHERE id = %s", (*map(int, flags.values()), session_id))
         case PatchMetadata(patch=patch, max_bytes=max_bytes):  # not user activity
             conn.execute("UPDATE sessions SET metadata = %s WHERE id = %s",
                          (patched_metadata(current.metadata, patch, max_bytes), session_id))

@@ -22,14 +22,13 @@ from ... import home as homes
 from ...errors import InvalidInput, StoreClosed
 from ...formats import SessionGroup
 from ...model import (
-    ImportOutcome, Lease, MaintenanceReport, Message, ModelMessage, Page, SearchHit, Session, StoreStats, Turn, Usage,
-    VerifyReport,
+    ImportOutcome, MaintenanceReport, Message, Page, SearchHit, Session, StoreStats, Turn, Usage, VerifyReport,
 )
 from .. import commands as cmd
 from .. import listing, turn_rows
 from ..rows import Rows
 from ..sql import Dialect, SQLRows
-from . import compaction, lineage, maintenance, messages, migrations, search, sessions, transfer, usage, verify
+from . import maintenance, migrations, search, sessions, transfer, usage, verify
 from .batching import AppendBatcher
 from .connect import DEFAULT_PATIENCE, DEFAULT_POOL_SIZE, EXTENSIONS_SCHEMA, Database, on_own_connection
 from .routing import RoutingTable
@@ -68,7 +67,7 @@ class PostgresBackend:
         on_own_connection(self._db.conninfo, self._db.location, self._db.patience,
                           lambda conn: migrations.migrate(conn, self._db.schema, EXTENSIONS_SCHEMA, self._db.profile))
         self._db.open()
-        self._appends = AppendBatcher(self._run, self._direct)
+        self._appends = AppendBatcher(self._run, self._direct, lambda conn: SQLRows(conn, DIALECT))
 
     @property
     def pool(self) -> Any:
@@ -96,6 +95,11 @@ class PostgresBackend:
     def read(self, work: Callable[[Rows], T]) -> T:
         """`work` on the schema's rows in one REPEATABLE READ snapshot (see Backend.read)."""
         return self._run(lambda conn: work(SQLRows(conn, DIALECT)), read_only=True)
+
+    def write_append(self, command: cmd.Append, work: Callable[[Rows], list[Message]]) -> list[Message]:
+        """Concurrent appends share transactions, and a lone one of the common case is one
+        statement (batching.py; see backend.AppendingBackend)."""
+        return self._appends.append(command, work)
 
     def _run(self, work: Callable[[psycopg.Connection], T], *, read_only: bool = False) -> T:
         if self._closed.is_set():
@@ -125,8 +129,6 @@ class PostgresBackend:
                                                     query.limit))
 
     def change_session(self, session_id: str, change: cmd.SessionChange) -> Session:
-        if isinstance(change, cmd.SetFlags):
-            return self._run(partial(lineage.set_flags, session_id=session_id, change=change))
         return self._run(partial(sessions.change, session_id=session_id, change=change))
 
     def delete_session(self, session_id: str) -> None:
@@ -134,60 +136,6 @@ class PostgresBackend:
 
     def find_session(self, ref: str, title: str | None) -> Session:
         return self._read(partial(sessions.find, ref=ref, title=title))
-
-    # --- messages, compaction and lineage ------------------------------------------------
-
-    def append(self, command: cmd.Append) -> list[Message]:
-        return self._appends.append(command)
-
-    def transcript(self, query: cmd.ReadTranscript) -> list[Message]:
-        def work(conn: psycopg.Connection) -> list[Message]:
-            sessions.require(conn, query.session_id)
-            return messages.transcript(conn, **asdict(query))
-        return self._read(work)
-
-    def begin_compaction(self, command: cmd.BeginCompaction) -> Lease:
-        return self._run(partial(compaction.begin, session_id=command.session_id, holder=command.holder,
-                                 ttl=command.ttl, clock=command.clock))
-
-    def refresh_compaction(self, command: cmd.RefreshCompaction) -> Lease:
-        return self._run(partial(compaction.refresh, lease=command.lease, ttl=command.ttl, clock=command.clock))
-
-    def abort_compaction(self, lease: Lease) -> None:
-        self._run(partial(compaction.release, lease=lease))
-
-    def commit_compaction(self, command: cmd.CommitCompaction) -> Session:
-        return self._run(partial(compaction.commit, lease=command.lease, batch=command.batch, mode=command.mode,
-                                 clock=command.clock))
-
-    def compaction_lease(self, session_id: str) -> Lease | None:
-        return self._read(partial(compaction.current, session_id=session_id))
-
-    def lineage(self, session_id: str) -> list[Session]:
-        return self._read(partial(lineage.lineage, session_id=session_id))
-
-    def tip(self, session_id: str) -> Session:
-        return self._read(partial(lineage.tip, session_id=session_id))
-
-    def live_messages(self, session_id: str) -> tuple[str, list[Message]]:
-        return self._read(partial(lineage.live_messages, session_id=session_id))
-
-    def lineage_messages(self, session_id: str) -> tuple[str, list[Message]]:
-        return self._read(partial(lineage.lineage_messages, session_id=session_id))
-
-    def live_model_messages(self, session_id: str, max_messages: int) -> list[ModelMessage]:
-        return self._read(partial(lineage.live_model_messages, session_id=session_id, max_messages=max_messages))
-
-    def rewind(self, command: cmd.Rewind) -> int:
-        return self._run(partial(lineage.rewind, **asdict(command)))
-
-    def restore_rewound(self, session_id: str) -> int:
-        return self._run(partial(lineage.restore_rewound, session_id=session_id))
-
-    def branch(self, command: cmd.Branch) -> Session:
-        values = {"id": command.new_id, "title": command.title, "started_at": command.started_at}
-        return self._run(partial(lineage.branch, session_id=command.session_id,
-                                 at_message_id=command.at_message_id, values=values))
 
     # --- usage, search, statistics, integrity --------------------------------------------
 

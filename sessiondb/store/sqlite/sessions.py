@@ -14,7 +14,7 @@ import apsw
 from ...errors import NotFound, SessionExists, TitleConflict
 from ...model import Session
 from ...inputs import patched_metadata
-from ..commands import EndSession, PatchMetadata, ReopenSession, SessionChange, SetFlags, SetTitle
+from ..commands import EndSession, PatchMetadata, ReopenSession, SessionChange, SetTitle
 
 COLUMNS = (
     "id, source, profile, session_key, user_id, chat_id, chat_type, thread_id, title, model, "
@@ -69,10 +69,6 @@ def change(conn: apsw.Connection, session_id: str, change: SessionChange) -> Ses
         case SetTitle(title=title):
             _check_title_free(conn, title, session_id)
             conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
-        case SetFlags(flags=flags) if flags:
-            # Column names come from a fixed set checked by the store, never from user text.
-            assignments = ", ".join(f"{name} = ?" for name in flags)
-            conn.execute(f"UPDATE sessions SET {assignments} WHERE id = ?", (*map(int, flags.values()), session_id))
         case PatchMetadata(patch=patch, max_bytes=max_bytes):  # not user activity
             conn.execute("UPDATE sessions SET metadata = ? WHERE id = ?",
                          (patched_metadata(get(conn, session_id).metadata, patch, max_bytes), session_id))

@@ -19,14 +19,13 @@ import apsw
 from ...errors import InvalidInput, StoreClosed
 from ...formats import SessionGroup
 from ...model import (
-    ImportOutcome, Lease, MaintenanceReport, Message, ModelMessage, Page, SearchHit, Session, StoreStats, Turn,
-    Usage, VerifyReport,
+    ImportOutcome, MaintenanceReport, Page, SearchHit, Session, StoreStats, Turn, Usage, VerifyReport,
 )
 from .. import commands as cmd
 from .. import listing, turn_rows
 from ..rows import Rows
 from ..sql import Dialect, SQLRows
-from . import catalog, compaction, leases, lineage, maintenance, messages, registry, routing as routing_rows
+from . import catalog, maintenance, registry, routing as routing_rows
 from . import search, sessions, transfer, usage, verify
 from .connect import DEFAULT_PATIENCE, check_sqlite_version
 from .errors import convert
@@ -124,8 +123,6 @@ class SQLiteBackend:
                                                     query.limit))
 
     def change_session(self, session_id: str, change: cmd.SessionChange) -> Session:
-        if isinstance(change, cmd.SetFlags):
-            return self._write(partial(lineage.set_flags, session_id=session_id, change=change))
         return self._write(partial(sessions.change, session_id=session_id, change=change))
 
     def delete_session(self, session_id: str) -> None:
@@ -133,57 +130,6 @@ class SQLiteBackend:
 
     def find_session(self, ref: str, title: str | None) -> Session:
         return self._read(partial(catalog.find, ref=ref, title=title))
-
-    # --- messages, compaction and lineage ------------------------------------------------
-
-    def append(self, command: cmd.Append) -> list[Message]:
-        return self._write(partial(lineage.append, session_id=command.session_id, batch=command.batch, now=command.now))
-
-    def transcript(self, query: cmd.ReadTranscript) -> list[Message]:
-        return self._read(partial(messages.transcript, **asdict(query)))
-
-    def begin_compaction(self, command: cmd.BeginCompaction) -> Lease:
-        return self._write(partial(compaction.begin, session_id=command.session_id, holder=command.holder,
-                                   ttl=command.ttl, clock=command.clock))
-
-    def refresh_compaction(self, command: cmd.RefreshCompaction) -> Lease:
-        return self._write(partial(leases.refresh, lease=command.lease, ttl=command.ttl, clock=command.clock))
-
-    def abort_compaction(self, lease: Lease) -> None:
-        self._write(partial(leases.release, lease=lease))
-
-    def commit_compaction(self, command: cmd.CommitCompaction) -> Session:
-        return self._write(partial(compaction.commit, lease=command.lease, batch=command.batch, mode=command.mode,
-                                   clock=command.clock))
-
-    def compaction_lease(self, session_id: str) -> Lease | None:
-        return self._read(partial(leases.current, session_id=session_id))
-
-    def lineage(self, session_id: str) -> list[Session]:
-        return self._read(partial(lineage.lineage, session_id=session_id))
-
-    def tip(self, session_id: str) -> Session:
-        return self._read(partial(lineage.tip, session_id=session_id))
-
-    def live_messages(self, session_id: str) -> tuple[str, list[Message]]:
-        return self._read(partial(lineage.live_messages, session_id=session_id))
-
-    def lineage_messages(self, session_id: str) -> tuple[str, list[Message]]:
-        return self._read(partial(lineage.lineage_messages, session_id=session_id))
-
-    def live_model_messages(self, session_id: str, max_messages: int) -> list[ModelMessage]:
-        return self._read(partial(lineage.live_model_messages, session_id=session_id, max_messages=max_messages))
-
-    def rewind(self, command: cmd.Rewind) -> int:
-        return self._write(partial(lineage.rewind, **asdict(command)))
-
-    def restore_rewound(self, session_id: str) -> int:
-        return self._write(partial(lineage.restore_rewound, session_id=session_id))
-
-    def branch(self, command: cmd.Branch) -> Session:
-        values = {"id": command.new_id, "title": command.title, "started_at": command.started_at}
-        return self._write(partial(lineage.branch, session_id=command.session_id,
-                                   at_message_id=command.at_message_id, values=values))
 
     # --- usage, search, statistics, integrity --------------------------------------------
 

@@ -29,10 +29,9 @@ from __future__ import annotations
 
 import apsw
 
-from ...model import COMPRESSION, VerifyReport
+from ...model import COMPRESSION, MAX_HOPS, VerifyReport
 from ...query import cjk_runs
 from .index.schema import CJK, TOKENIZERS, WORDS, text_sql
-from .lineage import MAX_HOPS
 from .search import fts_string
 
 # Pairs (session, one of its compression ancestors or itself), every hop bounded.
