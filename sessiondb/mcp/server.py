@@ -57,8 +57,8 @@ def build(store: Store, *, allow_append: bool = False, allow_system: bool = Fals
 
     @offer(reading)
     def search(query: str, source: str | None = None, project: str | None = None,
-                        since: str | None = None, until: str | None = None, role: str | None = None,
-                        include_tools: bool = False, limit: int = 20) -> list[dict[str, Any]]:
+               since: str | None = None, until: str | None = None, role: str | None = None,
+               include_tools: bool = False, limit: int = 20) -> list[dict[str, Any]]:
         """Search every stored session's messages, best first. Query language: words (all must
         match), "quoted phrases", OR, -word to exclude, prefix*. Filters: source (the tool:
         claude-code, codex, llm, hermes, openai-agents, langchain, cli...), project (part of
@@ -70,7 +70,7 @@ def build(store: Store, *, allow_append: bool = False, allow_system: bool = Fals
 
     @offer(reading)
     def transcript(session_id: str, around_message_id: int | None = None, context: int = 5,
-                        limit: int = 100, include_compacted: bool = True) -> dict[str, Any]:
+                   limit: int = 100, include_compacted: bool = True) -> dict[str, Any]:
         """Read a session's messages in order. With around_message_id (a search hit's
         message_id), the `context` messages before and after it; otherwise the first
         `limit` messages (at most 500). session_id may also be a unique id prefix or the exact
@@ -88,7 +88,7 @@ def build(store: Store, *, allow_append: bool = False, allow_system: bool = Fals
     if allow_append:
         @offer(ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True))
         def append(role: str, content: str, session_id: str | None = None, uid: str | None = None,
-                           title: str | None = None) -> dict[str, Any]:
+                   title: str | None = None) -> dict[str, Any]:
             """Append one message (role user, assistant or tool; system only if the server allows
             it) to a session, or to a new session (source mcp, with `title`) when session_id is
             left out. Giving a uid makes the call safe to repeat: the same uid is stored once."""

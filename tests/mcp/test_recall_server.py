@@ -65,11 +65,11 @@ def test_an_agent_searches_every_tool_s_sessions_and_reads_around_a_hit(store_ho
         hits = data(await client.call_tool("search", {"query": "finaliser"}))
         first = hits[-1]
         around = data(await client.call_tool("transcript", {"session_id": first["session_id"],
-                                                                 "around_message_id": first["message_id"],
-                                                                 "context": 1}))
+                                                            "around_message_id": first["message_id"],
+                                                            "context": 1}))
         codex = data(await client.call_tool("search", {"query": "rounding", "source": "codex"}))
         by_project = data(await client.call_tool("search", {"query": "finaliser OR rounding",
-                                                                     "project": "billing"}))
+                                                             "project": "billing"}))
         compacted = data(await client.call_tool("search", {"query": "continued"}))
         later = data(await client.call_tool("search", {"query": "finaliser", "since": "2026-11-21"}))
         return tools, hits, around, codex, by_project, compacted, later
