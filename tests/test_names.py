@@ -138,6 +138,20 @@ def test_each_old_route_is_still_served_by_the_new_route_s_handler_and_marked_de
     assert alias.get("deprecated")
 
 
+def test_the_old_message_routes_still_append_and_read(isolated_home):
+    from fastapi.testclient import TestClient
+
+    with TestClient(create_app(isolated_home), base_url="http://127.0.0.1:8765") as api:
+        s = api.post("/api/sessions", json={"source": "cli", "title": "Notes"}).json()
+        old_path, new_path = f"/api/sessions/{s['id']}/messages", f"/api/sessions/{s['id']}"
+        stored = api.post(old_path, json={"messages": [{"uid": "n1", "role": "user", "content": "Buy milk"}]})
+        assert stored.status_code == 200, stored.text
+        again = api.post(f"{new_path}/append", json={"messages": [{"uid": "n1", "role": "user", "content": "Buy milk"}]})
+        assert again.json() == stored.json()  # the same message, stored once by either route
+        assert api.get(old_path).json() == api.get(f"{new_path}/transcript").json()
+        assert [m["uid"] for m in api.get(old_path).json()["items"]] == ["n1"]
+
+
 # --- MCP ------------------------------------------------------------------------------------------
 
 @pytest.fixture
