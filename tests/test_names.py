@@ -144,9 +144,10 @@ def test_the_old_message_routes_still_append_and_read(isolated_home):
     with TestClient(create_app(isolated_home), base_url="http://127.0.0.1:8765") as api:
         s = api.post("/api/sessions", json={"source": "cli", "title": "Notes"}).json()
         old_path, new_path = f"/api/sessions/{s['id']}/messages", f"/api/sessions/{s['id']}"
-        stored = api.post(old_path, json={"messages": [{"uid": "n1", "role": "user", "content": "Buy milk"}]})
+        milk = {"messages": [{"uid": "n1", "role": "user", "content": "Buy milk"}]}
+        stored = api.post(old_path, json=milk)
         assert stored.status_code == 200, stored.text
-        again = api.post(f"{new_path}/append", json={"messages": [{"uid": "n1", "role": "user", "content": "Buy milk"}]})
+        again = api.post(f"{new_path}/append", json=milk)
         assert again.json() == stored.json()  # the same message, stored once by either route
         assert api.get(old_path).json() == api.get(f"{new_path}/transcript").json()
         assert [m["uid"] for m in api.get(old_path).json()["items"]] == ["n1"]
