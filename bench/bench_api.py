@@ -7,7 +7,7 @@ holding `--sessions` sessions, then for `--seconds` each runs two workloads with
 `--clients` concurrent clients (one httpx.AsyncClient connection each, keep-alive):
 
 - list: `GET /api/sessions?limit=50` (the dashboard's sidebar page);
-- post: `POST /api/sessions/{id}/messages` with one new message (a user turn), each
+- post: `POST /api/sessions/{id}/append` with one new message (a user turn), each
   client writing to its own session; every request is a durable append (synchronous=FULL).
 
 Reports requests/s and p50/p99 latency per workload. Only loopback traffic; bounded in time.
@@ -115,7 +115,7 @@ def main() -> None:
                 return await http.get("/api/sessions", params={"limit": 50})
 
             async def posting(http, n, i):
-                return await http.post(f"/api/sessions/{ids[n]}/messages", json={
+                return await http.post(f"/api/sessions/{ids[n]}/append", json={
                     "messages": [{"uid": f"bench-{n}-{i}", "role": "user", "content": f"message {i} from client {n}"}]})
 
             for name, request in (("list", listing), ("post", posting)):

@@ -100,7 +100,7 @@ _TABLE: dict[Cause, tuple[str, str, int, int]] = {
         "session (resume or start it again) and send the message there.",
         "The session ended with reason `compression` and the session continuing it has ended "
         "too (by another compaction or for any other reason), so none takes late writes; "
-        "`{cmd} sessions show ID` shows its lineage.",
+        "`{cmd} sessions transcript ID` shows its lineage.",
         1, 409,
     ),
     Cause.UNREACHABLE: (

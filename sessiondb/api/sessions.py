@@ -180,7 +180,8 @@ async def delete_session(request: Request, session_id: str, profile: str | None 
     return {"deleted": session_id}
 
 
-@router.get("/sessions/{session_id}/messages")
+@router.get("/sessions/{session_id}/transcript")
+@router.get("/sessions/{session_id}/messages", deprecated=True)  # the previous release's path, until the next
 async def transcript(
     request: Request,
     session_id: str,
@@ -248,7 +249,8 @@ def message_row(message: Any, html: bool) -> dict[str, Any]:
 STORED = ("id", "uid", "seq", "state")  # what an append answers of each row: its identity, not its content
 
 
-@router.post("/sessions/{session_id}/messages", openapi_extra=body_schema(NewMessages))
+@router.post("/sessions/{session_id}/append", openapi_extra=body_schema(NewMessages))
+@router.post("/sessions/{session_id}/messages", openapi_extra=body_schema(NewMessages), deprecated=True)
 async def append(request: Request, session_id: str, profile: str | None = ProfileQuery) -> dict:
     """Store messages as one atomic batch (store.append): idempotent by uid; returns the
     stored rows' identities (id, uid, seq, state)."""

@@ -152,3 +152,16 @@ class CliContext:
         if isinstance(exc, StoreHeld):
             detail = {"holders": [str(h) for h in exc.holders]}
         return CliError(message, error_code(exc, cause), detail)
+
+
+def keep_old_name(group: click.Group, old: str, command: click.Command) -> None:
+    """Serve `command` as `old` too, its name in the previous release, until the next one
+    (docs/names.md): hidden from help, with a one-line note on stderr so stdout (and --json)
+    reads exactly as under the new name."""
+    def run(**kwargs: Any) -> Any:
+        click.echo(f"note: `{group.name} {old}` is now `{group.name} {command.name}`; "
+                   "the old name goes in the next release", err=True)
+        return command.callback(**kwargs)
+
+    group.add_command(click.Command(old, params=command.params, callback=run, help=command.help, hidden=True,
+                                    context_settings=command.context_settings))

@@ -16,8 +16,7 @@ from .context import CliContext
 def mcp(ctx: CliContext, allow_append: bool, allow_system: bool) -> None:
     """Serve the store to agents as a Model Context Protocol server on stdin/stdout.
 
-    Tools: search_sessions, read_transcript, list_sessions (and append_message with
-    --allow-append). Configure your agent to run `sessiondb mcp`.
+    Tools: search, transcript, list_sessions (and append with --allow-append). Configure your agent to run `sessiondb mcp`.
     """
     if allow_system and not allow_append:
         raise click.UsageError("--allow-system only widens --allow-append: give both")

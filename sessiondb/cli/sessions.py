@@ -1,4 +1,4 @@
-"""`sessiondb sessions ...`: list, show, search, rename, flags, delete, stats.
+"""`sessiondb sessions ...`: list, transcript, search, set-title, flags, delete, stats.
 
 Each command parses its arguments, makes one library call (plus, for `list`, the first
 words of untitled sessions) and renders the result; `--json` prints the library's own
@@ -20,7 +20,7 @@ from ..model import Message, Role, Session
 from ..store.contract import Store
 from ..usage import profile_usage
 from . import render
-from .context import CliContext
+from .context import CliContext, keep_old_name
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 
@@ -57,7 +57,7 @@ def resolve(ctx: CliContext, store: Store, ref: str) -> Session:
 
 @click.group()
 def sessions() -> None:
-    """List, show, search, export and manage sessions."""
+    """List, read, search, export and manage sessions."""
 
 
 @sessions.command("list")
@@ -101,8 +101,8 @@ def _first_words(ctx: CliContext, store: Store, session: Session) -> str | None:
 @click.option("--since", type=TIME, help="Only messages at or after TIME.")
 @json_option
 @click.pass_obj
-def show(ctx: CliContext, ref: str, include_compacted: bool, last: int | None, limit: int | None,
-         since: float | None, as_json: bool) -> None:
+def transcript(ctx: CliContext, ref: str, include_compacted: bool, last: int | None, limit: int | None,
+               since: float | None, as_json: bool) -> None:
     """Show a session's transcript. ID is its id, a unique id prefix or its exact title.
 
     On a terminal the transcript goes through a pager ($PAGER, else less).
@@ -122,12 +122,14 @@ def show(ctx: CliContext, ref: str, include_compacted: bool, last: int | None, l
             render.transcript(messages)
 
 
-SHOW_PAGE = 500  # messages read from the store at a time
+keep_old_name(sessions, "show", transcript)
+
+TRANSCRIPT_PAGE = 500  # messages read from the store at a time
 
 
 def _messages(ctx: CliContext, store: Store, session_id: str, include_compacted: bool, last: int | None,
               limit: int | None, since: float | None) -> Iterator[Message]:
-    """The messages `show` prints, oldest first, read SHOW_PAGE at a time.
+    """The messages `transcript` prints, oldest first, read TRANSCRIPT_PAGE at a time.
 
     `--last N` reads newest first and stops after N; `--since` is a time while paging is
     by id, so it filters what is read rather than bounding it.
@@ -136,7 +138,7 @@ def _messages(ctx: CliContext, store: Store, session_id: str, include_compacted:
     newest: list[Message] = []  # with --last: newest first
     count, cursor = 0, None
     while (goal is None or count < goal) and (batch := ctx.call(
-            store.transcript, session_id, include_compacted=include_compacted, limit=SHOW_PAGE,
+            store.transcript, session_id, include_compacted=include_compacted, limit=TRANSCRIPT_PAGE,
             order="desc" if last else "asc", **{"before" if last else "after": cursor})):
         cursor = batch[-1].id
         for m in batch:
@@ -179,17 +181,20 @@ def search(ctx: CliContext, query: str, source: str | None, session_ref: str | N
         render.hits(found)
 
 
-@sessions.command()
+@sessions.command("set-title")
 @click.argument("ref", metavar="ID")
 @click.argument("title")
 @json_option
 @click.pass_obj
-def rename(ctx: CliContext, ref: str, title: str, as_json: bool) -> None:
+def set_title(ctx: CliContext, ref: str, title: str, as_json: bool) -> None:
     """Set a session's title (an empty TITLE clears it)."""
     with ctx.open() as store:
         session = ctx.call(store.set_title, resolve(ctx, store, ref).id, title)
     _done(session, f"renamed {session.id} to {session.title!r}" if session.title else f"cleared the title of {session.id}",
           as_json)
+
+
+keep_old_name(sessions, "rename", set_title)
 
 
 def _flag_command(name: str, done: str, flag: str, value: bool, doc: str) -> click.Command:

@@ -23,7 +23,7 @@ FIELD = 4000  # characters of a reasoning or of one tool call's arguments return
 LABEL = 1000  # characters of a session's title, project or original id returned
 TOOL_CALLS = 50  # tool calls of one message returned
 MAX_SCAN = 1000  # hits or sessions looked at to apply a project filter
-MAX_READ = 500  # messages one read_transcript returns at most
+MAX_READ = 500  # messages one transcript call returns at most
 
 
 def moment(value: str | float | None, what: str) -> float | None:
@@ -50,7 +50,7 @@ def cut(value: Any, limit: int, session_id: str) -> Any:
     if not isinstance(value, str) or len(value) <= limit:
         return value
     return (value[:limit] + f"… [cut: {len(value) - limit:,} more characters; "
-            f"`sessiondb sessions show {session_id} --json` prints them whole]")
+            f"`sessiondb sessions transcript {session_id} --json` prints them whole]")
 
 
 def session_view(s: Session) -> dict[str, Any]:
@@ -72,7 +72,7 @@ def message_view(m: Message) -> dict[str, Any]:
                               for c in calls]
         if len(m.tool_calls) > TOOL_CALLS:
             view["tool_calls_cut"] = (f"{len(m.tool_calls) - TOOL_CALLS:,} more tool calls; "
-                                      f"`sessiondb sessions show {m.session_id} --json` prints them")
+                                      f"`sessiondb sessions transcript {m.session_id} --json` prints them")
     for name in ("tool_call_id", "tool_name", "reasoning", "display_kind"):
         if getattr(m, name):
             view[name] = cut(getattr(m, name), FIELD, m.session_id)

@@ -18,9 +18,13 @@ from .recall import Recall
 
 INSTRUCTIONS = (
     "sessiondb holds the history of past agent sessions (Claude Code, Codex, llm, Hermes, OpenAI Agents, "
-    "LangChain and others), compacted parts included. Use search_sessions to find what was said or done "
-    "before, then read_transcript with the hit's session_id and message_id to read around it."
+    "LangChain and others), compacted parts included. Use search to find what was said or done "
+    "before, then transcript with the hit's session_id and message_id to read around it."
 )
+
+# The tool names of the previous release, each still served beside its new name until the next
+# release (docs/names.md): new name -> old name.
+OLD_NAMES = {"search": "search_sessions", "transcript": "read_transcript", "append": "append_message"}
 
 
 def build(store: Store, *, allow_append: bool = False, allow_system: bool = False) -> Any:
@@ -39,22 +43,34 @@ def build(store: Store, *, allow_append: bool = False, allow_system: bool = Fals
         except SessionDBError as exc:  # the store's own words, for the model to act on
             raise ToolError(" ".join(str(exc).split())) from None
 
-    @server.tool(annotations=reading)
-    def search_sessions(query: str, source: str | None = None, project: str | None = None,
-                        since: str | None = None, until: str | None = None, role: str | None = None,
-                        include_tools: bool = False, limit: int = 20) -> list[dict[str, Any]]:
+    def offer(annotations):
+        """Register a tool under its name and, described as deprecated, under its old one."""
+        def register(tool):
+            server.tool(annotations=annotations)(tool)
+            old = OLD_NAMES.get(tool.__name__)
+            if old is not None:
+                server.tool(name=old, annotations=annotations, description=(
+                    f"Deprecated: the old name of `{tool.__name__}`, served until the next release. "
+                    + " ".join(tool.__doc__.split())))(tool)
+            return tool
+        return register
+
+    @offer(reading)
+    def search(query: str, source: str | None = None, project: str | None = None,
+               since: str | None = None, until: str | None = None, role: str | None = None,
+               include_tools: bool = False, limit: int = 20) -> list[dict[str, Any]]:
         """Search every stored session's messages, best first. Query language: words (all must
         match), "quoted phrases", OR, -word to exclude, prefix*. Filters: source (the tool:
         claude-code, codex, llm, hermes, openai-agents, langchain, cli...), project (part of
         the project path or cwd), since/until (ISO 8601), role (user, assistant, system, tool).
         Compacted history is included (hits say compacted: true); tool output only with
-        include_tools. Each hit has session_id and message_id for read_transcript."""
+        include_tools. Each hit has session_id and message_id for transcript."""
         return answer(recall.search, query, source=source, project=project, since=since, until=until,
                       role=role, include_tools=include_tools, limit=limit)
 
-    @server.tool(annotations=reading)
-    def read_transcript(session_id: str, around_message_id: int | None = None, context: int = 5,
-                        limit: int = 100, include_compacted: bool = True) -> dict[str, Any]:
+    @offer(reading)
+    def transcript(session_id: str, around_message_id: int | None = None, context: int = 5,
+                   limit: int = 100, include_compacted: bool = True) -> dict[str, Any]:
         """Read a session's messages in order. With around_message_id (a search hit's
         message_id), the `context` messages before and after it; otherwise the first
         `limit` messages (at most 500). session_id may also be a unique id prefix or the exact
@@ -62,17 +78,17 @@ def build(store: Store, *, allow_append: bool = False, allow_system: bool = Fals
         return answer(recall.read, session_id, around=around_message_id, context=context, limit=limit,
                       include_compacted=include_compacted)
 
-    @server.tool(annotations=reading)
+    @offer(reading)
     def list_sessions(source: str | None = None, project: str | None = None, since: str | None = None,
                       until: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
         """List sessions, most recently active first, with their source tool, project and title.
-        Filters as for search_sessions."""
+        Filters as for search."""
         return answer(recall.list, source=source, project=project, since=since, until=until, limit=limit)
 
     if allow_append:
-        @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True))
-        def append_message(role: str, content: str, session_id: str | None = None, uid: str | None = None,
-                           title: str | None = None) -> dict[str, Any]:
+        @offer(ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True))
+        def append(role: str, content: str, session_id: str | None = None, uid: str | None = None,
+                   title: str | None = None) -> dict[str, Any]:
             """Append one message (role user, assistant or tool; system only if the server allows
             it) to a session, or to a new session (source mcp, with `title`) when session_id is
             left out. Giving a uid makes the call safe to repeat: the same uid is stored once."""

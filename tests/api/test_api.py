@@ -49,24 +49,24 @@ def test_posting_messages_is_idempotent_by_uid_and_returns_the_stored_rows(api):
     s = new_session(api, "posting")
     batch = {"messages": [{"uid": "t1", "role": "user", "content": "why does the upload test fail?"},
                           {"uid": "t2", "role": "assistant", "content": "It races the finaliser."}]}
-    first = api.post(f"/api/sessions/{s['id']}/messages", json=batch)
+    first = api.post(f"/api/sessions/{s['id']}/append", json=batch)
     assert first.status_code == 200, first.text
-    again = api.post(f"/api/sessions/{s['id']}/messages", json=batch)
+    again = api.post(f"/api/sessions/{s['id']}/append", json=batch)
     assert [m["id"] for m in again.json()["items"]] == [m["id"] for m in first.json()["items"]]
-    listed = api.get(f"/api/sessions/{s['id']}/messages").json()["items"]
+    listed = api.get(f"/api/sessions/{s['id']}/transcript").json()["items"]
     assert [m["uid"] for m in listed] == ["t1", "t2"]
-    conflict = api.post(f"/api/sessions/{s['id']}/messages",
+    conflict = api.post(f"/api/sessions/{s['id']}/append",
                         json={"messages": [{"uid": "t1", "role": "user", "content": "something else"}]})
     is_error(conflict, 409, "message_conflict")
 
 
 def test_the_latest_page_of_a_transcript_pages_backwards_with_before(api):
     s = new_session(api, "paging")
-    api.post(f"/api/sessions/{s['id']}/messages",
+    api.post(f"/api/sessions/{s['id']}/append",
              json={"messages": [{"uid": f"m{i}", "role": "user", "content": f"message {i}"} for i in range(7)]})
-    page = api.get(f"/api/sessions/{s['id']}/messages", params={"order": "latest", "limit": 3}).json()
+    page = api.get(f"/api/sessions/{s['id']}/transcript", params={"order": "latest", "limit": 3}).json()
     assert [m["uid"] for m in page["items"]] == ["m4", "m5", "m6"]
-    older = api.get(f"/api/sessions/{s['id']}/messages",
+    older = api.get(f"/api/sessions/{s['id']}/transcript",
                     params={"order": "latest", "limit": 3, "before": page["next_before"]}).json()
     assert [m["uid"] for m in older["items"]] == ["m1", "m2", "m3"]
 
@@ -90,7 +90,7 @@ def test_a_substring_search_of_a_hundred_words_is_bad_input_naming_the_limit(api
 
 def test_a_listing_cuts_a_large_metadata_with_or_without_a_query_and_the_session_has_it_whole(api):
     s = new_session(api, "bulky", metadata={"project": "/srv/bulky", "notes": "n" * 20_000})
-    api.post(f"/api/sessions/{s['id']}/messages", json={"messages": [{"role": "user", "content": "zeppelin"}]})
+    api.post(f"/api/sessions/{s['id']}/append", json={"messages": [{"role": "user", "content": "zeppelin"}]})
     listed = next(x for x in api.get("/api/sessions").json()["items"] if x["id"] == s["id"])
     (found,) = api.get("/api/sessions", params={"q": "zeppelin"}).json()["items"]
     for metadata in (listed["metadata"], found["metadata"]):
@@ -124,7 +124,7 @@ def test_delete_removes_the_session_and_then_it_is_not_found(api):
 
 def test_export_streams_jsonl_and_markdown(api):
     s = new_session(api, "exported")
-    api.post(f"/api/sessions/{s['id']}/messages",
+    api.post(f"/api/sessions/{s['id']}/append",
              json={"messages": [{"uid": f"e{i}", "role": "user", "content": f"line {i}"} for i in range(300)]})
     response = api.get(f"/api/sessions/{s['id']}/export")
     assert response.status_code == 200
@@ -170,7 +170,7 @@ def test_doctor_fix_is_refused_with_409_while_another_process_holds_the_store(ap
     ("get", "/api/sessions?limit=0", 422, "invalid_input"),
     ("get", "/api/sessions?pinned=maybe", 422, "invalid_input"),
     ("get", "/api/sessions/does-not-exist", 404, "not_found"),
-    ("get", "/api/sessions/does-not-exist/messages", 404, "not_found"),
+    ("get", "/api/sessions/does-not-exist/transcript", 404, "not_found"),
     ("get", "/api/search", 422, "invalid_input"),
     ("get", "/api/no-such-route", 404, "not_found"),
     ("delete", "/api/profiles", 405, "method_not_allowed"),
@@ -185,14 +185,15 @@ def test_bad_bodies_are_422_and_title_clashes_409(api):
     new_session(api, "taken")
     is_error(api.post("/api/sessions", json={"source": "cli", "title": "taken"}), 409, "title_conflict")
     s = new_session(api, "bad messages")
-    is_error(api.post(f"/api/sessions/{s['id']}/messages", json={"messages": [{"role": "wizard"}]}), 422)
-    is_error(api.post(f"/api/sessions/{s['id']}/messages", json={"messages": "hello"}), 422)
+    is_error(api.post(f"/api/sessions/{s['id']}/append", json={"messages": [{"role": "wizard"}]}), 422)
+    is_error(api.post(f"/api/sessions/{s['id']}/append", json={"messages": "hello"}), 422)
 
 
 def test_the_openapi_schema_lists_the_routes(api):
     paths = api.get("/openapi.json").json()["paths"]
     for path in ("/api/profiles", "/api/sessions", "/api/sessions/{session_id}",
-                 "/api/sessions/{session_id}/messages", "/api/search", "/api/sessions/{session_id}/export",
+                 "/api/sessions/{session_id}/transcript", "/api/sessions/{session_id}/append",
+                 "/api/search", "/api/sessions/{session_id}/export",
                  "/api/doctor", "/api/doctor/fix", "/api/health"):
         assert path in paths
 
@@ -246,7 +247,7 @@ def test_a_slow_export_reader_does_not_block_other_requests(server):
     with server.client() as api:
         s = new_session(api, "big export")
         for b in range(5):
-            api.post(f"/api/sessions/{s['id']}/messages", json={"messages": [
+            api.post(f"/api/sessions/{s['id']}/append", json={"messages": [
                 {"uid": f"{b}-{i}", "role": "user", "content": "x" * 2000} for i in range(1000)]})
         with api.stream("GET", f"/api/sessions/{s['id']}/export") as stream:
             chunks = stream.iter_bytes()

@@ -74,10 +74,10 @@ def test_a_state_change_from_another_origin_is_refused_with_or_without_a_token(r
         is_error(api.patch(f"/api/sessions/{s['id']}", json={"title": "renamed"}, headers=foreign), 403)
         is_error(api.delete(f"/api/sessions/{s['id']}", headers=foreign), 403)
         is_error(api.post("/api/doctor/fix", headers=foreign), 403)
-        is_error(api.post(f"/api/sessions/{s['id']}/messages", headers={"Origin": "null"},
+        is_error(api.post(f"/api/sessions/{s['id']}/append", headers={"Origin": "null"},
                           json={"messages": [{"role": "user", "content": "forged"}]}), 403)
         assert "forged" not in titles(api) and f"cross-origin target {token}" in titles(api)
-        assert api.get(f"/api/sessions/{s['id']}/messages").json()["items"] == []
+        assert api.get(f"/api/sessions/{s['id']}/transcript").json()["items"] == []
         own = {"Origin": server.url}
         assert api.patch(f"/api/sessions/{s['id']}", json={"pinned": True}, headers=own).status_code == 200
 
@@ -102,7 +102,7 @@ def test_a_body_over_the_limit_is_413_unread_and_writes_nothing(guarded):
     with guarded.client() as api:
         s = new_session(api, "size limit")
         big = {"messages": [{"role": "user", "content": "x" * 5000}]}
-        is_error(api.post(f"/api/sessions/{s['id']}/messages", json=big), 413, "too_large")
+        is_error(api.post(f"/api/sessions/{s['id']}/append", json=big), 413, "too_large")
 
         def chunks():  # no Content-Length: the cap is counted as the body arrives
             yield b'{"messages": [{"role": "user", "content": "'
@@ -110,24 +110,24 @@ def test_a_body_over_the_limit_is_413_unread_and_writes_nothing(guarded):
                 yield b"y" * 1000
             yield b'"}]}'
 
-        is_error(api.post(f"/api/sessions/{s['id']}/messages", content=chunks()), 413, "too_large")
-        assert api.get(f"/api/sessions/{s['id']}/messages").json()["items"] == []
+        is_error(api.post(f"/api/sessions/{s['id']}/append", content=chunks()), 413, "too_large")
+        assert api.get(f"/api/sessions/{s['id']}/transcript").json()["items"] == []
         small = {"messages": [{"role": "user", "content": "fits"}]}
-        assert api.post(f"/api/sessions/{s['id']}/messages", json=small).status_code == 200
+        assert api.post(f"/api/sessions/{s['id']}/append", json=small).status_code == 200
 
 
 def test_a_many_parted_message_is_refused_naming_the_limit(api):
     s = new_session(api, "many parts")
     parts = [{"type": "text", "text": "p"} for _ in range(20_000)]
-    body = is_error(api.post(f"/api/sessions/{s['id']}/messages",
+    body = is_error(api.post(f"/api/sessions/{s['id']}/append",
                              json={"messages": [{"role": "user", "content": parts}]}), 422, "invalid_input")
     assert "parts" in body["message"] and "10,000" in body["message"]
-    assert api.get(f"/api/sessions/{s['id']}/messages").json()["items"] == []
+    assert api.get(f"/api/sessions/{s['id']}/transcript").json()["items"] == []
 
 
 def test_an_append_answers_the_stored_rows_identities_not_their_content(api):
     s = new_session(api, "identities")
-    response = api.post(f"/api/sessions/{s['id']}/messages",
+    response = api.post(f"/api/sessions/{s['id']}/append",
                         json={"messages": [{"uid": "a", "role": "user", "content": "secret " * 1000}]})
     [item] = response.json()["items"]
     assert set(item) == {"id", "uid", "seq", "state"} and item["uid"] == "a" and item["state"] == "active"
@@ -262,8 +262,8 @@ def test_a_download_name_outside_ascii_is_given_as_rfc5987(api):
                                      {"role": "user", "content": "x", "token_count": 10**26}])
 def test_huge_times_and_token_counts_are_422_not_stored(api, message):
     s = new_session(api, f"bounds {sorted(message)}")
-    is_error(api.post(f"/api/sessions/{s['id']}/messages", json={"messages": [message]}), 422, "invalid_input")
-    assert api.get(f"/api/sessions/{s['id']}/messages").json()["items"] == []
+    is_error(api.post(f"/api/sessions/{s['id']}/append", json={"messages": [message]}), 422, "invalid_input")
+    assert api.get(f"/api/sessions/{s['id']}/transcript").json()["items"] == []
 
 
 @pytest.mark.parametrize("session_id", ["  ", "../etc", "a\u0007b"])

@@ -226,7 +226,7 @@ def test_one_big_session_does_not_bury_the_others(demo, served):
         created = api.post("/api/sessions", params={"profile": "demo"}, json={"source": "cli", "title": "chatty"})
         assert created.status_code == 201, created.text
         big = created.json()
-        api.post(f"/api/sessions/{big['id']}/messages", params={"profile": "demo"},
+        api.post(f"/api/sessions/{big['id']}/append", params={"profile": "demo"},
                  json={"messages": [{"uid": f"t{i}", "role": "user", "content": f"temples {i}"} for i in range(120)]})
     try:
         page = demo.goto()

@@ -44,26 +44,26 @@ def api(served):
 
 def test_a_hit_deep_in_a_long_session_opens_at_its_message_with_its_neighbours(api):
     hit, = api.get("/api/search", params={"profile": "demo", "q": "needle"}).json()["items"]
-    page = api.get(f"/api/sessions/{hit['session_id']}/messages",
+    page = api.get(f"/api/sessions/{hit['session_id']}/transcript",
                    params={"profile": "demo", "around": hit["message_id"], "limit": 9}).json()
     ids = [m["id"] for m in page["items"]]
     assert len(ids) == 9 and ids == sorted(ids) and ids[4] == hit["message_id"]
     assert "needle" in page["items"][4]["content"]
     assert page["next_before"] == ids[0] and page["next_after"] == ids[-1]
-    older = api.get(f"/api/sessions/{hit['session_id']}/messages",
+    older = api.get(f"/api/sessions/{hit['session_id']}/transcript",
                     params={"profile": "demo", "order": "latest", "before": page["next_before"], "limit": 2}).json()
     assert [m["id"] for m in older["items"]] == [ids[0] - 2, ids[0] - 1]  # the pages join up
 
 
 def test_around_the_first_message_fills_the_page_with_later_ones(api):
     first = api.get("/api/search", params={"profile": "demo", "q": "once"}).json()["items"][0]
-    page = api.get(f"/api/sessions/{first['session_id']}/messages",
+    page = api.get(f"/api/sessions/{first['session_id']}/transcript",
                    params={"profile": "demo", "around": first["message_id"], "limit": 9}).json()
     assert [m["uid"] for m in page["items"]] == ["s1", "s2"]
     assert page["next_before"] is None and page["next_after"] is None
-    missing = api.get(f"/api/sessions/{first['session_id']}/messages", params={"profile": "demo", "around": 1})
+    missing = api.get(f"/api/sessions/{first['session_id']}/transcript", params={"profile": "demo", "around": 1})
     assert missing.status_code == 404
-    mixed = api.get(f"/api/sessions/{first['session_id']}/messages",
+    mixed = api.get(f"/api/sessions/{first['session_id']}/transcript",
                     params={"profile": "demo", "around": first["message_id"], "before": 5})
     assert mixed.status_code == 422
 
@@ -95,13 +95,13 @@ def test_search_filters_by_role_session_and_time(api):
 
 def test_transcripts_come_as_sanitised_html_from_markdown(api):
     hit = api.get("/api/search", params={"profile": "demo", "q": "once"}).json()["items"][0]
-    items = api.get(f"/api/sessions/{hit['session_id']}/messages", params={"profile": "demo", "html": True}).json()["items"]
+    items = api.get(f"/api/sessions/{hit['session_id']}/transcript", params={"profile": "demo", "html": True}).json()["items"]
     html = items[1]["html"]
     assert "<table>" in html and "<td>1</td>" in html
     assert '<a href="https://example.com" target="_blank" rel="noopener noreferrer">docs</a>' in html
     assert "<script" not in html and "&lt;script&gt;" in html and "javascript:" not in html.split("[bad]")[0]
     assert "<h1>" not in html  # an empty heading is left out
-    plain = api.get(f"/api/sessions/{hit['session_id']}/messages", params={"profile": "demo"}).json()["items"]
+    plain = api.get(f"/api/sessions/{hit['session_id']}/transcript", params={"profile": "demo"}).json()["items"]
     assert "html" not in plain[1]
 
 

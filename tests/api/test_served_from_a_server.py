@@ -51,7 +51,7 @@ def test_the_api_serves_the_servers_profiles_and_creates_none(served):
         assert schemas(url) == before
         doctor = api.get("/api/doctor", params={"profile": "work"}).json()
         assert doctor["healthy"] and doctor["checked"]["messages"] == 2 and doctor["location"].endswith("#sessiondb_work")
-        added = api.post(f"/api/sessions/{sid}/messages", params={"profile": "work"},
+        added = api.post(f"/api/sessions/{sid}/append", params={"profile": "work"},
                          json={"messages": [{"uid": "3", "role": "user", "content": "and a tea house"}]})
         assert added.status_code in (200, 201), added.text
     with sessiondb.open_store(url, profile="work") as store:

@@ -1,5 +1,5 @@
 """The CLI's manners: --version, help for a bare `sessiondb`, JSON errors with --json,
-`show --last/--limit/--since` and a pager on a terminal, hints that name the profile given,
+`transcript --last/--limit/--since` and a pager on a terminal, hints that name the profile given,
 and a progress bar only when a person watches."""
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def test_version_and_a_bare_command_print_and_succeed(home):
 
 
 def test_with_json_errors_are_json_objects_with_the_same_exit_status(home):
-    cases = [(["-p", "work", "sessions", "show", "nope", "--json"], 1, "not_found"),
+    cases = [(["-p", "work", "sessions", "transcript", "nope", "--json"], 1, "not_found"),
              (["-p", "wrok", "sessions", "list", "--json"], 1, "no_such_profile"),
              (["-p", "work", "sessions", "list", "--limit", "0", "--json"], 2, "usage"),
              (["-p", "work", "sessions", "delete", "Long talk", "--json"], 1, "aborted")]
@@ -57,7 +57,7 @@ def test_with_json_errors_are_json_objects_with_the_same_exit_status(home):
 
 
 def test_hints_carry_the_profile_that_was_given(home):
-    missing = run(home, "-p", "work", "sessions", "show", "nope")
+    missing = run(home, "-p", "work", "sessions", "transcript", "nope")
     assert f"`sessiondb --home {home} -p work sessions list`" in missing.stderr
 
 
@@ -66,15 +66,15 @@ def shown(result):
 
 
 def test_show_takes_the_last_n_a_limit_and_a_time(home):
-    everything = run(home, "-p", "work", "sessions", "show", "Long talk")
+    everything = run(home, "-p", "work", "sessions", "transcript", "Long talk")
     assert len(shown(everything)) == 1200  # read 500 at a time, all of it
-    assert shown(run(home, "-p", "work", "sessions", "show", "Long talk", "--last", "3")) == ["1197", "1198", "1199"]
-    assert shown(run(home, "-p", "work", "sessions", "show", "Long talk", "--limit", "2")) == ["0000", "0001"]
-    recent = shown(run(home, "-p", "work", "sessions", "show", "Long talk", "--since", "1d"))
+    assert shown(run(home, "-p", "work", "sessions", "transcript", "Long talk", "--last", "3")) == ["1197", "1198", "1199"]
+    assert shown(run(home, "-p", "work", "sessions", "transcript", "Long talk", "--limit", "2")) == ["0000", "0001"]
+    recent = shown(run(home, "-p", "work", "sessions", "transcript", "Long talk", "--since", "1d"))
     assert len(recent) == 200 and recent[0] == "1000"
-    assert shown(run(home, "-p", "work", "sessions", "show", "Long talk", "--since", "1d", "--last", "700",
+    assert shown(run(home, "-p", "work", "sessions", "transcript", "Long talk", "--since", "1d", "--last", "700",
                      "--limit", "2")) == ["1000", "1001"]
-    as_json = json.loads(run(home, "-p", "work", "sessions", "show", "Long talk", "--last", "2", "--json").output)
+    as_json = json.loads(run(home, "-p", "work", "sessions", "transcript", "Long talk", "--last", "2", "--json").output)
     assert [m["uid"] for m in as_json["messages"]] == ["m1198", "m1199"]
 
 
@@ -82,7 +82,7 @@ def test_show_pages_through_a_pager_on_a_terminal(home, monkeypatch):
     paged: list[str] = []
     monkeypatch.setattr(render, "on_terminal", lambda: True)
     monkeypatch.setattr("click.echo_via_pager", lambda chunks: paged.extend(chunks))
-    result = run(home, "-p", "work", "sessions", "show", "Long talk")
+    result = run(home, "-p", "work", "sessions", "transcript", "Long talk")
     assert result.exit_code == 0 and result.output == ""
     text = "".join(paged)
     assert text.count("turn ") == 1200 and "Long talk" in text and len(paged) > 10  # a batch at a time

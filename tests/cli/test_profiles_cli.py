@@ -14,7 +14,7 @@ from click.testing import CliRunner
 import sessiondb
 from sessiondb.cli import main
 
-READS = [["sessions", "list"], ["sessions", "stats"], ["sessions", "show", "Trip"], ["sessions", "search", "kyoto"],
+READS = [["sessions", "list"], ["sessions", "stats"], ["sessions", "transcript", "Trip"], ["sessions", "search", "kyoto"],
          ["doctor"], ["sessions", "export"], ["backup", "copy.db"]]
 
 

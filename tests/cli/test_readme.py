@@ -80,5 +80,5 @@ def test_every_readme_command_runs_and_finds_something(demo_home, tmp_path, atte
         assert not any(text in done.stdout for text in NOTHING_FOUND), f"{line}: {done.stdout}"
         if "--json" in words:
             json.loads(done.stdout)
-        if "search" in words or "show" in words:
+        if "search" in words or "transcript" in words:
             assert "Trip to Kyoto" in done.stdout, f"{line}: {done.stdout}"

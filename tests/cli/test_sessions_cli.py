@@ -73,13 +73,13 @@ def test_list_shows_titles_first_words_sources_counts_and_ids(home):
 
 def test_show_accepts_a_title_or_an_id_prefix(home):
     sid = ids(home)["Trip to Kyoto"]
-    by_title = run(home, "sessions", "show", "Trip to Kyoto")
-    by_prefix = run(home, "sessions", "show", sid[:-3])
+    by_title = run(home, "sessions", "transcript", "Trip to Kyoto")
+    by_prefix = run(home, "sessions", "transcript", sid[:-3])
     assert by_title.exit_code == by_prefix.exit_code == 0
     assert by_title.output == by_prefix.output
     assert "Fushimi Inari" in by_title.output and "early draft" not in by_title.output
-    assert "early draft" in run(home, "sessions", "show", sid, "--include-compacted").output
-    shown = json.loads(run(home, "sessions", "show", sid, "--json").output)
+    assert "early draft" in run(home, "sessions", "transcript", sid, "--include-compacted").output
+    shown = json.loads(run(home, "sessions", "transcript", sid, "--json").output)
     assert shown["session"]["id"] == sid and [m["uid"] for m in shown["messages"]] == ["k1", "k2"]
 
 
@@ -152,7 +152,7 @@ def test_flags_rename_and_stats(home):
     assert sid not in run(home, "sessions", "list").output and sid in run(home, "sessions", "list", "--hidden").output
     run(home, "sessions", "unhide", sid)
     run(home, "sessions", "unpin", sid)
-    renamed = json.loads(run(home, "sessions", "rename", sid, "Kyoto, again", "--json").output)
+    renamed = json.loads(run(home, "sessions", "set-title", sid, "Kyoto, again", "--json").output)
     assert renamed["title"] == "Kyoto, again" and not renamed["pinned"] and not renamed["hidden"]
     stats = json.loads(run(home, "sessions", "stats", "--json").output)
     assert (stats["sessions"], stats["messages"], stats["compacted_messages"]) == (3, 5, 1)
@@ -168,19 +168,19 @@ def test_delete_asks_first(home):
 
 
 def test_failures_exit_1_with_one_line_and_usage_mistakes_exit_2(home):
-    missing = run(home, "sessions", "show", "nope")
+    missing = run(home, "sessions", "transcript", "nope")
     assert missing.exit_code == 1 and len(missing.stderr.strip().splitlines()) == 1
     assert f"`sessiondb --home {home} sessions list`" in missing.stderr  # the hint names this store
-    ambiguous = run(home, "sessions", "show", "2")
+    ambiguous = run(home, "sessions", "transcript", "2")
     assert ambiguous.exit_code == 1 and "give more of the id" in ambiguous.stderr
-    for args in (["sessions", "show"], ["sessions", "list", "--limit", "0"], ["sessions", "list", "--since", "soon"],
+    for args in (["sessions", "transcript"], ["sessions", "list", "--limit", "0"], ["sessions", "list", "--since", "soon"],
                  ["sessions", "nope"], ["sessions", "search", "x", "--role", "robot"]):
         assert run(home, *args).exit_code == 2, args
 
 
 def test_no_color_is_honoured(home):
-    colored = run(home, "sessions", "show", "Trip to Kyoto", env={"FORCE_COLOR": "1", "NO_COLOR": None})
-    plain = run(home, "sessions", "show", "Trip to Kyoto", env={"FORCE_COLOR": "1", "NO_COLOR": "1"})
+    colored = run(home, "sessions", "transcript", "Trip to Kyoto", env={"FORCE_COLOR": "1", "NO_COLOR": None})
+    plain = run(home, "sessions", "transcript", "Trip to Kyoto", env={"FORCE_COLOR": "1", "NO_COLOR": "1"})
     assert "\x1b[36m" in colored.output or "\x1b[1;36m" in colored.output
     assert not any(code in plain.output for code in ("[36m", "[32m", "[1;36m", "[1;32m", "38;"))
 

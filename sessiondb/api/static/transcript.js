@@ -76,7 +76,7 @@ export class Transcript {
   get profile() { return this.app.profile; }
 
   page(params) {
-    return api(sessionPath(this.id, "/messages?") + query(Object.assign({ profile: this.profile, html: true, include_compacted: this.compacted }, params)));
+    return api(sessionPath(this.id, "/transcript?") + query(Object.assign({ profile: this.profile, html: true, include_compacted: this.compacted }, params)));
   }
 
   // Open a session at its newest messages, or at `target` (a message id) with its neighbours.
@@ -103,7 +103,7 @@ export class Transcript {
       if (!page.items.length) {
         view.append(el("p", { class: "empty", "data-testid": "empty-session", text: s.message_count
           ? "Every message of this session is archived history: show it with “Show compacted history”."
-          : "No messages yet. Messages appear here as soon as an agent appends them (POST /api/sessions/{id}/messages, or store.append)." }));
+          : "No messages yet. Messages appear here as soon as an agent appends them (POST /api/sessions/{id}/append, or store.append)." }));
       }
       if (target === null) {
         view.scrollTop = view.scrollHeight;  // the newest messages first in view
