@@ -21,12 +21,13 @@ from .model import Message, MessageLimits, MessageState, Page, Role, Session, Tu
 from .model import Lease
 from .store.aio import AsyncStore
 from .store import locations
+from .store.locations import register_backend
 from .store.captured import RestoreReport, restore_captured
 from .store.contract import Store
 from .store.optional import Doctor, Maintainable, Salvageable
 
 __all__ = [
-    "open_store", "open_async_store", "open_doctor", "restore_captured", "Store", "Maintainable", "Doctor", "Salvageable", "AsyncStore", "Session", "Message", "Role",
+    "open_store", "open_async_store", "register_backend", "open_doctor", "restore_captured", "Store", "Maintainable", "Doctor", "Salvageable", "AsyncStore", "Session", "Message", "Role",
     "MessageState", "Page", "Usage", "SessionDBError", "InvalidInput", "NotFound", "Conflict",
     "MessageConflict", "TitleConflict", "StoreBusy", "StoreClosed", "StorageError",
     "UnsupportedSQLite", "NotASessionStore", "Cause",

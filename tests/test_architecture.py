@@ -29,8 +29,8 @@ ALLOWED = {
 LEAVES = {"errors", "model", "inputs", "home", "guidance", "query", "keys", "formats", "exports", "files", "uids"}
 INTERFACE = {"store.contract", "store.optional", "store.commands", "store.backend", "store.spool", "store.listing",
              "store.lease_holders", "store.turn_rows", "store.rows", "store.sql"}
-BACKENDS = ("store.sqlite", "store.postgres")
-USERS = ("profiles", "usage", "gateway", "turns", "adapters", "importers")
+BACKENDS = ("store.sqlite", "store.postgres", "store.memory")
+USERS = ("profiles", "usage", "gateway", "turns", "adapters", "importers", "testing")
 FACES = ("cli", "api", "mcp")
 #: Modules allowed to import some of sessiondb's own modules inside a function, and why.
 LAZY = {"cli.serve": "the CLI loads the HTTP service (FastAPI, uvicorn) only for `serve`"}

@@ -1,23 +1,28 @@
 """Where a store lives, which backend serves it, and opening it.
 
 A location is a file path (the embedded SQLite backend), a `sqlite:` URL, or a URL whose
-scheme names another backend (`postgresql://...`). `BACKENDS` maps each kind to the
-module that serves it; that module offers `open_backend(target, *, profile, **options)`,
-where the backend has one `open_doctor(target, *, profile, command, replay)`, and where one server holds
-many profiles `list_profiles(target)`, `delete_profile(target, profile)` and
-`shown_location(target)`, the server as messages may name it (no password). This is the only
-place outside `store/` backends are named, and they are imported when first used, so
-a backend's driver is loaded only by the stores that need it.
+scheme names another backend (`postgresql://...`, `memory://NAME`). A backend serves a
+scheme by registering (`register_backend`, or an entry point of the `sessiondb.backends`
+group naming what to register, so an installed package adds one without editing
+sessiondb); the built-in backends register the same way, below. What is registered is
+its provider: a module or object that offers `open_backend(target, *, profile, **options)`,
+where the backend has one `open_doctor(target, *, profile, command, replay)`, and where one
+server holds many profiles `list_profiles(target)`, `delete_profile(target, profile)` and
+`shown_location(target)`, the server as messages may name it (no password); or a bare
+opener, the `open_backend` alone. A provider named by its import path ("package.module" or
+"package.module:attribute") is imported when first used, so a backend's driver is loaded
+only by the stores that need it. This is the only place outside `store/` backends are named.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
+from types import SimpleNamespace
 from typing import Any, Callable
 from urllib.parse import unquote, urlsplit
 
@@ -28,12 +33,50 @@ from ..model import MessageLimits
 from .capabilities import Doctor, checked_store
 from .contract import Store
 
-#: Backend kind -> the module serving it. URL schemes name a kind directly.
-BACKENDS = {
-    "sqlite": "sessiondb.store.sqlite",
-    "postgresql": "sessiondb.store.postgres",
-    "postgres": "sessiondb.store.postgres",  # the scheme libpq also accepts
-}
+#: Backend kind (a URL scheme) -> its provider, or the import path of it (see the module docstring).
+BACKENDS: dict[str, Any] = {}
+#: The entry-point group through which an installed package registers a backend: each
+#: entry point's name is a scheme, its value the import path of the provider.
+ENTRY_POINTS = "sessiondb.backends"
+_SCHEME = re.compile(r"[a-z][a-z0-9+.-]+")
+_discovered = False
+
+
+def register_backend(scheme: str, opener: Any) -> None:
+    """Serve locations `scheme://...` with a backend: `opener` is its provider (a module or
+    object with `open_backend(target, *, profile, **options)` and optionally the doctor and
+    profile calls the module docstring lists), a callable that is that `open_backend`, or
+    the import path of either ("package.module[:attribute]"), imported when first used.
+    A later registration of the same scheme replaces the earlier one."""
+    if not isinstance(scheme, str) or not _SCHEME.fullmatch(scheme):
+        raise InvalidInput(f"a backend's scheme is lower-case letters, digits, '+', '-' or '.' "
+                           f"(two or more, a letter first), not {scheme!r}")
+    if not (isinstance(opener, str) or callable(opener) or hasattr(opener, "open_backend")):
+        raise InvalidInput(f"a backend's opener is a provider, a callable or an import path, not {opener!r}")
+    BACKENDS[scheme] = opener
+
+
+def known_schemes() -> list[str]:
+    """The schemes a backend serves: the registered ones and those of installed packages."""
+    _discover()
+    return list(BACKENDS)
+
+
+def _discover() -> None:
+    """Register the backends installed packages declare (once; a registration made in
+    code is kept over an entry point of the same scheme)."""
+    global _discovered
+    if _discovered:
+        return
+    _discovered = True
+    for entry in importlib.metadata.entry_points(group=ENTRY_POINTS):
+        BACKENDS.setdefault(entry.name, entry.value)
+
+
+register_backend("sqlite", "sessiondb.store.sqlite")
+register_backend("postgresql", "sessiondb.store.postgres")
+register_backend("postgres", "sessiondb.store.postgres")  # the scheme libpq also accepts
+register_backend("memory", "sessiondb.store.memory")
 #: The store opened when neither a location nor a home or profile is given, if set.
 URL_VARIABLE = "SESSIONDB_URL"
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")  # a scheme of two letters or more: not a drive letter
@@ -41,7 +84,7 @@ _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")  # a scheme of two letters or mor
 
 @dataclass(frozen=True)
 class Location:
-    kind: str  # a key of BACKENDS
+    kind: str  # a scheme of BACKENDS
     target: Any  # what the backend opens: a resolved Path for sqlite, the URL otherwise
     profile: str | None  # None for the default profile
     home: Path | None  # the home the store belongs to, when it is a profile's
@@ -68,23 +111,37 @@ def locate(
             if home is not None or profile is not None:
                 raise InvalidInput("give either a store location or a home/profile, not both")
             location = unquote(parts.path) or unquote(parts.netloc)
-        elif kind in BACKENDS:
+        elif kind in known_schemes():
             return Location(kind, location, named, None)
         else:
             known = ", ".join(f"{k}:" for k in BACKENDS)
-            raise InvalidInput(f"no sessiondb backend serves {kind}: locations (known: a file path, {known})")
+            raise InvalidInput(f"no sessiondb backend serves {kind}: locations (known: a file path, {known}; "
+                               f"a backend registers with sessiondb.register_backend)")
     path = homes.store_path(location, home=home, profile=profile)
     homes.refuse_real_home_under_test(path)  # S-24: a test never opens the user's real store
     return Location("sqlite", path, named, None if location is not None else homes.resolve_home(home))
 
 
-def _backend_module(kind: str) -> ModuleType:
-    return importlib.import_module(BACKENDS[kind])
+def provider(kind: str) -> Any:
+    """The provider serving `kind` (a scheme of BACKENDS), imported if it was registered by
+    its import path."""
+    _discover()
+    provider = BACKENDS[kind]
+    if isinstance(provider, str):
+        module, _, attribute = provider.partition(":")
+        provider = importlib.import_module(module)
+        for name in filter(None, attribute.split(".")):
+            provider = getattr(provider, name)
+        BACKENDS[kind] = provider
+    if not hasattr(provider, "open_backend"):  # a bare opener
+        provider = SimpleNamespace(open_backend=provider)
+        BACKENDS[kind] = provider
+    return provider
 
 
 def holds_profiles(location: str | os.PathLike[str]) -> bool:
     """Whether `location` names a server holding many profiles (a URL), not one store file."""
-    return hasattr(_backend_module(locate(location).kind), "list_profiles")
+    return hasattr(provider(locate(location).kind), "list_profiles")
 
 
 def list_server_profiles(url: str) -> list[str]:
@@ -107,8 +164,8 @@ def shown_location(url: str) -> str:
     return _server(url).shown_location(url)
 
 
-def _server(url: str) -> ModuleType:
-    module = _backend_module(locate(url).kind)
+def _server(url: str) -> Any:
+    module = provider(locate(url).kind)
     if not hasattr(module, "list_profiles"):
         raise InvalidInput(f"{url} is one store file, not a server holding profiles; "
                            "the profiles of a home are under its directory (--home)")
@@ -130,7 +187,7 @@ def open_store(
     belong to the neutral layer, other options to the backend."""
     where = locate(location, home=home, profile=profile)
     check_options(options)
-    module = _backend_module(where.kind)
+    module = provider(where.kind)
     try:
         backend = module.open_backend(where.target, profile=where.profile, **options)
     except StorageError as exc:  # a refused open names the store, as every later refusal does
@@ -167,7 +224,7 @@ def open_doctor(
     """The doctor of the store at `location`: examines (and repairs) it without opening it
     as a store, so a damaged store gets no writer. InvalidInput if its backend has none."""
     where = locate(location, home=home, profile=profile)
-    module = _backend_module(where.kind)
+    module = provider(where.kind)
     if not hasattr(module, "open_doctor"):
         raise InvalidInput(f"the {where.kind} backend has no doctor")
     command = command_for(where.profile, where.home if home is not None else None)

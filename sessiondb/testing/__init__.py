@@ -1,0 +1,150 @@
+"""The contract suite of sessiondb, for any backend: a pytest plugin and its fixtures.
+
+A backend served by a URL scheme (`sessiondb.register_backend`, or an entry point of
+the `sessiondb.backends` group) proves it keeps every rule a user can observe by passing
+the suite every built-in backend passes:
+
+    pytest --pyargs sessiondb.testing.contract -p sessiondb.testing --sessiondb-backend=memory://
+
+`--sessiondb-backend` (repeatable; or $SESSIONDB_TEST_BACKEND, comma-separated) names
+each backend to run every test over: `sqlite`, `postgresql` (which needs a `pg_server`
+fixture, as sessiondb's own tests have), or a location prefix such as `memory://` or
+`myscheme://host/`, to which each test appends a name of its own, so every test starts
+from empty stores. A backend whose locations are spelled otherwise overrides the
+`store_location` fixture. Without the option the suite runs over the built-in SQLite and
+PostgreSQL backends, and over the memory backend in the modules that say
+`ON_EVERY_BACKEND = True` (their rules run unchanged over every backend's rows).
+
+Fixtures: `backend` (what the option named), `store_location` ((location, options) of
+this test's store), `open_backend` (opens a handle on it, or on another store beside it),
+`store`, `stored_rows`, `lineage_rows`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import os
+from typing import Any
+
+import pytest
+
+import sessiondb
+from sessiondb.store import locations
+
+OPTION = "--sessiondb-backend"
+VARIABLE = "SESSIONDB_TEST_BACKEND"
+#: What the suite runs over when no backend is named.
+BUILT_IN = ["sqlite", "postgresql"]
+#: Also run over, without a backend named, in a module that sets ON_EVERY_BACKEND.
+EVERY = BUILT_IN + ["memory://"]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(OPTION, action="append", default=None, metavar="BACKEND",
+                     help="a backend to run sessiondb's contract suite over: sqlite, postgresql or a "
+                          f"location prefix such as memory:// (repeatable; default ${VARIABLE} or the built-in ones)")
+
+
+def selected(config: pytest.Config, module: Any = None) -> list[str]:
+    """The backends a test runs over (see the module docstring)."""
+    try:
+        given = config.getoption(OPTION)
+    except ValueError:  # the plugin's option is not registered: sessiondb's own tests
+        given = None
+    if not given and os.environ.get(VARIABLE):
+        given = [b.strip() for b in os.environ[VARIABLE].split(",") if b.strip()]
+    if given:
+        return given
+    return EVERY if getattr(module, "ON_EVERY_BACKEND", False) else BUILT_IN
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend" in metafunc.fixturenames:
+        metafunc.parametrize("backend", selected(metafunc.config, metafunc.module))
+
+
+@pytest.fixture
+def backend(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+_tokens = itertools.count()
+
+
+@pytest.fixture
+def store_location(backend: str, request: pytest.FixtureRequest, tmp_path) -> tuple[Any, dict[str, Any]]:
+    """(location, options) of this test's own empty store on `backend`."""
+    if backend == "postgresql":
+        return request.getfixturevalue("pg_server").url(), {"schema": request.getfixturevalue("pg_schema")}
+    if backend == "sqlite":
+        return tmp_path / "contract.db", {}
+    digest = hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:12]
+    return f"{_prefix(backend)}t{digest}{next(_tokens)}", {}
+
+
+def _prefix(backend: str) -> str:
+    return backend if "://" in backend else f"{backend}://"
+
+
+@pytest.fixture
+def open_backend(backend: str, tmp_path, request: pytest.FixtureRequest):
+    """A function opening a fresh handle on this test's store (call it again to reopen).
+
+    `name` opens another store of the same backend beside it (a transfer's target, say);
+    `profile` opens that profile's store instead of a bare one.
+    """
+    opened = []
+
+    def open_(name: str = "contract", **options):
+        if backend == "sqlite":
+            where = {"home": tmp_path / name} if "profile" in options else {"location": tmp_path / f"{name}.db"}
+            store = sessiondb.open_store(**where, **options)
+        elif backend == "postgresql":  # one schema of its own per store of this test (store_location's for its own)
+            location, defaults = request.getfixturevalue("store_location")
+            profile = options.pop("profile", None)
+            schema = defaults["schema"] if (name, profile) == ("contract", None) else f"{defaults['schema']}_{name}_{profile or 'main'}".lower().replace("-", "_")
+            store = sessiondb.open_store(location, profile=profile, schema=schema, **options)
+        else:  # this test's location, with the name of another store beside it appended
+            location, defaults = request.getfixturevalue("store_location")
+            if name != "contract":
+                location = f"{location}-{name}"
+            store = sessiondb.open_store(location, **{**defaults, **options})
+            named.append(location)
+        opened.append(store)
+        return store
+
+    named: list[str] = []
+    yield open_
+    for store in opened:
+        store.close()
+    for location in named:  # a store that outlives its handles in this process (memory://) goes with its test
+        provider = locations.provider(location.split("://", 1)[0])
+        if hasattr(provider, "forget"):
+            provider.forget(location)
+
+
+@pytest.fixture
+def store(open_backend, request: pytest.FixtureRequest):
+    """This test's store. A test that also takes `clock` gets a store that reads that clock
+    (a `clock` fixture of the suite using the plugin: a callable giving the time)."""
+    if "clock" in request.fixturenames:
+        return open_backend(clock=request.getfixturevalue("clock"))
+    return open_backend()
+
+
+@pytest.fixture
+def stored_rows():
+    """rows(store, session_id): every message of a session in every state (rewound too), in
+    commit order, as the export's message records (plain dicts, every column)."""
+    return _stored_rows
+
+
+@pytest.fixture
+def lineage_rows():
+    """rows(store, session_id): every message across the session's lineage, root first."""
+    return lambda store, session_id: [m for s in store.lineage(session_id) for m in _stored_rows(store, s.id)]
+
+
+def _stored_rows(store, session_id):
+    return [r["message"] for r in store.export([session_id]) if r["type"] == "message"]
