@@ -17,7 +17,6 @@ only by the stores that need it. This is the only place outside `store/` backend
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import os
 import re
 from dataclasses import dataclass
@@ -69,6 +68,8 @@ def _discover() -> None:
     if _discovered:
         return
     _discovered = True
+    import importlib.metadata  # megabytes resident: loaded only when a scheme is not registered in code
+
     for entry in importlib.metadata.entry_points(group=ENTRY_POINTS):
         BACKENDS.setdefault(entry.name, entry.value)
 
@@ -111,7 +112,7 @@ def locate(
             if home is not None or profile is not None:
                 raise InvalidInput("give either a store location or a home/profile, not both")
             location = unquote(parts.path) or unquote(parts.netloc)
-        elif kind in known_schemes():
+        elif kind in BACKENDS or kind in known_schemes():
             return Location(kind, location, named, None)
         else:
             known = ", ".join(f"{k}:" for k in BACKENDS)
@@ -125,7 +126,8 @@ def locate(
 def provider(kind: str) -> Any:
     """The provider serving `kind` (a scheme of BACKENDS), imported if it was registered by
     its import path."""
-    _discover()
+    if kind not in BACKENDS:
+        _discover()
     provider = BACKENDS[kind]
     if isinstance(provider, str):
         module, _, attribute = provider.partition(":")
