@@ -347,6 +347,33 @@ class Store(Protocol):
         backend (query.RANK_WINDOW).
         """
 
+    def recall(
+        self,
+        text: str,
+        *,
+        profile: str | None = None,
+        source: str | None = None,
+        session_id: str | None = None,
+        role: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        include_tools: bool = False,
+        limit: int = 20,
+    ) -> list[SearchHit]:
+        """The messages that best answer `text`, a question in natural language, best first
+        (at most `limit`, 1..1000): what an agent asks its memory in its own words.
+
+        Not the query language: the question's content words (sessiondb.recall: English
+        stop words out) match if any of them does, stemmed (English: the Porter stemmer
+        on SQLite, the `english` configuration on PostgreSQL; a word of another language
+        matches as written, case and accents folded), ranked by bm25 over every match, so
+        rare words count most; a word capitalised inside a sentence counts
+        recall.RECALL_BOOST times. CJK text is matched by its trigrams. Any text of any
+        length and script is taken (the first query.MAX_QUERY_LENGTH characters; an
+        unpaired surrogate is read as "?") and never raises; a question that matches
+        nothing returns no hits. Found, filters and caught-up index as for search.
+        """
+
     def find_session(self, ref: str) -> Session:
         """The session a person means by `ref`: its exact id, its exact title, or a unique id prefix.
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import apsw
 
 from ...model import COMPRESSION, VerifyReport
-from ...query import cjk_runs
+from ...query import cjk_runs, indexable
 from .index.schema import CJK, TOKENIZERS, WORDS, text_sql
 from .lineage import MAX_HOPS
 from .search import fts_string
@@ -165,6 +165,7 @@ def _index(conn: apsw.Connection, report: VerifyReport, touched_to: int) -> None
         f"EXISTS (SELECT 1 FROM idx.{CJK}_docsize WHERE id = m.id) FROM messages AS m WHERE {settled}", marks
     ).fetchall()
     for mid, text, words_size, in_cjk in rows:
+        text = indexable(text)  # as the indexer gives it
         if words_size is None:
             report.problems.append(f"search: message {mid} is missing from {WORDS}")
         elif words_size != b"\x00" and not _matches(conn, WORDS, mid, text):  # no tokens: matches nothing
