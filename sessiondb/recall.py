@@ -13,6 +13,11 @@ backend; only the index query is the backend's own:
 - Weights: a word repeated counts once; a word the question writes with a capital
   letter where a sentence does not start (a name, a product) counts RECALL_BOOST times
   (measured on LoCoMo: bench/recall.py). bm25 itself weighs rare words over common ones.
+- Conversation: a message shares its score with the messages next to it in its session
+  (NEXT_SHARE to the one after, PREVIOUS_SHARE to the one before): an answer is often a
+  reply ("Definitely! And some old friends.") to the message that holds the question's
+  words ("Who will you invite to your gaming party?"). Measured on LoCoMo's development
+  conversations (bench/recall.py): hit@10 0.676 without, 0.74 with.
 - Text in a script written without spaces (CJK) has no words to take out, so its runs
   are cut into the trigrams the trigram index holds, OR'd: a question shares some of
   them with every text that speaks of what it asks.
@@ -36,6 +41,11 @@ from .query import MAX_TERM_LENGTH, MAX_TERMS, TRIGRAM, cjk_runs, fold, has_cjk
 
 #: How much more a capitalised word inside a sentence counts (bench/recall.py measures it).
 RECALL_BOOST = 1
+#: The share of a message's score the next and the previous message of its session gain.
+NEXT_SHARE, PREVIOUS_SHARE = 0.6, 0.3
+#: How many of the best-scored matches share their score (the rest are too far down to
+#: lift a neighbour into any page).
+SPREAD_FROM = 200
 #: The most trigrams of CJK text a question keeps (each is one OR'd term).
 MAX_RECALL_TRIGRAMS = 32
 
@@ -100,3 +110,22 @@ def question(text: str) -> Recall:
         weights = dict.fromkeys((fold(w)[:MAX_TERM_LENGTH] for w in _WORD.findall(text)), 1)
     kept = list(weights.items())[:MAX_TERMS]
     return Recall(tuple(kept), tuple(dict.fromkeys(trigrams))[:MAX_RECALL_TRIGRAMS])
+
+
+def spread(scores: dict[int, float], neighbours: dict[int, tuple[int | None, int | None]]) -> dict[int, float]:
+    """Every message's score once its neighbours have shared theirs: `scores` are the
+    matches' own (higher is better), `neighbours` each match's previous and next message
+    in its session (None at either end, or where the filters leave none)."""
+    total = dict(scores)
+    for mid, (previous, following) in neighbours.items():
+        score = scores[mid]
+        if following is not None:
+            total[following] = total.get(following, 0.0) + NEXT_SHARE * score
+        if previous is not None:
+            total[previous] = total.get(previous, 0.0) + PREVIOUS_SHARE * score
+    return total
+
+
+def best(scores: dict[int, float], limit: int) -> list[tuple[int, float]]:
+    """The `limit` best (id, score), ties newest first."""
+    return sorted(scores.items(), key=lambda item: (-item[1], -item[0]))[:limit]

@@ -48,7 +48,7 @@ from ...query import (
     ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, LIKE_SNIPPET_CONTEXT, RANK_WINDOW, Query, Term, fold, like_pattern,
     like_snippet, snippet_window, through_trigrams, windowed,
 )
-from ...recall import Recall
+from ...recall import SPREAD_FROM, Recall, best, spread
 from .index.schema import CJK, STEMS, TOOL_TEXT_LIMIT, WORDS, text_sql
 from .index.snippets import snippets
 
@@ -187,8 +187,9 @@ def search(
 
 def _filters(*, profile: str | None, source: str | None, session_id: str | None, role: str | None,
              since: float | None, until: float | None, include_tools: bool) -> tuple[list[str], list[Any]]:
-    """The conditions (on `m`, a message, and `s`, its session) of a search's filters, and their values."""
-    where = ["m.state <> 'rewound'"]
+    """The conditions (on `m`, a message, and `s`, its session) of a search's filters, and
+    their values: the session's first, then the message's (_on_messages)."""
+    where: list[str] = []
     params: list[Any] = []
     if profile is not None:
         where.append("coalesce(s.profile, 'main') = ?")
@@ -196,6 +197,15 @@ def _filters(*, profile: str | None, source: str | None, session_id: str | None,
     if source is not None:
         where.append("s.source = ?")
         params.append(source)
+    mine, values = _on_messages(session_id=session_id, role=role, since=since, until=until,
+                                include_tools=include_tools)
+    return where + mine, params + values
+
+
+def _on_messages(*, session_id: str | None, role: str | None, since: float | None, until: float | None,
+                 include_tools: bool) -> tuple[list[str], list[Any]]:
+    where = ["m.state <> 'rewound'"]
+    params: list[Any] = []
     if session_id is not None:
         where.append("m.session_id = ?")
         params.append(session_id)
@@ -248,9 +258,19 @@ def recall(conn: apsw.Connection, question: Recall, *, profile: str | None, sour
                 (match, *params, RANK_WINDOW)):
             scores[mid] = scores.get(mid, 0.0) - score
             found_in.setdefault(mid, index)
-    ranked = sorted(scores.items(), key=lambda item: (-item[1], -item[0]))[:limit]
-    if not ranked:
+    if not scores:
         return []
+    sources = best(scores, SPREAD_FROM)
+    # Neighbours within the session, as the filters on messages allow (the session's are met).
+    message_where, message_params = _on_messages(session_id=session_id, role=role, since=since, until=until,
+                                                 include_tools=include_tools)
+    neighbours = {mid: (previous, following) for mid, previous, following in conn.execute(
+        f"SELECT c.id, (SELECT max(m.id) FROM messages AS m WHERE m.session_id = c.session_id AND m.id < c.id "
+        f"AND {' AND '.join(message_where)}), (SELECT min(m.id) FROM messages AS m "
+        f"WHERE m.session_id = c.session_id AND m.id > c.id AND {' AND '.join(message_where)}) "
+        f"FROM messages AS c WHERE c.id IN ({', '.join('?' * len(sources))})",
+        (*message_params, *message_params, *(mid for mid, _ in sources)))}
+    ranked = best(spread(dict(sources), neighbours), limit)
     page = {row[0]: row for row in conn.execute(
         f"SELECT {_HIT_COLUMNS}, {text_sql('m')} FROM messages AS m {sessions_join} "
         f"WHERE m.id IN ({', '.join('?' * len(ranked))})", [mid for mid, _ in ranked],
@@ -259,7 +279,7 @@ def recall(conn: apsw.Connection, question: Recall, *, profile: str | None, sour
     spans = {mid: snippet_window(text, question.needles, words=True) for mid, text in texts.items()}
     cut: dict[int, str] = {}
     for index, match in matches.items():
-        mine = {mid: texts[mid][start:end] for mid, (start, end) in spans.items() if found_in[mid] == index}
+        mine = {mid: texts[mid][start:end] for mid, (start, end) in spans.items() if found_in.get(mid) == index}
         cut.update(snippets(index, match, mine, (HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE, ELLIPSIS), SNIPPET_TOKENS[index]))
     return [_hit(page[mid][:8], _snippet(cut.get(mid), texts[mid], *spans[mid]), score) for mid, score in ranked]
 
