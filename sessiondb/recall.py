@@ -13,11 +13,14 @@ backend; only the index query is the backend's own:
 - Weights: a word repeated counts once; a word the question writes with a capital
   letter where a sentence does not start (a name, a product) counts RECALL_BOOST times
   (measured on LoCoMo: bench/recall.py). bm25 itself weighs rare words over common ones.
-- Conversation: a message shares its score with the messages next to it in its session
-  (NEXT_SHARE to the one after, PREVIOUS_SHARE to the one before): an answer is often a
-  reply ("Definitely! And some old friends.") to the message that holds the question's
-  words ("Who will you invite to your gaming party?"). Measured on LoCoMo's development
-  conversations (bench/recall.py): hit@10 0.676 without, 0.74 with.
+- Conversation: a match gains a share of the score of the matches next to it in its
+  session (NEXT_SHARE of the one before it, PREVIOUS_SHARE of the one after): an answer
+  is often a reply ("Definitely! And some old friends from the tournaments.") to the
+  message that holds most of the question's words ("Who will you invite to your gaming
+  party?"). Only matches are ranked: every hit shares a word with the question.
+  Measured on LoCoMo's development conversations (bench/recall.py): hit@10 0.676
+  without, 0.730 with (0.747 when neighbours that match nothing were hits too, which
+  made a message that shares no word with the question a hit).
 - Text in a script written without spaces (CJK) has no words to take out, so its runs
   are cut into the trigrams the trigram index holds, OR'd: a question shares some of
   them with every text that speaks of what it asks.
@@ -41,7 +44,7 @@ from .query import MAX_TERM_LENGTH, MAX_TERMS, TRIGRAM, cjk_runs, fold, has_cjk
 
 #: How much more a capitalised word inside a sentence counts (bench/recall.py measures it).
 RECALL_BOOST = 1
-#: The share of a message's score the next and the previous message of its session gain.
+#: The share of a match's score the next and the previous match of its session gain.
 NEXT_SHARE, PREVIOUS_SHARE = 0.6, 0.3
 #: How many of the best-scored matches share their score (the rest are too far down to
 #: lift a neighbour into any page).
@@ -113,16 +116,17 @@ def question(text: str) -> Recall:
 
 
 def spread(scores: dict[int, float], neighbours: dict[int, tuple[int | None, int | None]]) -> dict[int, float]:
-    """Every message's score once its neighbours have shared theirs: `scores` are the
+    """Every match's score once its neighbours have shared theirs: `scores` are the
     matches' own (higher is better), `neighbours` each match's previous and next message
-    in its session (None at either end, or where the filters leave none)."""
+    in its session (None at either end, or where the filters leave none); a neighbour
+    that is not a match gains nothing."""
     total = dict(scores)
     for mid, (previous, following) in neighbours.items():
         score = scores[mid]
-        if following is not None:
-            total[following] = total.get(following, 0.0) + NEXT_SHARE * score
-        if previous is not None:
-            total[previous] = total.get(previous, 0.0) + PREVIOUS_SHARE * score
+        if following in total:
+            total[following] += NEXT_SHARE * score
+        if previous in total:
+            total[previous] += PREVIOUS_SHARE * score
     return total
 
 

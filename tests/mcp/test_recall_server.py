@@ -74,7 +74,7 @@ def test_an_agent_searches_every_tool_s_sessions_and_reads_around_a_hit(store_ho
         return tools, hits, around, codex, by_project, compacted, later
 
     tools, hits, around, codex, by_project, compacted, later = call(store_home, steps)
-    assert tools == {"search_sessions", "read_transcript", "list_sessions"}  # read-only: no append tool
+    assert tools == {"search_sessions", "recall", "read_transcript", "list_sessions"}  # read-only: no append tool
     assert {h["source"] for h in hits} == {"claude-code"} and len(hits) >= 2
     assert hits[0]["project"] == "/home/ana/upload-service"
     ids = [m["message_id"] for m in around["messages"]]
