@@ -1,0 +1,115 @@
+"""Recall through the store, on every backend: a question in natural language finds the
+messages that answer it, and every script is found the same way (one table of cases).
+How it scores on LoCoMo: bench/recall.py."""
+
+from __future__ import annotations
+
+import unicodedata
+
+import pytest
+
+from sessiondb import InvalidInput
+
+
+def uids(hits):
+    return [h.uid for h in hits]
+
+
+@pytest.fixture
+def chat(store):
+    s = store.create_session("telegram")
+    store.append(s.id, [
+        {"uid": "adk", "role": "user", "content": "The ADK is a great toolkit."},
+        {"uid": "ask", "role": "user", "content": "Who will you invite to your gaming party?"},
+        {"uid": "reply", "role": "assistant", "content": "Some old friends from the tournaments."},
+        {"uid": "research", "role": "assistant", "content": "Caroline researched adoption agencies last week."},
+        {"uid": "lunch", "role": "user", "content": "Lunch is at noon, as always."},
+    ])
+    return s
+
+
+def test_a_question_finds_its_content_words_whichever_match(store, chat):
+    assert uids(store.recall("How about ADK?")) == ["adk"]  # "how" and "about" are stop words
+    assert uids(store.search("How about ADK?")) == []  # the query language needs every word
+
+
+def test_words_match_by_their_stem(store, chat):
+    assert uids(store.recall("What does Caroline research?"))[0] == "research"  # researched
+
+
+def test_a_match_gains_from_the_match_before_it(store, chat):
+    # "friends" alone matches the reply; the question's other words match the message
+    # before it, whose score the reply shares.
+    hits = uids(store.recall("Which friends came to the gaming party?"))
+    assert set(hits) == {"ask", "reply"}
+
+
+def test_a_question_that_matches_nothing_finds_nothing(store, chat):
+    assert store.recall("Where is the zeppelin hangar?") == []
+    assert store.recall("") == [] and store.recall("?!") == []
+
+
+@pytest.mark.parametrize("question", [
+    "x" * 50_000, "word " * 10_000, "\x00\x00", "\ud800 lone surrogate", "((( \" OR NOT -*", "明日" * 5000,
+])
+def test_any_question_is_taken(store, chat, question):
+    assert isinstance(store.recall(question), list)
+
+
+def test_a_question_must_be_text(store):
+    with pytest.raises(InvalidInput):
+        store.recall(b"bytes")  # type: ignore[arg-type]
+
+
+def test_filters_apply(store, chat):
+    other = store.create_session("cli")
+    store.append(other.id, [{"uid": "adk2", "role": "user", "content": "ADK again"}])
+    assert uids(store.recall("ADK?", source="cli")) == ["adk2"]
+    assert uids(store.recall("ADK?", session_id=chat.id)) == ["adk"]
+
+
+# --- every script is found: one table, every backend ---------------------------------------
+
+def nfd(text: str) -> str:
+    return unicodedata.normalize("NFD", text)
+
+
+#: (stored text, what is asked, how: "search" or "recall").
+SCRIPTS = [
+    ("我用Python写代码", "Python", "search"),
+    ("我用Python写代码", "Python", "recall"),
+    ("私はPythonでADKを使っています", "ADK", "search"),
+    ("私はPythonでADKを使っています", "Python", "recall"),
+    (nfd("プログラミングが好きです"), "プログラミング", "search"),
+    (nfd("プログラミングが好きです"), "プログラミング", "recall"),
+    (nfd("민수입니다 반갑습니다"), "민수입니다", "search"),
+    (nfd("민수입니다 반갑습니다"), "민수입니다", "recall"),
+    (nfd("東京のCafé巡り"), "Café", "search"),
+    (nfd("東京のCafé巡り"), "café", "recall"),
+    ("before\x00trailing words", "trailing", "search"),
+    ("before\x00trailing words", "trailing", "recall"),
+    (nfd("Crème brûlée recipe"), "brûlée", "search"),
+    (nfd("Crème brûlée recipe"), "brulee", "recall"),
+    ("Привет, как дела", "привет", "search"),
+    ("Привет, как дела", "Привет", "recall"),
+]
+
+
+#: Cases PostgreSQL does not find yet: its `words` column and its substring folding
+#: (search_fold) are computed in SQL without NFC, without setting CJK runs apart and with
+#: a NUL stored escaped; the `stems` column recall reads has all three (migration 0011).
+#: Each must keep failing there until fixed (then it is taken out of this list).
+PENDING_ON_POSTGRESQL = {("search", "Python"), ("search", "ADK"), ("search", "プログラミング"),
+                         ("search", "민수입니다"), ("recall", "민수입니다"), ("search", "Café"), ("search", "trailing")}
+
+
+@pytest.mark.parametrize("stored, asked, how", SCRIPTS, ids=[f"{how}:{asked}" for _, asked, how in SCRIPTS])
+def test_every_script_is_found(store, stored, asked, how):
+    s = store.create_session("cli")
+    store.append(s.id, [{"uid": "it", "role": "user", "content": stored},
+                        {"uid": "noise", "role": "user", "content": "nothing to see here"}])
+    found = uids(getattr(store, how)(asked))
+    if store.location.startswith("postgres") and (how, asked) in PENDING_ON_POSTGRESQL:
+        assert found != ["it"], "found on PostgreSQL now: take it out of PENDING_ON_POSTGRESQL"
+        pytest.xfail("PostgreSQL's words and substring folding lack NFC, CJK runs set apart and NUL handling")
+    assert found == ["it"]
