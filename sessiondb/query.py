@@ -308,7 +308,7 @@ _FOLDABLE = re.compile("[" + "".join(map(re.escape, _FOLDED)) + "]")
 
 
 def fold(text: str) -> str:
-    """What substring matching compares, on every backend: lower case, without accents.
+    """What substring matching compares, on every backend: lower case, without accents, NFC.
 
     The accents are the combining diacritics of Latin, Greek and Cyrillic letters (é, ü,
     ñ, ç, å, ő...), taken off their canonical decomposition, and the letters listed in
@@ -320,6 +320,7 @@ def fold(text: str) -> str:
     lowered = text.lower()
     if lowered.isascii():
         return lowered
+    lowered = unicodedata.normalize("NFC", lowered)  # as the indexes and queries hold text
     return _FOLDABLE.sub(lambda found: _FOLDED[found.group()], lowered)
 
 

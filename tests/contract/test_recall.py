@@ -95,21 +95,9 @@ SCRIPTS = [
 ]
 
 
-#: Cases PostgreSQL does not find yet: its `words` column and its substring folding
-#: (search_fold) are computed in SQL without NFC, without setting CJK runs apart and with
-#: a NUL stored escaped; the `stems` column recall reads has all three (migration 0011).
-#: Each must keep failing there until fixed (then it is taken out of this list).
-PENDING_ON_POSTGRESQL = {("search", "Python"), ("search", "ADK"), ("search", "プログラミング"),
-                         ("search", "민수입니다"), ("recall", "민수입니다"), ("search", "Café"), ("search", "trailing")}
-
-
 @pytest.mark.parametrize("stored, asked, how", SCRIPTS, ids=[f"{how}:{asked}" for _, asked, how in SCRIPTS])
 def test_every_script_is_found(store, stored, asked, how):
     s = store.create_session("cli")
     store.append(s.id, [{"uid": "it", "role": "user", "content": stored},
                         {"uid": "noise", "role": "user", "content": "nothing to see here"}])
-    found = uids(getattr(store, how)(asked))
-    if store.location.startswith("postgres") and (how, asked) in PENDING_ON_POSTGRESQL:
-        assert found != ["it"], "found on PostgreSQL now: take it out of PENDING_ON_POSTGRESQL"
-        pytest.xfail("PostgreSQL's words and substring folding lack NFC, CJK runs set apart and NUL handling")
-    assert found == ["it"]
+    assert uids(getattr(store, how)(asked)) == ["it"]

@@ -206,27 +206,27 @@ def _on_messages(where: list[str], params: list[Any], *, session_id: str | None,
 # searchable messages (the same idf as FTS5's), how often its lexemes occur in the
 # message, against the message's length in lexemes.
 _RECALL = """
-WITH terms AS (
+WITH terms AS MATERIALIZED (
     SELECT w.word, w.weight, plainto_tsquery('stems', w.word) AS q,
            tsvector_to_array(to_tsvector('stems', w.word)) AS lexemes
     FROM unnest(%s::text[], %s::float8[]) AS w(word, weight)),
 everything AS (SELECT count(*) AS n FROM messages WHERE state <> 'rewound'),
-rarity AS (
-    SELECT terms.*, greatest(ln(((SELECT n FROM everything) - df + 0.5) / (df + 0.5)), 1e-6) AS idf
+lexemes AS MATERIALIZED (
+    SELECT terms.word, unnest(terms.lexemes) AS lexeme,
+           terms.weight * greatest(ln(((SELECT n FROM everything) - df + 0.5) / (df + 0.5)), 1e-6) AS weight
     FROM terms, LATERAL (SELECT count(*) AS df FROM messages AS d
-                         WHERE d.stems @@ terms.q AND d.state <> 'rewound') AS found
-    WHERE cardinality(terms.lexemes) > 0),
-matches AS (
+                         WHERE d.stems @@ terms.q AND d.state <> 'rewound') AS found),
+matches AS MATERIALIZED (
     SELECT m.id, m.stems, length(m.stems) AS size FROM messages AS m JOIN sessions AS s ON s.id = m.session_id
     WHERE m.stems @@ ({either}) AND {where}),
 counted AS (
-    SELECT matches.id, rarity.weight, rarity.idf, matches.size,
-           (SELECT coalesce(sum(coalesce(array_length(u.positions, 1), 1)), 0) FROM unnest(matches.stems) AS u
-            WHERE u.lexeme = ANY(rarity.lexemes)) AS tf
-    FROM matches CROSS JOIN rarity)
-SELECT id, sum(weight * idf * tf * ({k1} + 1)
+    SELECT matches.id, matches.size, lexemes.word, lexemes.weight,
+           sum(coalesce(array_length(u.positions, 1), 1)) AS tf
+    FROM matches CROSS JOIN LATERAL unnest(matches.stems) AS u JOIN lexemes ON lexemes.lexeme = u.lexeme
+    GROUP BY matches.id, matches.size, lexemes.word, lexemes.weight)
+SELECT id, sum(weight * tf * ({k1} + 1)
                / (tf + {k1} * (1 - {b} + {b} * size / greatest((SELECT avg(size) FROM matches), 1)))) AS score
-FROM counted WHERE tf > 0 GROUP BY id ORDER BY score DESC, id DESC LIMIT %s
+FROM counted GROUP BY id ORDER BY score DESC, id DESC LIMIT %s
 """
 
 
