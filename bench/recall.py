@@ -2,8 +2,8 @@
 
 LoCoMo (Maharana et al., ACL 2024; github.com/snap-research/locomo, `data/locomo10.zip`)
 is the conversational-memory benchmark the agent-memory field reports on. This reads the
-development conversations from `../shared/recall/locomo-dev/` beside the project (or
---data DIR) and skips, saying where to get them, when they are absent; the data is never
+development conversations from `../shared/recall/locomo-dev/` beside the project's
+checkout (a worktree's main checkout; or --data DIR) and skips, saying where to get them, when they are absent; the data is never
 copied into the project.
 
 Each conversation is one store (an agent's memory), one session, each turn one message
@@ -35,7 +35,19 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import sessiondb  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "recall" / "locomo-dev"
+
+
+def _checkout() -> Path:
+    """The project's main checkout: ROOT, or the checkout a git worktree at ROOT belongs to."""
+    marker = ROOT / ".git"
+    if marker.is_file() and (line := marker.read_text(encoding="utf-8").strip()).startswith("gitdir:"):
+        gitdir = Path(line.removeprefix("gitdir:").strip())  # <checkout>/.git/worktrees/<name>
+        if gitdir.parent.name == "worktrees":
+            return gitdir.parent.parent.parent
+    return ROOT
+
+
+DATA = _checkout().parent / "shared" / "recall" / "locomo-dev"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 MODES = {"query language": "search", "lexical recall": "recall"}
 

@@ -38,10 +38,14 @@ def test_words_match_by_their_stem(store, chat):
 
 
 def test_a_match_gains_from_the_match_before_it(store, chat):
-    # "friends" alone matches the reply; the question's other words match the message
-    # before it, whose score the reply shares.
+    # "friends" alone matches the reply, and a shorter message of another session, which
+    # bm25 alone ranks first; the reply follows the message holding the question's other
+    # words, and gains a share of its score.
+    elsewhere = store.create_session("cli")
+    store.append(elsewhere.id, [{"uid": "pizza", "role": "user", "content": "My friends love pizza."}])
     hits = uids(store.recall("Which friends came to the gaming party?"))
-    assert set(hits) == {"ask", "reply"}
+    assert hits.index("reply") < hits.index("pizza")
+    assert uids(store.recall("friends"))[0] == "pizza"  # bm25 alone
 
 
 def test_a_question_that_matches_nothing_finds_nothing(store, chat):
@@ -101,3 +105,21 @@ def test_every_script_is_found(store, stored, asked, how):
     store.append(s.id, [{"uid": "it", "role": "user", "content": stored},
                         {"uid": "noise", "role": "user", "content": "nothing to see here"}])
     assert uids(getattr(store, how)(asked)) == ["it"]
+
+
+def test_compacted_messages_are_recalled_and_marked_rewound_and_deleted_ones_never(store):
+    s = store.create_session("cli")
+    _, second, _ = store.append(s.id, [
+        {"uid": "old", "role": "user", "content": "The zanzibar ferry leaves at dawn."},
+        {"uid": "kept", "role": "user", "content": "Book the zanzibar hotel."},
+        {"uid": "undone", "role": "user", "content": "Cancel the zanzibar trip."},
+    ])
+    store.rewind(s.id, second.id)  # the messages after it: "undone"
+    lease = store.begin_compaction(s.id)
+    live = store.commit_compaction(lease, [{"uid": "sum", "role": "assistant", "content": "a summary"}])
+    hits = store.recall("When does the zanzibar ferry leave?")
+    assert "undone" not in uids(hits)
+    assert {h.uid: h.compacted for h in hits} == {"old": True, "kept": True}
+    store.delete_session(live.id)
+    store.delete_session(s.id)
+    assert store.recall("When does the zanzibar ferry leave?") == []
