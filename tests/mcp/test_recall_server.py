@@ -86,6 +86,20 @@ def test_an_agent_searches_every_tool_s_sessions_and_reads_around_a_hit(store_ho
     assert later == []  # the Claude Code session was on 2026-11-20
 
 
+def test_an_agent_asks_in_its_own_words_and_hears_when_nothing_matches(store_home):
+    async def steps(client):
+        asked = data(await client.call_tool("recall", {"question": "What did we do about the finaliser?"}))
+        typed = data(await client.call_tool("search_sessions", {"query": "What did we do about the finaliser?"}))
+        nothing = data(await client.call_tool("recall", {"question": "Where is the zeppelin hangar?"}))
+        return asked, typed, nothing
+
+    asked, typed, nothing = call(store_home, steps)
+    assert typed == []  # the query language needs every word
+    assert asked["hits"] and all("finaliser" in h["snippet"].lower() for h in asked["hits"][:1])
+    assert asked["note"].startswith(f"{len(asked['hits'])} message(s)")
+    assert nothing["hits"] == [] and nothing["note"].startswith("Nothing stored matches this question")
+
+
 def test_an_agent_lists_sessions_and_reads_a_whole_transcript(store_home):
     async def steps(client):
         listed = data(await client.call_tool("list_sessions", {"source": "claude-code"}))
