@@ -7,7 +7,8 @@ checkout (a worktree's main checkout; or --data DIR) and skips, saying where to 
 copied into the project.
 
 Each conversation is one store (an agent's memory), one session, each turn one message
-"<speaker>: <text>" (a shared photo's caption appended) whose uid is its turn id. Every
+"<speaker>: <text>" (a shared photo's caption appended) whose uid is its turn id, stored
+at its session's time. Every
 question outside category 5 (adversarial: no answer in the conversation) is asked as an
 agent would, as written, and counts a hit when one of its evidence turns is among the
 first k results: hit@5, hit@10, all@10 (every evidence turn in the first 10), overall and
@@ -27,6 +28,7 @@ import statistics
 import sys
 import tempfile
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,19 +54,22 @@ CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 MODES = {"query language": "search", "lexical recall": "recall"}
 
 
-def conversations(data: Path) -> list[tuple[str, list[tuple[str, str]], list[dict]]]:
-    """(name, [(turn id, message text)], questions) of each conversation in `data`."""
+def conversations(data: Path) -> list[tuple[str, list[tuple[str, str, float]], list[dict]]]:
+    """(name, [(turn id, message text, time)], questions) of each conversation in `data`."""
     found = []
     for path in sorted(data.glob("*.json")):
         conv = json.loads(path.read_text(encoding="utf-8"))
         turns = []
         sessions = sorted((int(k.split("_")[1]) for k in conv if k.startswith("session_") and k.count("_") == 1))
         for n in sessions:
-            for turn in conv[f"session_{n}"]:
+            # The session's time ("1:56 pm on 8 May, 2023"), a second more for each turn.
+            began = datetime.strptime(conv[f"session_{n}_date_time"], "%I:%M %p on %d %B, %Y")
+            began = began.replace(tzinfo=timezone.utc).timestamp()
+            for k, turn in enumerate(conv[f"session_{n}"]):
                 text = f"{turn['speaker']}: {turn['text']}"
                 if turn.get("blip_caption"):
                     text += f" [shares a photo: {turn['blip_caption']}]"
-                turns.append((turn["dia_id"], text))
+                turns.append((turn["dia_id"], text, began + k))
         questions = [q for q in conv["qa"] if q.get("category") in CATEGORIES and q.get("evidence")]
         found.append((path.stem, turns, questions))
     return found
@@ -79,7 +84,8 @@ def measure(open_store, data: list) -> dict[str, dict]:
             with open_store(name) as store:
                 if not store.list_sessions(limit=1).items:
                     session = store.create_session("locomo", session_id=name)
-                    store.append(session.id, [{"uid": uid, "role": "user", "content": text} for uid, text in turns])
+                    store.append(session.id, [{"uid": uid, "role": "user", "content": text, "timestamp": at}
+                                              for uid, text, at in turns])
                 ask = getattr(store, method)
                 for q in questions:
                     started = time.perf_counter()

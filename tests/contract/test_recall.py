@@ -122,3 +122,16 @@ def test_compacted_messages_are_recalled_and_marked_rewound_and_deleted_ones_nev
     assert {h.uid: h.compacted for h in hits} == {"old": True, "kept": True}
     store.delete_session(live.id)  # the conversation, its compacted past included
     assert store.recall("When does the zanzibar ferry leave?") == []
+
+
+def test_a_question_naming_a_time_favours_what_was_written_then(store):
+    s = store.create_session("cli")
+    may, august = 1_683_000_000.0, 1_691_000_000.0  # 2 May 2023, 2 August 2023
+    store.append(s.id, [
+        {"uid": "spring", "role": "user", "content": "We adopted a puppy from the shelter.", "timestamp": may},
+        {"uid": "summer", "role": "user", "content": "We adopted a kitten.", "timestamp": august},
+    ])
+    assert uids(store.recall("What did they adopt?"))[0] == "summer"  # shorter: bm25 alone
+    assert uids(store.recall("What did they adopt in May 2023?"))[0] == "spring"
+    assert uids(store.recall("What did they adopt on 2 May, 2023?"))[0] == "spring"
+    assert uids(store.recall("What did they adopt in 2021?"))[0] == "summer"

@@ -36,7 +36,7 @@ from typing import Any
 import psycopg
 
 from ...model import SearchHit
-from ...recall import SPREAD_FROM, Recall, best, spread
+from ...recall import SPREAD_FROM, Recall, best, favour, spread
 from ...query import (
     ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, LIKE_SNIPPET_CONTEXT, RANK_WINDOW, SNIPPET_SCAN, Query, Term,
     has_cjk, like_pattern, like_snippet, snippet_window, through_trigrams, windowed,
@@ -202,31 +202,31 @@ def _on_messages(where: list[str], params: list[Any], *, session_id: str | None,
 # --- recall: a question in natural language (sessiondb.recall) -----------------------------
 
 # bm25 over the `stems` column (migration 0011), as FTS5 ranks the embedded store's stems
-# index: each word of the question counts its weight times, by how rare it is among the
-# searchable messages (the same idf as FTS5's), how often its lexemes occur in the
-# message, against the message's length in lexemes.
+# index: each word of the question counts by how rare it is among the searchable messages
+# (the same idf as FTS5's), how often its lexemes occur in the message, against the
+# message's length in lexemes.
 _RECALL = """
 WITH terms AS MATERIALIZED (
-    SELECT w.word, w.weight, plainto_tsquery('stems', w.word) AS q,
-           tsvector_to_array(to_tsvector('stems', w.word)) AS lexemes
-    FROM unnest(%s::text[], %s::float8[]) AS w(word, weight)),
+    SELECT w.word, plainto_tsquery('stems', w.word) AS q, tsvector_to_array(to_tsvector('stems', w.word)) AS lexemes
+    FROM unnest(%s::text[]) AS w(word)),
 everything AS (SELECT count(*) AS n FROM messages WHERE state <> 'rewound'),
 lexemes AS MATERIALIZED (
     SELECT terms.word, unnest(terms.lexemes) AS lexeme,
-           terms.weight * greatest(ln(((SELECT n FROM everything) - df + 0.5) / (df + 0.5)), 1e-6) AS weight
+           greatest(ln(((SELECT n FROM everything) - df + 0.5) / (df + 0.5)), 1e-6) AS weight
     FROM terms, LATERAL (SELECT count(*) AS df FROM messages AS d
                          WHERE d.stems @@ terms.q AND d.state <> 'rewound') AS found),
 matches AS MATERIALIZED (
-    SELECT m.id, m.stems, length(m.stems) AS size FROM messages AS m JOIN sessions AS s ON s.id = m.session_id
+    SELECT m.id, m.timestamp, m.stems, length(m.stems) AS size FROM messages AS m
+    JOIN sessions AS s ON s.id = m.session_id
     WHERE m.stems @@ ({either}) AND {where}),
 counted AS (
-    SELECT matches.id, matches.size, lexemes.word, lexemes.weight,
+    SELECT matches.id, matches.timestamp, matches.size, lexemes.word, lexemes.weight,
            sum(coalesce(array_length(u.positions, 1), 1)) AS tf
     FROM matches CROSS JOIN LATERAL unnest(matches.stems) AS u JOIN lexemes ON lexemes.lexeme = u.lexeme
-    GROUP BY matches.id, matches.size, lexemes.word, lexemes.weight)
-SELECT id, sum(weight * tf * ({k1} + 1)
+    GROUP BY matches.id, matches.timestamp, matches.size, lexemes.word, lexemes.weight)
+SELECT id, timestamp, sum(weight * tf * ({k1} + 1)
                / (tf + {k1} * (1 - {b} + {b} * size / greatest((SELECT avg(size) FROM matches), 1)))) AS score
-FROM counted GROUP BY id ORDER BY score DESC, id DESC LIMIT %s
+FROM counted GROUP BY id, timestamp ORDER BY score DESC, id DESC LIMIT %s
 """
 
 
@@ -235,20 +235,20 @@ def recall(conn: psycopg.Connection, question: Recall, *, profile: str | None, s
            include_tools: bool, limit: int) -> list[SearchHit]:
     """The best `limit` messages for a question, best first: its words (any of them) over
     the stems, ranked by bm25, every match ranked; its CJK trigrams as a substring search
-    whose bm25 is added; then the score shared with neighbours (recall.spread), as in the
-    embedded store."""
+    whose bm25 is added; then the best share their scores with their neighbours and those
+    written when the question says are favoured (sessiondb.recall), as in the embedded store."""
     where: list[str] = ["m.state <> 'rewound'"]
     params: list[Any] = []
     _filter(where, params, [("coalesce(s.profile, 'main') = %s", profile), ("s.source = %s", source)])
     _on_messages(where, params, session_id=session_id, role=role, since=since, until=until,
                  include_tools=include_tools)
     scores: dict[int, float] = {}
-    words = [word for word, _ in question.words]
+    times: dict[int, float] = {}
+    words = list(question.words)
     either = " || ".join("plainto_tsquery('stems', %s)" for _ in words)
     if words:
         statement = _RECALL.format(either=either, where=" AND ".join(where), k1=_K1, b=_B)
-        for mid, score in conn.execute(statement, ([*words], [float(w) for _, w in question.words], *words,
-                                                   *params, RANK_WINDOW), prepare=False):
+        for mid, times[mid], score in conn.execute(statement, (words, *words, *params, RANK_WINDOW), prepare=False):
             scores[mid] = float(score)
     trigrams = tuple(Term(t, phrase=True) for t in question.trigrams if through_trigrams(t))
     if trigrams:
@@ -256,6 +256,7 @@ def recall(conn: psycopg.Connection, question: Recall, *, profile: str | None, s
         for hit in search(conn, substrings, profile=profile, source=source, session_id=session_id, role=role,
                           since=since, until=until, include_tools=include_tools, limit=RANK_WINDOW):
             scores[hit.message_id] = scores.get(hit.message_id, 0.0) + hit.score
+            times[hit.message_id] = hit.timestamp
     if not scores:
         return []
     sources = best(scores, SPREAD_FROM)
@@ -270,7 +271,7 @@ def recall(conn: psycopg.Connection, question: Recall, *, profile: str | None, s
         f"AND {condition}), (SELECT min(m.id) FROM messages AS m WHERE m.session_id = c.session_id "
         f"AND m.id > c.id AND {condition}) FROM messages AS c WHERE c.id = ANY(%s)",
         (*near_params, *near_params, [mid for mid, _ in sources]), prepare=False)}
-    ranked = best(spread(dict(sources), neighbours), limit)
+    ranked = best(favour(spread(dict(sources), neighbours), times, question), limit)
     rows = {row[0]: row for row in conn.execute(
         f"SELECT {_HIT}, left({_TEXT}, {SNIPPET_SCAN + 1}) FROM messages AS m "
         f"JOIN sessions AS s ON s.id = m.session_id WHERE m.id = ANY(%s)", ([mid for mid, _ in ranked],))}

@@ -48,7 +48,7 @@ from ...query import (
     ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, LIKE_SNIPPET_CONTEXT, RANK_WINDOW, Query, Term, fold, like_pattern,
     like_snippet, snippet_window, through_trigrams, windowed,
 )
-from ...recall import SPREAD_FROM, Recall, best, spread
+from ...recall import SPREAD_FROM, Recall, best, favour, spread
 from .index.schema import CJK, STEMS, TOOL_TEXT_LIMIT, WORDS, text_sql
 from .index.snippets import snippets
 
@@ -232,11 +232,11 @@ def recall(conn: apsw.Connection, question: Recall, *, profile: str | None, sour
     """The best `limit` messages for a question, best first, read as `search` reads (the
     index attached as `idx`, caught up by the caller).
 
-    Its words are OR'd over the `stems` index, each as many times as its weight (bm25
-    sums over the terms of a query, so a term given twice counts twice); its CJK
-    trigrams are OR'd over the `cjk` index. A message's score is the sum of its bm25 in
-    each; every match is ranked, not only the newest: a question is asked of the whole
-    memory, and its best answer may be its oldest message."""
+    Its words are OR'd over the `stems` index, its CJK trigrams over the `cjk` index. A
+    message's score is the sum of its bm25 in each; every match is ranked, not only the
+    newest: a question is asked of the whole memory, and its best answer may be its
+    oldest message. Then the best SPREAD_FROM share their scores with their neighbours
+    and those written when the question says are favoured (sessiondb.recall)."""
     where, params = _filters(profile=profile, source=source, session_id=session_id, role=role, since=since,
                              until=until, include_tools=include_tools)
     if conn.execute("SELECT 1 FROM search_touched WHERE seq > ? LIMIT 1", (touched_to,)).fetchone():
@@ -244,15 +244,16 @@ def recall(conn: apsw.Connection, question: Recall, *, profile: str | None, sour
         params.append(touched_to)
     sessions_join = "CROSS JOIN sessions AS s ON s.id = m.session_id"
     needs_sessions = profile is not None or source is not None
-    matches = {STEMS: " OR ".join(fts_string(word) for word, weight in question.words for _ in range(weight)),
+    matches = {STEMS: " OR ".join(map(fts_string, question.words)),
                CJK: " OR ".join(fts_string(t) for t in question.trigrams if through_trigrams(t))}
     scores: dict[int, float] = {}
+    times: dict[int, float] = {}
     found_in: dict[int, str] = {}
     for index, match in matches.items():
         if not match:
             continue
-        for mid, score in conn.execute(
-                f"SELECT m.id, bm25({index}) AS score FROM idx.{index} "
+        for mid, score, times[mid] in conn.execute(
+                f"SELECT m.id, bm25({index}) AS score, m.timestamp FROM idx.{index} "
                 f"CROSS JOIN messages AS m ON m.id = {index}.rowid {sessions_join if needs_sessions else ''} "
                 f"WHERE {index} MATCH ? AND {' AND '.join(where)} ORDER BY score LIMIT ?",
                 (match, *params, RANK_WINDOW)):
@@ -270,7 +271,7 @@ def recall(conn: apsw.Connection, question: Recall, *, profile: str | None, sour
         f"WHERE m.session_id = c.session_id AND m.id > c.id AND {' AND '.join(message_where)}) "
         f"FROM messages AS c WHERE c.id IN ({', '.join('?' * len(sources))})",
         (*message_params, *message_params, *(mid for mid, _ in sources)))}
-    ranked = best(spread(dict(sources), neighbours), limit)
+    ranked = best(favour(spread(dict(sources), neighbours), times, question), limit)
     page = {row[0]: row for row in conn.execute(
         f"SELECT {_HIT_COLUMNS}, {text_sql('m')} FROM messages AS m {sessions_join} "
         f"WHERE m.id IN ({', '.join('?' * len(ranked))})", [mid for mid, _ in ranked],
