@@ -1,4 +1,4 @@
-"""Recall through the store, on every backend: a question in natural language finds the
+"""Recall through the store, on every backend (S-54): a question in natural language finds the
 messages that answer it, and every script is found the same way (one table of cases).
 How it scores on LoCoMo: bench/recall.py."""
 
