@@ -70,7 +70,9 @@ _DATE = re.compile(
     + r")\.?(?:\s+(\d{1,2})(?:st|nd|rd|th)?)?,?\s+(\d{4})\b|\b(?:in|of|during)\s+(\d{4})\b",
     re.IGNORECASE)
 
-STOP_WORDS = frozenset("""
+# A question's words are split where a word is ("didn't" is "didn" and "t"), so the stop
+# words are too; "won" and "don" (of won't, don't) stay words: a win, a name.
+STOP_WORDS = frozenset(word for word in _WORD.findall("""
 a about above after again against all am an and any are aren't as at be because been before being below
 between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each
 few for from further had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers
@@ -81,8 +83,8 @@ themselves then there there's these they they'd they'll they're they've this tho
 until up very was wasn't we we'd we'll we're we've were weren't what what's when when's where where's which
 while who who's whom why why's will with won't would wouldn't you you'd you'll you're you've your yours
 yourself yourselves
-also just ever kind kinds sort sorts thing things way ways much many lot lots s t d ll m re ve
-""".split())
+also just ever kind kinds sort sorts thing things way ways much many lot lots
+""") if word not in ("won", "don"))
 
 
 @dataclass(frozen=True)
