@@ -36,8 +36,11 @@ a search is: at most query.MAX_TERMS words and MAX_RECALL_TRIGRAMS trigrams are 
 longer questions keep their first ones; none raises.
 
 Stemming is English (the Porter stemmer on SQLite, the `english` Snowball stemmer on
-PostgreSQL); a word of another language is matched as it is written, case and accents
-folded, as the words index matches it (a stemmer leaves words it does not know alone).
+PostgreSQL), and so are the stop words. Other languages are not stemmed by their own
+grammar: a word goes through the same English rules on both sides, so it still finds
+itself, case and accents folded, as in the words index (`canciones` finds `canciones`,
+not `canción`); words of non-Latin scripts are left as they are; CJK text is matched by
+its trigrams.
 """
 
 from __future__ import annotations

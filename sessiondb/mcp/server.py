@@ -58,9 +58,9 @@ def build(store: Store, *, allow_append: bool = False, allow_system: bool = Fals
                until: str | None = None, limit: int = 10) -> dict[str, Any]:
         """Ask the stored sessions a question in your own words ("What did we decide about the
         database?"): the messages that best answer it, best first. Any of the question's words
-        may match (stemmed, English; other languages as written), rare words count most, and
-        the message after a match is found too (often its answer). `note` says in words what
-        was found, or that nothing was. Filters as for search_sessions. Use search_sessions
+        may match (stemmed, English; other languages word for word), rare words count most,
+        and a match that follows another (often its answer) ranks higher. `note` says in
+        words what was found, or that nothing was. Filters as for search_sessions. Use search_sessions
         instead for exact words or phrases."""
         return answer(memory.recall, question, source=source, project=project, since=since, until=until,
                       limit=limit)

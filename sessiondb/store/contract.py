@@ -366,14 +366,14 @@ class Store(Protocol):
         Not the query language: the question's content words (sessiondb.recall: English
         stop words out) match if any of them does, stemmed (English: the Porter stemmer
         on SQLite, the `english` configuration on PostgreSQL; a word of another language
-        matches as written, case and accents folded), ranked by bm25 over every match, so
-        rare words count most; a match gains a share of the score of the matches next to
-        it in its session, and a match written when the question says ("in May 2023")
-        counts more. CJK text is matched by its trigrams. Every hit matches some of the
-        question. Any text of any length and script is taken (the first
-        query.MAX_QUERY_LENGTH characters; an unpaired surrogate is read as "?") and never
-        raises; a question that matches nothing returns no hits. Found, filters and the
-        caught-up index as for search.
+        finds the same word, case and accents folded, not its inflections), ranked by
+        bm25 over every match, so rare words count most; a match gains a share of the
+        score of the matches next to it in its session, and a match written when the
+        question says ("in May 2023") counts more. CJK text is matched by its trigrams.
+        Every hit matches some of the question. Any text of any length and script is
+        taken (the first query.MAX_QUERY_LENGTH characters; an unpaired surrogate is read
+        as "?") and never raises; a question that matches nothing returns no hits. Found,
+        filters and the caught-up index as for search.
         """
 
     def find_session(self, ref: str) -> Session:

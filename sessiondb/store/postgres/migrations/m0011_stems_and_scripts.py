@@ -14,8 +14,8 @@ Frozen once released: change the schema with a new migration appended to MIGRATI
 
 - `{schema}.stems`, a text search configuration: PostgreSQL's `english` (the Snowball
   English stemmer and its stop words) behind `unaccent`, so case and diacritics fold as
-  in the `words` configuration; a word the stemmer does not know (another language) is
-  kept as it is written, folded.
+  in the `words` configuration; a word of another language goes through the same rules
+  in the text and in the question, so it finds the same word (not its inflections).
 - `messages.stems`: each message's `indexable` text in that configuration.
   Filled by a trigger at insert when left out (every INSERT path but `append_fresh`'s)
   and again when a row's role, content or parts change, so it can go neither stale nor

@@ -11,8 +11,8 @@ What it holds (contentless FTS5: no copy of the text, which stays in `messages` 
   diacritics folded; phrases, prefixes, bm25.
 - `stems`, tokenizer `porter unicode61 remove_diacritics 2`: the same words, stemmed by
   the Porter stemmer (English: `researched` and `research` are one word); recall's
-  index (sessiondb.recall). The stemmer leaves a word it cannot stem as it is, so a
-  word of another language is matched as the words index matches it.
+  index (sessiondb.recall). A word of another language goes through the same rules
+  in the text and in the question, so it finds the same word (not its inflections).
 - `cjk`, tokenizer `trigram remove_diacritics 1`: only the runs of text in scripts written
   without spaces (query.cjk_runs), joined by newlines, of the messages that have any: the
   one place the word tokenizer cannot split words. Trigrams of whole messages would be
