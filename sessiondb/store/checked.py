@@ -384,8 +384,6 @@ class CheckedStore(Transfer, Identity, Turns):
         if len(query) > search_query.MAX_QUERY_LENGTH:
             raise InvalidInput(f"the search query is {len(query):,} characters; the limit is "
                                f"{search_query.MAX_QUERY_LENGTH:,}: search for a few of its words")
-        if role is not None and (not isinstance(role, str) or role not in _ROLES):
-            raise InvalidInput(f"role must be one of system, user, assistant, tool (got {role!r})")
         parsed = search_query.parse(query, substring=arg.flag(substring, "substring"))
         if parsed.substring and parsed.given > search_query.MAX_SUBSTRING_TERMS:
             raise InvalidInput(f"a substring search takes at most {search_query.MAX_SUBSTRING_TERMS} terms, "
@@ -410,8 +408,6 @@ class CheckedStore(Transfer, Identity, Turns):
         if not isinstance(text, str):
             raise InvalidInput(f"the question must be text, not {type(text).__name__}")
         question = questions.question(text[:search_query.MAX_QUERY_LENGTH])
-        if role is not None and (not isinstance(role, str) or role not in _ROLES):
-            raise InvalidInput(f"role must be one of system, user, assistant, tool (got {role!r})")
         return self._open().recall(_searching(question, profile=profile, source=source, session_id=session_id,
                                               role=role, since=since, until=until, include_tools=include_tools,
                                               limit=limit))
@@ -423,10 +419,11 @@ class CheckedStore(Transfer, Identity, Turns):
         return self._open().verify()
 
 
-
 def _searching(query: search_query.Query | questions.Recall, *, profile: Any, source: Any, session_id: Any,
                role: str | None, since: Any, until: Any, include_tools: Any, limit: Any) -> cmd.Search:
-    """A search's (or a recall's) filters, checked, around what it looks for (`role` is checked by the caller)."""
+    """A search's (or a recall's) filters, checked, around what it looks for."""
+    if role is not None and (not isinstance(role, str) or role not in _ROLES):
+        raise InvalidInput(f"role must be one of system, user, assistant, tool (got {role!r})")
     return cmd.Search(
         query=query,
         profile=None if profile is None else homes.validate_profile(profile),
