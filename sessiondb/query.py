@@ -79,6 +79,18 @@ def cjk_runs(text: str) -> list[str]:
 
 TRIGRAM = 3  # characters in a trigram
 
+
+def indexable(text: str) -> str:
+    """The text a words index is given for `text`: NFC (a question is normalised the same
+    way, so text stored decomposed is found by a composed query), a NUL read as a space
+    (text after it is indexed like any other), and each run of a script written without
+    spaces set apart by spaces, so a word of another script inside it (`Python` in
+    `我用Python写代码`) is a word of its own."""
+    if text.isascii():
+        return text.replace("\x00", " ") if "\x00" in text else text
+    text = unicodedata.normalize("NFC", text).replace("\x00", " ")
+    return _CJK_RUNS.sub(lambda run: f" {run.group()} ", text)
+
 #: Hits are the best-ranked of at most this many newest matches of a query and its
 #: filters, on every backend, so the same query finds the same hits wherever it runs.
 #: Ranking reads every match it ranks, and a common word can match most of a store
@@ -141,7 +153,9 @@ class _Token:
 
 def parse(query: str, *, substring: bool = False) -> Query:
     """Parse what a person typed. Never raises for any text; non-text input is refused
-    by the caller. `substring` forces substring mode (it is implied by CJK text)."""
+    by the caller. `substring` forces substring mode (it is implied by CJK text). The
+    query is read in NFC, as the indexes hold text (indexable)."""
+    query = unicodedata.normalize("NFC", query)
     substring = substring or has_cjk(query)
     tokens = _lex(query, substring=substring)
     groups, excluded = _combine(tokens)
@@ -294,7 +308,7 @@ _FOLDABLE = re.compile("[" + "".join(map(re.escape, _FOLDED)) + "]")
 
 
 def fold(text: str) -> str:
-    """What substring matching compares, on every backend: lower case, without accents.
+    """What substring matching compares, on every backend: lower case, without accents, NFC.
 
     The accents are the combining diacritics of Latin, Greek and Cyrillic letters (é, ü,
     ñ, ç, å, ő...), taken off their canonical decomposition, and the letters listed in
@@ -306,6 +320,7 @@ def fold(text: str) -> str:
     lowered = text.lower()
     if lowered.isascii():
         return lowered
+    lowered = unicodedata.normalize("NFC", lowered)  # as the indexes and queries hold text
     return _FOLDABLE.sub(lambda found: _FOLDED[found.group()], lowered)
 
 

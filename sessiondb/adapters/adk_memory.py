@@ -1,4 +1,4 @@
-"""sessiondb as the memory service of Google ADK: full-text search over stored conversations."""
+"""sessiondb as the memory service of Google ADK: recall over stored conversations."""
 
 from __future__ import annotations
 
@@ -21,12 +21,13 @@ from .adk_store import SOURCE, OnStore, belongs
 
 
 class SessiondbMemoryService(OnStore, BaseMemoryService):
-    """ADK memory over sessiondb's full-text search of the app's and user's sessions.
+    """ADK memory over sessiondb's recall of the app's and user's sessions.
 
     The events of a session written through SessiondbSessionService are already stored,
     so `add_session_to_memory` only checks that; a session kept elsewhere is copied in
-    (idempotently, by event id). `search_memory` runs sessiondb's search (its query
-    language; case and accents folded) over the user's conversations in the app and
+    (idempotently, by event id). `search_memory` runs sessiondb's recall (store.recall:
+    the query is the model's own phrasing, so any of its content words may match,
+    stemmed, rare words counting most) over the user's conversations in the app and
     returns up to `limit` events, best first.
     """
 
@@ -63,7 +64,7 @@ class SessiondbMemoryService(OnStore, BaseMemoryService):
         memories = []
         # Searched across the store's ADK sessions, then narrowed to this user's: the
         # widest page, so other users' matches do not crowd theirs out.
-        for hit in self._store.search(query, source=SOURCE, limit=1000):
+        for hit in self._store.recall(query, source=SOURCE, limit=1000):
             if hit.session_id not in owners:
                 root = self._store.lineage(hit.session_id)[0]  # a rotated continuation belongs to its root
                 owners[hit.session_id] = belongs(root, app_name, user_id)

@@ -1,4 +1,4 @@
-"""Search: the route of store.search, paged. Snippets carry matches in <mark>...</mark> and
+"""Search: the route of store.search, paged, and the route of store.recall. Snippets carry matches in <mark>...</mark> and
 are otherwise unescaped text: a page must escape them before inserting them as HTML.
 
 A page is cut from the best `SEARCH_WINDOW` hits (the store's own limit), so `total` is
@@ -53,6 +53,30 @@ async def search(
     return {"items": [h.to_dict() for h in page], "total": len(hits), "total_exact": len(hits) < SEARCH_WINDOW,
             "next_offset": end if end < len(hits) else None,
             "sessions": dict(Counter(h.session_id for h in hits))}
+
+
+@router.get("/recall")
+async def recall(
+    request: Request,
+    q: str = Query(..., max_length=20_000, description="a question in natural language"),
+    profile: str | None = ProfileQuery,
+    source: str | None = Query(None, max_length=200),
+    session_id: str | None = Query(None, max_length=200),
+    role: str | None = Query(None, max_length=200),
+    since: float | None = Query(None, allow_inf_nan=False),
+    until: float | None = Query(None, allow_inf_nan=False),
+    include_tools: bool = False,
+    limit: int = Query(10, ge=1, le=SEARCH_WINDOW),
+) -> dict:
+    """The messages that best answer `q`, a question in natural language (store.recall), best first.
+
+    `{items, note}`: `note` says in words how many were found, or that nothing was.
+    """
+    store = await store_for(request, profile)
+    hits = await store.recall(q, source=source, session_id=session_id, role=role, since=since, until=until,
+                              include_tools=include_tools, limit=limit)
+    note = f"{len(hits)} message(s), best first." if hits else "Nothing stored matches this question."
+    return {"items": [h.to_dict() for h in hits], "note": note}
 
 
 def spread_by_session(hits: list[SearchHit]) -> list[SearchHit]:

@@ -181,6 +181,30 @@ def search(ctx: CliContext, query: str, source: str | None, session_ref: str | N
         render.hits(found)
 
 
+@sessions.command()
+@click.argument("question")
+@click.option("--source", help="Only sessions from this source.")
+@click.option("--session", "session_ref", metavar="ID", help="Only this session (id, prefix or title).")
+@click.option("--role", type=click.Choice([r.value for r in Role]), help="Only messages with this role.")
+@click.option("--since", type=TIME, help="Only messages at or after TIME.")
+@click.option("--until", type=TIME, help="Only messages before TIME.")
+@click.option("--tools", "include_tools", is_flag=True, help="Recall from tool output too.")
+@click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True, help="At most this many hits.")
+@json_option
+@click.pass_obj
+def recall(ctx: CliContext, question: str, source: str | None, session_ref: str | None, role: str | None,
+           since: float | None, until: float | None, include_tools: bool, limit: int, as_json: bool) -> None:
+    """Ask a question in your own words: the messages that best answer it."""
+    with ctx.open() as store:
+        session_id = None if session_ref is None else resolve(ctx, store, session_ref).id
+        found = ctx.call(store.recall, question, source=source, session_id=session_id, role=role, since=since,
+                         until=until, include_tools=include_tools, limit=limit)
+    if as_json:
+        render.emit_json([hit.to_dict() for hit in found])
+    else:
+        render.hits(found)
+
+
 @sessions.command("set-title")
 @click.argument("ref", metavar="ID")
 @click.argument("title")

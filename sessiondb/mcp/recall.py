@@ -107,6 +107,10 @@ class Recall:
         hits = self.store.search(query, source=source or None, role=role or None, since=moment(since, "since"),
                                  until=moment(until, "until"), include_tools=include_tools,
                                  limit=MAX_SCAN if project else limit)
+        return self._views(hits, project, limit)
+
+    def _views(self, hits: list, project: str | None, limit: int) -> list[dict]:
+        """The hits in `project` (all without one) as the tools show them, at most `limit`."""
         found = []
         for hit in hits:
             session = self._session(hit.session_id)
@@ -119,6 +123,22 @@ class Recall:
             if len(found) >= limit:
                 break
         return found
+
+    def recall(self, question: str, *, source: str | None = None, project: str | None = None, since: Any = None,
+               until: Any = None, limit: int = 10) -> dict[str, Any]:
+        """The hits of store.recall as search returns them, under `hits`, with a `note` in
+        words: how many were found, or that nothing was (a model reads text, not an empty list)."""
+        self._sessions.clear()
+        hits = self.store.recall(question, source=source or None, since=moment(since, "since"),
+                                 until=moment(until, "until"), limit=MAX_SCAN if project else limit)
+        found = self._views(hits, project, limit)
+        if not found:
+            note = ("Nothing stored matches this question. Try other words (a name, a place, a distinctive term), "
+                    "or list_sessions to browse.")
+        else:
+            note = (f"{len(found)} message(s), best first, found by the question's words (stemmed, any of them); "
+                    "transcript with a hit's session_id and message_id reads around it.")
+        return {"note": note, "hits": found}
 
     def read(self, session: str, *, around: int | None = None, context: int = 5, limit: int = 100,
              include_compacted: bool = True) -> dict[str, Any]:

@@ -2,9 +2,10 @@
 
 Built with the official `mcp` SDK (the optional `sessiondb[mcp]` extra, loaded only
 here). Its tools search every session (the store's query language, filters by source
-tool, project and time), read a transcript or the messages around a hit, and list
-sessions. It is read-only unless started with `allow_append`, which adds one tool that
-appends a message: an agent can remember, not rewrite. System messages are refused unless
+tool, project and time), recall the messages that answer a question asked in natural
+language, read a transcript or the messages around a hit, and list sessions. It is
+read-only unless started with `allow_append`, which adds one tool that appends a
+message: an agent can remember, not rewrite. System messages are refused unless
 it is started with `allow_system` too (a resumed session replays them as instructions).
 """
 
@@ -18,8 +19,9 @@ from .recall import Recall
 
 INSTRUCTIONS = (
     "sessiondb holds the history of past agent sessions (Claude Code, Codex, llm, Hermes, OpenAI Agents, "
-    "LangChain and others), compacted parts included. Use search to find what was said or done "
-    "before, then transcript with the hit's session_id and message_id to read around it."
+    "LangChain and others), compacted parts included. Use recall to ask it a question in your own words, "
+    "search to find exact words or phrases, then transcript with the hit's session_id and message_id to read "
+    "around it."
 )
 
 # The tool names of the previous release, each still served beside its new name until the next
@@ -33,7 +35,7 @@ def build(store: Store, *, allow_append: bool = False, allow_system: bool = Fals
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import ToolAnnotations
 
-    recall = Recall(store, allow_system=allow_system)
+    memory = Recall(store, allow_system=allow_system)
     server = MCPServer("sessiondb", instructions=INSTRUCTIONS)
     reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
@@ -65,8 +67,20 @@ def build(store: Store, *, allow_append: bool = False, allow_system: bool = Fals
         the project path or cwd), since/until (ISO 8601), role (user, assistant, system, tool).
         Compacted history is included (hits say compacted: true); tool output only with
         include_tools. Each hit has session_id and message_id for transcript."""
-        return answer(recall.search, query, source=source, project=project, since=since, until=until,
+        return answer(memory.search, query, source=source, project=project, since=since, until=until,
                       role=role, include_tools=include_tools, limit=limit)
+
+    @offer(reading)
+    def recall(question: str, source: str | None = None, project: str | None = None, since: str | None = None,
+               until: str | None = None, limit: int = 10) -> dict[str, Any]:
+        """Ask the stored sessions a question in your own words ("What did we decide about the
+        database?"): the messages that best answer it, best first. Any of the question's words
+        may match (stemmed, English; other languages word for word), rare words count most,
+        and a match that follows another (often its answer) ranks higher. `note` says in
+        words what was found, or that nothing was. Filters as for search. Use search
+        instead for exact words or phrases."""
+        return answer(memory.recall, question, source=source, project=project, since=since, until=until,
+                      limit=limit)
 
     @offer(reading)
     def transcript(session_id: str, around_message_id: int | None = None, context: int = 5,
@@ -75,7 +89,7 @@ def build(store: Store, *, allow_append: bool = False, allow_system: bool = Fals
         message_id), the `context` messages before and after it; otherwise the first
         `limit` messages (at most 500). session_id may also be a unique id prefix or the exact
         title. Long texts, reasoning and tool arguments are cut, saying how much was cut."""
-        return answer(recall.read, session_id, around=around_message_id, context=context, limit=limit,
+        return answer(memory.read, session_id, around=around_message_id, context=context, limit=limit,
                       include_compacted=include_compacted)
 
     @offer(reading)
@@ -83,7 +97,7 @@ def build(store: Store, *, allow_append: bool = False, allow_system: bool = Fals
                       until: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
         """List sessions, most recently active first, with their source tool, project and title.
         Filters as for search."""
-        return answer(recall.list, source=source, project=project, since=since, until=until, limit=limit)
+        return answer(memory.list, source=source, project=project, since=since, until=until, limit=limit)
 
     if allow_append:
         @offer(ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True))
@@ -92,7 +106,7 @@ def build(store: Store, *, allow_append: bool = False, allow_system: bool = Fals
             """Append one message (role user, assistant or tool; system only if the server allows
             it) to a session, or to a new session (source mcp, with `title`) when session_id is
             left out. Giving a uid makes the call safe to repeat: the same uid is stored once."""
-            return answer(recall.append, session_id, role, content, uid=uid, title=title)
+            return answer(memory.append, session_id, role, content, uid=uid, title=title)
 
     return server
 

@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterable, Mapping, TypeVar
 
 from .. import home as homes
 from .. import query as search_query
+from .. import recall as questions
 from ..errors import DAMAGE_CAUSES, InvalidInput, SessionExists, StorageError, StoreClosed, StoreDamaged
 from ..guidance import tell
 from ..model import (
@@ -386,23 +387,33 @@ class CheckedStore(Transfer, Identity, Turns):
         if len(query) > search_query.MAX_QUERY_LENGTH:
             raise InvalidInput(f"the search query is {len(query):,} characters; the limit is "
                                f"{search_query.MAX_QUERY_LENGTH:,}: search for a few of its words")
-        if role is not None and (not isinstance(role, str) or role not in _ROLES):
-            raise InvalidInput(f"role must be one of system, user, assistant, tool (got {role!r})")
         parsed = search_query.parse(query, substring=arg.flag(substring, "substring"))
         if parsed.substring and parsed.given > search_query.MAX_SUBSTRING_TERMS:
             raise InvalidInput(f"a substring search takes at most {search_query.MAX_SUBSTRING_TERMS} terms, "
                                f"and this one has {parsed.given}: search for fewer of its words")
-        return self._open().search(cmd.Search(
-            query=parsed,
-            profile=None if profile is None else homes.validate_profile(profile),
-            source=check_label(source, "source"),
-            session_id=None if session_id is None else arg.session_id(session_id),
-            role=role,
-            since=check_timestamp(since, "since"),
-            until=check_timestamp(until, "until"),
-            include_tools=arg.flag(include_tools, "include_tools"),
-            limit=arg.limit(limit),
-        ))
+        return self._open().search(_searching(parsed, profile=profile, source=source, session_id=session_id,
+                                              role=role, since=since, until=until, include_tools=include_tools,
+                                              limit=limit))
+
+    def recall(
+        self,
+        text: str,
+        *,
+        profile: str | None = None,
+        source: str | None = None,
+        session_id: str | None = None,
+        role: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        include_tools: bool = False,
+        limit: int = 20,
+    ) -> list[SearchHit]:
+        if not isinstance(text, str):
+            raise InvalidInput(f"the question must be text, not {type(text).__name__}")
+        question = questions.question(text[:search_query.MAX_QUERY_LENGTH])
+        return self._open().recall(_searching(question, profile=profile, source=source, session_id=session_id,
+                                              role=role, since=since, until=until, include_tools=include_tools,
+                                              limit=limit))
 
     def stats(self) -> StoreStats:
         return self._open().stats()
@@ -410,3 +421,20 @@ class CheckedStore(Transfer, Identity, Turns):
     def verify(self) -> VerifyReport:
         return self._open().verify()
 
+
+def _searching(query: search_query.Query | questions.Recall, *, profile: Any, source: Any, session_id: Any,
+               role: str | None, since: Any, until: Any, include_tools: Any, limit: Any) -> cmd.Search:
+    """A search's (or a recall's) filters, checked, around what it looks for."""
+    if role is not None and (not isinstance(role, str) or role not in _ROLES):
+        raise InvalidInput(f"role must be one of system, user, assistant, tool (got {role!r})")
+    return cmd.Search(
+        query=query,
+        profile=None if profile is None else homes.validate_profile(profile),
+        source=check_label(source, "source"),
+        session_id=None if session_id is None else arg.session_id(session_id),
+        role=role,
+        since=check_timestamp(since, "since"),
+        until=check_timestamp(until, "until"),
+        include_tools=arg.flag(include_tools, "include_tools"),
+        limit=arg.limit(limit),
+    )

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..inputs import NewMessage
 from ..query import Query
+from ..recall import Recall
 
 
 # --- sessions ---------------------------------------------------------------------------
@@ -105,7 +106,7 @@ class RecordUsage:
 
 @dataclass(frozen=True, slots=True)
 class Search:
-    query: Query
+    query: Query | Recall  # a Recall (a question) for Backend.recall
     profile: str | None
     source: str | None
     session_id: str | None

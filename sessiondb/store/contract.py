@@ -347,6 +347,35 @@ class Store(Protocol):
         backend (query.RANK_WINDOW).
         """
 
+    def recall(
+        self,
+        text: str,
+        *,
+        profile: str | None = None,
+        source: str | None = None,
+        session_id: str | None = None,
+        role: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        include_tools: bool = False,
+        limit: int = 20,
+    ) -> list[SearchHit]:
+        """The messages that best answer `text`, a question in natural language, best first
+        (at most `limit`, 1..1000): what an agent asks its memory in its own words.
+
+        Not the query language: the question's content words (sessiondb.recall: English
+        stop words out) match if any of them does, stemmed (English: the Porter stemmer
+        on SQLite, the `english` configuration on PostgreSQL; a word of another language
+        finds the same word, case and accents folded, not its inflections), ranked by
+        bm25 over every match, so rare words count most; a match gains a share of the
+        score of the matches next to it in its session, and a match written when the
+        question says ("in May 2023") counts more. CJK text is matched by its trigrams.
+        Every hit matches some of the question. Any text of any length and script is
+        taken (the first query.MAX_QUERY_LENGTH characters; an unpaired surrogate is read
+        as "?") and never raises; a question that matches nothing returns no hits. Found,
+        filters and the caught-up index as for search.
+        """
+
     def find_session(self, ref: str) -> Session:
         """The session a person means by `ref`: its exact id, its exact title, or a unique id prefix.
 

@@ -15,6 +15,7 @@ from google.adk.errors import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
+from google.adk.memory import InMemoryMemoryService
 from google.adk.sessions import InMemorySessionService
 from google.adk.sessions.base_session_service import GetSessionConfig
 from google.genai import types
@@ -372,10 +373,30 @@ def test_memory_finds_an_earlier_sessions_words(where):
         SessiondbMemoryService(location, limit=0, **open_options)
 
 
+def test_memory_answers_the_model_s_own_phrasing_as_the_sdk_s_memory_does(where):
+    location, open_options = where
+
+    async def scenario():
+        kept = InMemorySessionService()
+        session = await kept.create_session(app_name=APP, user_id="ana", session_id="toolkits")
+        await kept.append_event(session, event(1, "The ADK is a great toolkit."))
+        await kept.append_event(session, event(2, "Lunch is at noon."))
+        sdk = InMemoryMemoryService()
+        await sdk.add_session_to_memory(session)
+        async with SessiondbMemoryService(location, **open_options) as memory:
+            await memory.add_session_to_memory(session)
+            return {name: [m.content.parts[0].text for m in (await service_.search_memory(
+                        app_name=APP, user_id="ana", query="How about ADK?")).memories]
+                    for name, service_ in (("sdk", sdk), ("sessiondb", memory))}
+
+    found = asyncio.run(scenario())
+    assert found["sdk"] == found["sessiondb"] == ["The ADK is a great toolkit."]
+
+
 def test_the_store_is_called_off_the_event_loop(tmp_path, monkeypatch):
     threads = set()
     with sessiondb.open_store(tmp_path / "agents.db") as store:
-        for name in ("create_session", "get_session", "append", "list_sessions", "search"):
+        for name in ("create_session", "get_session", "append", "list_sessions", "recall"):
             method = getattr(store, name)
 
             def recorded(*args, _method=method, **kwargs):

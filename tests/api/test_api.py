@@ -81,6 +81,14 @@ def test_search_finds_highlighted_snippets_and_q_filters_the_listing(api):
     assert api.get("/api/search", params={"q": '"unbalanced AND ( -', "profile": "demo"}).status_code == 200
 
 
+def test_recall_answers_a_question_and_says_when_nothing_matches(api):
+    found = api.get("/api/recall", params={"q": "What was flaky about the upload test?", "profile": "demo"}).json()
+    assert found["items"] and found["note"] == f"{len(found['items'])} message(s), best first."
+    nothing = api.get("/api/recall", params={"q": "Where is the zeppelin hangar?", "profile": "demo"}).json()
+    assert nothing == {"items": [], "note": "Nothing stored matches this question."}
+    assert api.get("/api/recall", params={"q": '"unbalanced AND ( -\u0000', "profile": "demo"}).status_code == 200
+
+
 def test_a_substring_search_of_a_hundred_words_is_bad_input_naming_the_limit(api):
     answer = api.get("/api/search", params={"q": " ".join(f"w{i}" for i in range(100)), "substring": "true",
                                             "profile": "demo"})

@@ -145,6 +145,15 @@ def search(page, text: str) -> None:
     page.wait_for_selector("[data-testid=hits-count]:not(:has-text('Searching'))", state="attached")
 
 
+def test_a_question_is_asked_of_recall_and_says_when_nothing_matches(demo):
+    page = demo.goto()
+    search(page, "What was flaky about the upload test?")  # every word of it would match nothing
+    page.wait_for_selector("[data-testid=hit]")
+    assert page.locator("[data-testid=hit] mark").count() >= 1
+    search(page, "Where is the zeppelin hangar?")
+    assert page.locator("[data-testid=no-hits]").inner_text().startswith("Nothing stored matches this question.")
+
+
 def in_viewport(locator) -> bool:
     return locator.evaluate("(e) => { const r = e.getBoundingClientRect();"
                             " return r.top >= 0 && r.bottom <= innerHeight && r.left >= 0 && r.right <= innerWidth; }")

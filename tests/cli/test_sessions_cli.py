@@ -101,6 +101,17 @@ def test_search_finds_words_phrases_cjk_and_survives_garbage(home):
     assert "Trip to Kyoto" in table.output and "Nishiki" in table.output
 
 
+def test_recall_answers_a_question_the_query_language_finds_nothing_for(home):
+    question = "Which temples did we plan to visit?"
+    typed = run(home, "sessions", "search", question, "--json")
+    assert typed.exit_code == 0 and json.loads(typed.output) == []
+    asked = run(home, "sessions", "recall", question, "--json")
+    assert asked.exit_code == 0, asked.output
+    assert json.loads(asked.output)[0]["uid"] == "k1"
+    nothing = run(home, "sessions", "recall", "Where is the zeppelin hangar?")
+    assert nothing.exit_code == 0 and "no messages found" in nothing.output
+
+
 def test_export_then_import_into_a_fresh_home_reproduces_the_sessions(home, tmp_path):
     exported = tmp_path / "all.jsonl"
     result = run(home, "sessions", "export", "-o", str(exported))

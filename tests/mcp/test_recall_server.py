@@ -75,7 +75,7 @@ def test_an_agent_searches_every_tool_s_sessions_and_reads_around_a_hit(store_ho
         return tools, hits, around, codex, by_project, compacted, later
 
     tools, hits, around, codex, by_project, compacted, later = call(store_home, steps)
-    assert tools == {"search", "transcript", "list_sessions",  # read-only: no append tool, by either name
+    assert tools == {"search", "recall", "transcript", "list_sessions",  # read-only: no append tool, by either name
                      "search_sessions", "read_transcript"}  # the old names, until the next release
     assert {h["source"] for h in hits} == {"claude-code"} and len(hits) >= 2
     assert hits[0]["project"] == "/home/ana/upload-service"
@@ -86,6 +86,20 @@ def test_an_agent_searches_every_tool_s_sessions_and_reads_around_a_hit(store_ho
     assert by_project and {h["project"] for h in by_project} == {"/home/ana/billing"}
     assert any("continued" in h["snippet"] for h in compacted)  # the compaction summary is found
     assert later == []  # the Claude Code session was on 2026-11-20
+
+
+def test_an_agent_asks_in_its_own_words_and_hears_when_nothing_matches(store_home):
+    async def steps(client):
+        asked = data(await client.call_tool("recall", {"question": "What did we do about the finaliser?"}))
+        typed = data(await client.call_tool("search", {"query": "What did we do about the finaliser?"}))
+        nothing = data(await client.call_tool("recall", {"question": "Where is the zeppelin hangar?"}))
+        return asked, typed, nothing
+
+    asked, typed, nothing = call(store_home, steps)
+    assert typed == []  # the query language needs every word
+    assert asked["hits"] and all("finaliser" in h["snippet"].lower() for h in asked["hits"][:1])
+    assert asked["note"].startswith(f"{len(asked['hits'])} message(s)")
+    assert nothing["hits"] == [] and nothing["note"].startswith("Nothing stored matches this question")
 
 
 def test_an_agent_lists_sessions_and_reads_a_whole_transcript(store_home):

@@ -58,7 +58,7 @@ def test_examining_a_store_of_an_older_release_migrates_nothing(pg_url, pg_schem
     sessiondb.open_store(url).close()
     monkeypatch.undo()
     report = sessiondb.open_doctor(url).examine()
-    assert report.healthy and report.migrations["pending"] == [MIGRATIONS[9][0]]
+    assert report.healthy and report.migrations["pending"] == [name for name, _ in MIGRATIONS[9:]]
     assert any("the next open of the store applies them" in note for note in report.notes)
     with psycopg.connect(pg_url) as conn:
         assert conn.execute(f'SELECT count(*) FROM "{pg_schema}".schema_migrations').fetchone()[0] == 9

@@ -88,3 +88,22 @@ def test_verify_names_a_row_whose_words_are_not_its_texts(pg_url, pg_schema):
         assert store.verify().problems == [
             f"the search words of every row are its text's: message {damaged.id} carries stale search words"]
         assert [h.message_id for h in store.search("kyoto")] == [kept.id] and store.search("osaka") == []
+
+
+def test_verify_names_a_row_whose_recall_stems_are_not_its_texts(pg_url, pg_schema):
+    with sessiondb.open_store(pg_url, schema=pg_schema) as store, _connect(pg_url, pg_schema) as conn:
+        sid = store.create_session("cli").id
+        kept, damaged = store.append(sid, [{"role": "user", "content": "kyoto"}, {"role": "user", "content": "osaka"}])
+        conn.execute("UPDATE messages SET stems = to_tsvector('simple', 'elsewhere') WHERE id = %s", (damaged.id,))
+        assert store.verify().problems == [
+            f"the recall stems of every row are its text's: message {damaged.id} carries stale recall stems"]
+        assert [h.message_id for h in store.recall("kyoto?")] == [kept.id] and store.recall("osaka?") == []
+
+
+def test_an_edit_of_a_row_s_text_makes_its_stems_again(pg_url, pg_schema):
+    with sessiondb.open_store(pg_url, schema=pg_schema) as store, _connect(pg_url, pg_schema) as conn:
+        sid = store.create_session("cli").id
+        (message,) = store.append(sid, [{"role": "user", "content": "kyoto"}])
+        conn.execute("UPDATE messages SET content = 'researched in osaka' WHERE id = %s", (message.id,))
+        assert [h.message_id for h in store.recall("What did we research?")] == [message.id]
+        assert store.recall("kyoto?") == [] and store.verify().problems == []

@@ -22,8 +22,8 @@ from sessiondb.store.sqlite.index.indexer import Indexer
 
 def call(store, op: str, args: dict):
     """One store call by name, with a JSON-able result."""
-    if op == "search":
-        return [[h.uid, h.compacted] for h in store.search(args["query"], limit=1000)]
+    if op in ("search", "recall"):
+        return [[h.uid, h.compacted] for h in getattr(store, op)(args["query"], limit=1000)]
     if op == "append":
         store.append(args["session"], args["messages"])
         return None

@@ -2,8 +2,9 @@
 compactions, rewinds, restores and deletes, issued by this process and another one, each
 with its own handle (so its own writer and indexer), checked against a model.
 
-Every search, from either process, right after whatever the other one had acknowledged,
-must return exactly the model's live messages containing the word: acknowledged means
+Every search, and every recall of a question about the word, from either process, right
+after whatever the other one had acknowledged, must return exactly the model's live
+messages containing the word: acknowledged means
 searchable (read-your-writes across processes), rewound never found, compacted found and
 marked, deleted gone. At the end the index equals one rebuilt from nothing.
 """
@@ -119,6 +120,9 @@ def test_searches_from_either_process_agree_with_the_model(tmp_path_factory, pee
                 word = words[n % len(words)]
                 found = {tuple(h) for h in who[1 - w]("search", query=word)}
                 assert found == model.expected(word), (op, word, steps)  # steps: the failing sequence
+                # Recall reads the same caught-up index: a question of one word finds the same.
+                recalled = {tuple(h) for h in who[1 - w]("recall", query=f"What about {word}?")}
+                assert recalled == model.expected(word), ("recall", op, word, steps)
         finally:
             peer("close")
     assert differences(path) == []

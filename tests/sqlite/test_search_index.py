@@ -144,3 +144,19 @@ def test_a_text_changed_after_the_catch_up_is_not_found_by_what_the_index_holds(
     assert changed, "the search never caught the index up"
     assert uids(store.search("osaka")) == ["plan"] and store.search("kyoto") == []
     check_indexes(store)
+
+
+def test_an_index_of_the_previous_layout_gains_the_stems_and_is_indexed_again(tmp_path):
+    path = tmp_path / "upgraded.db"
+    with sessiondb.open_store(path) as store:
+        store.append(store.create_session("cli").id, [
+            {"uid": "it", "role": "user", "content": "Caroline researched adoption agencies 我用Python写代码"}])
+        assert uids(store.search("temples")) == []  # the index is made and caught up
+    # The layout an earlier release wrote: no stems index, text indexed as stored.
+    conn = apsw.Connection(f"{path}-search")
+    conn.execute("DROP TABLE stems; PRAGMA user_version=2")
+    conn.close()
+    with sessiondb.open_store(path) as store:
+        assert uids(store.recall("What did Caroline research?")) == ["it"]
+        assert uids(store.search("Python")) == ["it"]  # indexed again, CJK runs set apart
+        check_indexes(store)

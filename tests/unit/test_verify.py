@@ -63,8 +63,8 @@ def test_a_store_written_only_through_the_api_verifies_clean_and_counts_what_it_
     assert report.ok and report.problems == [] and report.notes == []
     # Every stored row is indexed, the rewound one too (the state is joined at query time);
     # no message has CJK text, so the trigram index holds none.
-    assert report.checked == {"sessions": 2, "messages": 10, "search_words": 10, "search_cjk": 0,
-                              "leases": 1, "usage": 1}
+    assert report.checked == {"sessions": 2, "messages": 10, "search_words": 10, "search_stems": 10,
+                              "search_cjk": 0, "leases": 1, "usage": 1}
     assert report.to_dict()["ok"] is True
 
 
@@ -157,7 +157,7 @@ def test_an_indexed_message_that_is_not_stored_is_reported(path):
     (trigger,) = conn.execute("SELECT sql FROM sqlite_schema WHERE name = 'messages_search_gone'").fetchone()
     conn.close()
     corrupt(path, "DROP TRIGGER messages_search_gone", "DELETE FROM messages WHERE uid = 'm0'", trigger)
-    assert problems(path) == [f"search: words holds message {mid}, which is not stored"]
+    assert problems(path) == [f"search: {index} holds message {mid}, which is not stored" for index in ("words", "stems")]
 
 
 def test_an_index_holding_other_text_than_the_message_is_reported(path):
@@ -205,3 +205,10 @@ def test_damage_to_the_file_itself_is_reported_and_the_rows_left_to_the_doctor(p
         report = store.verify()
     assert report.problems and all(p.startswith("file:") and "sessions_key" in p for p in report.problems)
     assert report.notes == ["rows: not checked, the file itself is damaged (run `sessiondb doctor`)"]
+
+
+def test_a_stems_index_holding_other_text_than_the_message_is_reported(path):
+    mid = message_id(path, "gist")
+    corrupt_index(path, f"DELETE FROM stems WHERE rowid = {mid}",
+                  f"INSERT INTO stems(rowid, text) VALUES ({mid}, 'osaka now')")
+    assert problems(path) == [f"search: stems holds other text than message {mid} has"]

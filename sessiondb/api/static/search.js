@@ -1,6 +1,7 @@
 // Search: filters (role, source, dates, tool output, the open session), pages with the
 // true count, hits spread so every session's best hit comes before any session's second,
-// and a hit that opens the transcript at the message that matched.
+// and a hit that opens the transcript at the message that matched. Text ending in "?" is
+// a question: it is asked of /api/recall (any of its words, stemmed; one page of the best).
 
 import { api, query } from "./api.js";
 import { $, el, highlighted, plural, showError, when } from "./dom.js";
@@ -39,13 +40,24 @@ export class Search {
     $("hits-count").textContent = "Searching…";
     const list = $("hits");
     try {
-      const found = await api("/api/search?" + query(Object.assign(
-        { profile: this.app.profile, q: text, limit: PAGE, offset, spread: true }, this.filters())));
+      const found = /\?\s*$/.test(text) ? await this.recall(text)
+        : await api("/api/search?" + query(Object.assign(
+          { profile: this.app.profile, q: text, limit: PAGE, offset, spread: true }, this.filters())));
       if (text !== this.text || offset !== this.offset) return;  // a newer search is under way
       this.render(found);
     } catch (error) {
       showError(list, error);
     }
+  }
+
+  // A question's best hits, in the shape of a search's one page (and its note for none).
+  async recall(text) {
+    const asked = await api("/api/recall?" + query(Object.assign(
+      { profile: this.app.profile, q: text, limit: PAGE }, this.filters())));
+    const sessions = {};
+    for (const hit of asked.items) sessions[hit.session_id] = (sessions[hit.session_id] || 0) + 1;
+    return { items: asked.items, total: asked.items.length, total_exact: true, next_offset: null, sessions,
+             note: asked.note };
   }
 
   render(found) {
@@ -61,7 +73,8 @@ export class Search {
     $("hits").replaceChildren(...items);
     if (!found.total) {
       $("hits").append(el("li", { class: "empty", "data-testid": "no-hits",
-        text: "Nothing matches. Try fewer or shorter words, a prefix such as compact*, other filters, or include tool output." }));
+        text: found.note ? `${found.note} Try other words, other filters, or include tool output.`
+          : "Nothing matches. Try fewer or shorter words, a prefix such as compact*, other filters, or include tool output." }));
     }
     const first = found.total ? this.offset + 1 : 0;
     $("page-range").textContent = found.total ? `${first.toLocaleString()}–${(this.offset + found.items.length).toLocaleString()}` : "";

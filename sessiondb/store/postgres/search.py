@@ -36,6 +36,7 @@ from typing import Any
 import psycopg
 
 from ...model import SearchHit
+from ...recall import SPREAD_FROM, Recall, best, favour, spread
 from ...query import (
     ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, LIKE_SNIPPET_CONTEXT, RANK_WINDOW, SNIPPET_SCAN, Query, Term,
     has_cjk, like_pattern, like_snippet, snippet_window, through_trigrams, windowed,
@@ -96,15 +97,9 @@ def search(conn: psycopg.Connection, query: Query, *, profile: str | None, sourc
     if tsquery is not None:
         where.append(f"m.words @@ ({tsquery})")
         params += tsquery_params
-    filters = [("coalesce(s.profile, 'main') = %s", profile), ("s.source = %s", source),
-               ("m.session_id = %s", session_id), ("m.role = %s", role),
-               ("m.timestamp >= %s", since), ("m.timestamp < %s", until)]
-    for condition, value in filters:
-        if value is not None:
-            where.append(condition)
-            params.append(value)
-    if role is None and not include_tools:
-        where.append("m.role <> 'tool'")
+    _filter(where, params, [("coalesce(s.profile, 'main') = %s", profile), ("s.source = %s", source)])
+    _on_messages(where, params, session_id=session_id, role=role, since=since, until=until,
+                 include_tools=include_tools)
     if tsquery is None:
         where += _substrings(query, params)
         return _substring_hits(conn, query, where, params, limit)
@@ -131,12 +126,14 @@ def search(conn: psycopg.Connection, query: Query, *, profile: str | None, sourc
                  float(row[9])) for row, text, span, headline in zip(rows, texts, spans, cut)]
 
 
-def headlines(conn: psycopg.Connection, tsquery: str, tsquery_params: list[Any], texts: list[str]) -> list[str]:
-    """ts_headline of each text for `tsquery` ("" where it has no match), in order."""
+def headlines(conn: psycopg.Connection, tsquery: str, tsquery_params: list[Any], texts: list[str],
+              config: str = "words") -> list[str]:
+    """ts_headline of each text for `tsquery` in text search configuration `config` ("" where
+    it has no match), in order."""
     if not texts:
         return []
     rows = conn.execute(
-        f"SELECT CASE WHEN to_tsvector('words', t) @@ q THEN ts_headline('words', t, q, %s) ELSE '' END "
+        f"SELECT CASE WHEN to_tsvector('{config}', t) @@ q THEN ts_headline('{config}', t, q, %s) ELSE '' END "
         f"FROM unnest(%s::text[]) WITH ORDINALITY AS u(t, n) CROSS JOIN (SELECT {tsquery}) AS found(q) ORDER BY n",
         (_HEADLINE, texts, *tsquery_params), prepare=False).fetchall()
     return [row[0] for row in rows]
@@ -184,6 +181,106 @@ def _substring_hits(conn: psycopg.Connection, query: Query, where: list[str], pa
                              scan=SNIPPET_SCAN + 1)
     rows = conn.execute(statement, (*params, RANK_WINDOW, ranked, limit), prepare=False).fetchall()
     return [_hit(row[:8], like_snippet(row[8], needles), float(row[9])) for row in rows]
+
+
+def _filter(where: list[str], params: list[Any], filters: list[tuple[str, Any]]) -> None:
+    for condition, value in filters:
+        if value is not None:
+            where.append(condition)
+            params.append(value)
+
+
+def _on_messages(where: list[str], params: list[Any], *, session_id: str | None, role: str | None,
+                 since: float | None, until: float | None, include_tools: bool) -> None:
+    """Add the conditions of a search's filters on `m`, a message (the session's are the caller's)."""
+    _filter(where, params, [("m.session_id = %s", session_id), ("m.role = %s", role),
+                            ("m.timestamp >= %s", since), ("m.timestamp < %s", until)])
+    if role is None and not include_tools:
+        where.append("m.role <> 'tool'")
+
+
+# --- recall: a question in natural language (sessiondb.recall) -----------------------------
+
+# bm25 over the `stems` column (migration 0011), as FTS5 ranks the embedded store's stems
+# index: each word of the question counts by how rare it is among the searchable messages
+# (the same idf as FTS5's), how often its lexemes occur in the message, against the
+# message's length in lexemes.
+_RECALL = """
+WITH terms AS MATERIALIZED (
+    SELECT w.word, plainto_tsquery('stems', w.word) AS q, tsvector_to_array(to_tsvector('stems', w.word)) AS lexemes
+    FROM unnest(%s::text[]) AS w(word)),
+everything AS (SELECT count(*) AS n FROM messages WHERE state <> 'rewound'),
+lexemes AS MATERIALIZED (
+    SELECT terms.word, unnest(terms.lexemes) AS lexeme,
+           greatest(ln(((SELECT n FROM everything) - df + 0.5) / (df + 0.5)), 1e-6) AS weight
+    FROM terms, LATERAL (SELECT count(*) AS df FROM messages AS d
+                         WHERE d.stems @@ terms.q AND d.state <> 'rewound') AS found),
+matches AS MATERIALIZED (
+    SELECT m.id, m.timestamp, m.stems, length(m.stems) AS size FROM messages AS m
+    JOIN sessions AS s ON s.id = m.session_id
+    WHERE m.stems @@ ({either}) AND {where}),
+counted AS (
+    SELECT matches.id, matches.timestamp, matches.size, lexemes.word, lexemes.weight,
+           sum(coalesce(array_length(u.positions, 1), 1)) AS tf
+    FROM matches CROSS JOIN LATERAL unnest(matches.stems) AS u JOIN lexemes ON lexemes.lexeme = u.lexeme
+    GROUP BY matches.id, matches.timestamp, matches.size, lexemes.word, lexemes.weight)
+SELECT id, timestamp, sum(weight * tf * ({k1} + 1)
+               / (tf + {k1} * (1 - {b} + {b} * size / greatest((SELECT avg(size) FROM matches), 1)))) AS score
+FROM counted GROUP BY id, timestamp ORDER BY score DESC, id DESC LIMIT %s
+"""
+
+
+def recall(conn: psycopg.Connection, question: Recall, *, profile: str | None, source: str | None,
+           session_id: str | None, role: str | None, since: float | None, until: float | None,
+           include_tools: bool, limit: int) -> list[SearchHit]:
+    """The best `limit` messages for a question, best first: its words (any of them) over
+    the stems, ranked by bm25, every match ranked; its CJK trigrams as a substring search
+    whose bm25 is added; then the best share their scores with their neighbours and those
+    written when the question says are favoured (sessiondb.recall), as in the embedded store."""
+    where: list[str] = ["m.state <> 'rewound'"]
+    params: list[Any] = []
+    _filter(where, params, [("coalesce(s.profile, 'main') = %s", profile), ("s.source = %s", source)])
+    _on_messages(where, params, session_id=session_id, role=role, since=since, until=until,
+                 include_tools=include_tools)
+    scores: dict[int, float] = {}
+    times: dict[int, float] = {}
+    words = list(question.words)
+    either = " || ".join("plainto_tsquery('stems', %s)" for _ in words)
+    if words:
+        statement = _RECALL.format(either=either, where=" AND ".join(where), k1=_K1, b=_B)
+        for mid, times[mid], score in conn.execute(statement, (words, *words, *params, RANK_WINDOW), prepare=False):
+            scores[mid] = float(score)
+    trigrams = tuple(Term(t, phrase=True) for t in question.trigrams if through_trigrams(t))
+    if trigrams:
+        substrings = Query(groups=(trigrams,), excluded=(), substring=True)
+        for hit in search(conn, substrings, profile=profile, source=source, session_id=session_id, role=role,
+                          since=since, until=until, include_tools=include_tools, limit=RANK_WINDOW):
+            scores[hit.message_id] = scores.get(hit.message_id, 0.0) + hit.score
+            times[hit.message_id] = hit.timestamp
+    if not scores:
+        return []
+    sources = best(scores, SPREAD_FROM)
+    # Neighbours within the session, as the filters on messages allow (the session's are met).
+    near: list[str] = ["m.state <> 'rewound'"]
+    near_params: list[Any] = []
+    _on_messages(near, near_params, session_id=session_id, role=role, since=since, until=until,
+                 include_tools=include_tools)
+    condition = " AND ".join(near)
+    neighbours = {mid: (previous, following) for mid, previous, following in conn.execute(
+        f"SELECT c.id, (SELECT max(m.id) FROM messages AS m WHERE m.session_id = c.session_id AND m.id < c.id "
+        f"AND {condition}), (SELECT min(m.id) FROM messages AS m WHERE m.session_id = c.session_id "
+        f"AND m.id > c.id AND {condition}) FROM messages AS c WHERE c.id = ANY(%s)",
+        (*near_params, *near_params, [mid for mid, _ in sources]), prepare=False)}
+    ranked = best(favour(spread(dict(sources), neighbours), times, question), limit)
+    rows = {row[0]: row for row in conn.execute(
+        f"SELECT {_HIT}, left({_TEXT}, {SNIPPET_SCAN + 1}) FROM messages AS m "
+        f"JOIN sessions AS s ON s.id = m.session_id WHERE m.id = ANY(%s)", ([mid for mid, _ in ranked],))}
+    texts = {mid: rows[mid][8] or "" for mid, _ in ranked}
+    spans = {mid: snippet_window(text, question.needles, words=True) for mid, text in texts.items()}
+    cut = dict(zip(texts, headlines(conn, either or "''::tsquery", words,
+                                    [texts[mid][start:end] for mid, (start, end) in spans.items()], "stems")))
+    return [_hit(rows[mid][:8], windowed(cut[mid], *spans[mid], len(texts[mid])) if cut[mid]
+                 else like_snippet(texts[mid], question.needles), score) for mid, score in ranked]
 
 
 def _hit(row: tuple[Any, ...], snippet: str, score: float) -> SearchHit:

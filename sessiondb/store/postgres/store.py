@@ -154,6 +154,10 @@ class PostgresBackend:
         fields = {name: getattr(query, name) for name in query.__slots__}
         return self._read(partial(search.search, **fields))
 
+    def recall(self, query: cmd.Search) -> list[SearchHit]:
+        fields = {name: getattr(query, name) for name in query.__slots__ if name != "query"}
+        return self._read(partial(search.recall, question=query.query, **fields))
+
     def stats(self) -> StoreStats:
         def work(conn: psycopg.Connection) -> StoreStats:
             size = conn.execute(

@@ -48,12 +48,13 @@ from ...query import (
     ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, LIKE_SNIPPET_CONTEXT, RANK_WINDOW, Query, Term, fold, like_pattern,
     like_snippet, snippet_window, through_trigrams, windowed,
 )
-from .index.schema import CJK, TOOL_TEXT_LIMIT, WORDS, text_sql
+from ...recall import SPREAD_FROM, Recall, best, favour, spread
+from .index.schema import CJK, STEMS, TOOL_TEXT_LIMIT, WORDS, text_sql
 from .index.snippets import snippets
 
-__all__ = ["TOOL_TEXT_LIMIT", "search"]
+__all__ = ["TOOL_TEXT_LIMIT", "recall", "search"]
 
-SNIPPET_TOKENS = {WORDS: 16, CJK: 40}
+SNIPPET_TOKENS = {WORDS: 16, STEMS: 16, CJK: 40}
 
 
 # --- compiling a parsed query -----------------------------------------------------------
@@ -135,28 +136,8 @@ def search(
     if query.empty:
         return []
     plan = _Plan(query)
-    where = ["m.state <> 'rewound'"]
-    params: list[Any] = []
-    if profile is not None:
-        where.append("coalesce(s.profile, 'main') = ?")
-        params.append(profile)
-    if source is not None:
-        where.append("s.source = ?")
-        params.append(source)
-    if session_id is not None:
-        where.append("m.session_id = ?")
-        params.append(session_id)
-    if role is not None:
-        where.append("m.role = ?")
-        params.append(role)
-    elif not include_tools:
-        where.append("m.role <> 'tool'")
-    if since is not None:
-        where.append("m.timestamp >= ?")
-        params.append(since)
-    if until is not None:
-        where.append("m.timestamp < ?")
-        params.append(until)
+    where, params = _filters(profile=profile, source=source, session_id=session_id, role=role, since=since,
+                             until=until, include_tools=include_tools)
     where += plan.like_sql
     params += plan.like_params
 
@@ -202,6 +183,106 @@ def search(
     cut = snippets(index, plan.match, {mid: texts[mid][start:end] for mid, (start, end) in spans.items()},
                    (HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE, ELLIPSIS), SNIPPET_TOKENS[index])
     return [_hit(page[mid][:8], _snippet(cut.get(mid), texts[mid], *spans[mid]), -score) for mid, score in ranked]
+
+
+def _filters(*, profile: str | None, source: str | None, session_id: str | None, role: str | None,
+             since: float | None, until: float | None, include_tools: bool) -> tuple[list[str], list[Any]]:
+    """The conditions (on `m`, a message, and `s`, its session) of a search's filters, and
+    their values: the session's first, then the message's (_on_messages)."""
+    where: list[str] = []
+    params: list[Any] = []
+    if profile is not None:
+        where.append("coalesce(s.profile, 'main') = ?")
+        params.append(profile)
+    if source is not None:
+        where.append("s.source = ?")
+        params.append(source)
+    mine, values = _on_messages(session_id=session_id, role=role, since=since, until=until,
+                                include_tools=include_tools)
+    return where + mine, params + values
+
+
+def _on_messages(*, session_id: str | None, role: str | None, since: float | None, until: float | None,
+                 include_tools: bool) -> tuple[list[str], list[Any]]:
+    where = ["m.state <> 'rewound'"]
+    params: list[Any] = []
+    if session_id is not None:
+        where.append("m.session_id = ?")
+        params.append(session_id)
+    if role is not None:
+        where.append("m.role = ?")
+        params.append(role)
+    elif not include_tools:
+        where.append("m.role <> 'tool'")
+    if since is not None:
+        where.append("m.timestamp >= ?")
+        params.append(since)
+    if until is not None:
+        where.append("m.timestamp < ?")
+        params.append(until)
+    return where, params
+
+
+# --- recall: a question in natural language (sessiondb.recall) -----------------------------
+
+
+def recall(conn: apsw.Connection, question: Recall, *, profile: str | None, source: str | None,
+           session_id: str | None, role: str | None, since: float | None, until: float | None,
+           include_tools: bool, limit: int, touched_to: int = 0) -> list[SearchHit]:
+    """The best `limit` messages for a question, best first, read as `search` reads (the
+    index attached as `idx`, caught up by the caller).
+
+    Its words are OR'd over the `stems` index, its CJK trigrams over the `cjk` index. A
+    message's score is the sum of its bm25 in each; every match is ranked, not only the
+    newest: a question is asked of the whole memory, and its best answer may be its
+    oldest message. Then the best SPREAD_FROM share their scores with their neighbours
+    and those written when the question says are favoured (sessiondb.recall)."""
+    where, params = _filters(profile=profile, source=source, session_id=session_id, role=role, since=since,
+                             until=until, include_tools=include_tools)
+    if conn.execute("SELECT 1 FROM search_touched WHERE seq > ? LIMIT 1", (touched_to,)).fetchone():
+        where.append("m.id NOT IN (SELECT id FROM search_touched WHERE seq > ?)")
+        params.append(touched_to)
+    sessions_join = "CROSS JOIN sessions AS s ON s.id = m.session_id"
+    needs_sessions = profile is not None or source is not None
+    matches = {STEMS: " OR ".join(map(fts_string, question.words)),
+               CJK: " OR ".join(fts_string(t) for t in question.trigrams if through_trigrams(t))}
+    scores: dict[int, float] = {}
+    times: dict[int, float] = {}
+    found_in: dict[int, str] = {}
+    for index, match in matches.items():
+        if not match:
+            continue
+        for mid, score, times[mid] in conn.execute(
+                f"SELECT m.id, bm25({index}) AS score, m.timestamp FROM idx.{index} "
+                f"CROSS JOIN messages AS m ON m.id = {index}.rowid {sessions_join if needs_sessions else ''} "
+                f"WHERE {index} MATCH ? AND {' AND '.join(where)} ORDER BY score LIMIT ?",
+                (match, *params, RANK_WINDOW)):
+            scores[mid] = scores.get(mid, 0.0) - score
+            found_in.setdefault(mid, index)
+    if not scores:
+        return []
+    sources = best(scores, SPREAD_FROM)
+    # Neighbours within the session, as the filters on messages allow (the session's are met).
+    message_where, message_params = _on_messages(session_id=session_id, role=role, since=since, until=until,
+                                                 include_tools=include_tools)
+    neighbours = {mid: (previous, following) for mid, previous, following in conn.execute(
+        f"SELECT c.id, (SELECT max(m.id) FROM messages AS m WHERE m.session_id = c.session_id AND m.id < c.id "
+        f"AND {' AND '.join(message_where)}), (SELECT min(m.id) FROM messages AS m "
+        f"WHERE m.session_id = c.session_id AND m.id > c.id AND {' AND '.join(message_where)}) "
+        f"FROM messages AS c WHERE c.id IN ({', '.join('?' * len(sources))})",
+        (*message_params, *message_params, *(mid for mid, _ in sources)))}
+    ranked = best(favour(spread(dict(sources), neighbours), times, question), limit)
+    page = {row[0]: row for row in conn.execute(
+        f"SELECT {_HIT_COLUMNS}, {text_sql('m')} FROM messages AS m {sessions_join} "
+        f"WHERE m.id IN ({', '.join('?' * len(ranked))})", [mid for mid, _ in ranked],
+    )}
+    texts = {mid: row[8] for mid, row in page.items()}
+    spans = {mid: snippet_window(text, question.needles, words=True) for mid, text in texts.items()}
+    cut: dict[int, str] = {}
+    for index, match in matches.items():
+        mine = {mid: texts[mid][start:end] for mid, (start, end) in spans.items() if found_in.get(mid) == index}
+        cut.update(snippets(index, match, mine, (HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE, ELLIPSIS), SNIPPET_TOKENS[index]))
+    return [_hit(page[mid][:8], _snippet(cut.get(mid), texts[mid], *spans[mid]), score) for mid, score in ranked]
 
 
 def _snippet(cut: str | None, text: str, start: int, end: int) -> str:

@@ -145,6 +145,12 @@ class SQLiteBackend:
         self._check_open()
         return self._file.search(lambda conn, touched_to: search.search(conn, touched_to=touched_to, **fields))
 
+    def recall(self, query: cmd.Search) -> list[SearchHit]:
+        fields = {name: getattr(query, name) for name in query.__slots__ if name != "query"}
+        self._check_open()
+        return self._file.search(lambda conn, touched_to: search.recall(conn, query.query, touched_to=touched_to,
+                                                                        **fields))
+
     def stats(self) -> StoreStats:
         counts = self._read(catalog.counts)
         size, wal = _file_size(self.path), _file_size(Path(f"{self.path}-wal"))

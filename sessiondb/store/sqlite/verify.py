@@ -17,8 +17,8 @@ What is checked, and why each can be checked by query:
   (S-46);
 - search: the index (its own file, caught up by the caller to this snapshot) holds
   exactly the stored rows (every state: the state is joined in at query time) up to its
-  mark, each row's current text matches itself in the word index, and the trigram index
-  holds exactly the rows with CJK text, each matching its CJK runs. Rows the store logged
+  mark, each row's current text matches itself in the word and stem indexes, and the
+  trigram index holds exactly the rows with CJK text, each matching its CJK runs. Rows the store logged
   as changed after the index's mark are the index's next batch, not a problem;
 - leases: every fencing token was handed out (at most the counter), and the watermark
   is a message id the session has reached (one lease per session is the primary key);
@@ -30,8 +30,8 @@ from __future__ import annotations
 import apsw
 
 from ...model import COMPRESSION, MAX_HOPS, VerifyReport
-from ...query import cjk_runs
-from .index.schema import CJK, TOKENIZERS, WORDS, text_sql
+from ...query import cjk_runs, indexable
+from .index.schema import CJK, STEMS, TOKENIZERS, WORDS, text_sql
 from .search import fts_string
 
 # Pairs (session, one of its compression ancestors or itself), every hop bounded.
@@ -161,13 +161,16 @@ def _index(conn: apsw.Connection, report: VerifyReport, touched_to: int) -> None
         report.checked[f"search_{name}"] = conn.execute(f"SELECT count(*) FROM idx.{name}_docsize").fetchone()[0]
     rows = conn.execute(
         f"SELECT m.id, {text_sql('m')}, (SELECT sz FROM idx.{WORDS}_docsize WHERE id = m.id), "
+        f"(SELECT sz FROM idx.{STEMS}_docsize WHERE id = m.id), "
         f"EXISTS (SELECT 1 FROM idx.{CJK}_docsize WHERE id = m.id) FROM messages AS m WHERE {settled}", marks
     ).fetchall()
-    for mid, text, words_size, in_cjk in rows:
-        if words_size is None:
-            report.problems.append(f"search: message {mid} is missing from {WORDS}")
-        elif words_size != b"\x00" and not _matches(conn, WORDS, mid, text):  # no tokens: matches nothing
-            report.problems.append(f"search: {WORDS} holds other text than message {mid} has")
+    for mid, text, words_size, stems_size, in_cjk in rows:
+        text = indexable(text)  # as the indexer gives it
+        for index, size in ((WORDS, words_size), (STEMS, stems_size)):
+            if size is None:
+                report.problems.append(f"search: message {mid} is missing from {index}")
+            elif size != b"\x00" and not _matches(conn, index, mid, text):  # no tokens: matches nothing
+                report.problems.append(f"search: {index} holds other text than message {mid} has")
         runs = "\n".join(cjk_runs(text))
         if bool(runs) != bool(in_cjk):
             report.problems.append(f"search: message {mid} is {'missing from' if runs else 'wrongly in'} {CJK}")

@@ -28,7 +28,7 @@ from typing import Iterable, Sequence
 import apsw
 
 from ....errors import Cause, classify
-from ....query import cjk_runs
+from ....query import cjk_runs, indexable
 from ..safety.holders import holders
 from . import schema
 
@@ -296,18 +296,21 @@ def _add(conn: apsw.Connection, rows: Iterable[tuple[int, str]]) -> tuple[int, i
     count = last = 0
     cjk: list[tuple[int, str]] = []
 
-    def words() -> Iterable[tuple[int, str]]:
+    def words() -> Iterable[dict[str, object]]:
         nonlocal count, last
         for mid, text in rows:
+            text = indexable(text)
             runs = cjk_runs(text)
             if runs:
                 # Only the runs of CJK text: the word index serves the rest, and trigrams of
                 # the whole text would be most of the index's bytes.
                 cjk.append((mid, "\n".join(runs)))
             count, last = count + 1, mid
-            yield mid, text
+            yield {"id": mid, "text": text}
 
-    conn.executemany(f"INSERT INTO {schema.WORDS}(rowid, text) VALUES (?, ?)", words())
+    # Both word indexes from one pass over the rows, each text read and prepared once.
+    conn.executemany(f"INSERT INTO {schema.WORDS}(rowid, text) VALUES (:id, :text); "
+                     f"INSERT INTO {schema.STEMS}(rowid, text) VALUES (:id, :text)", words())
     if cjk:
         conn.executemany(f"INSERT INTO {schema.CJK}(rowid, text) VALUES (?, ?)", cjk)
     return count, last

@@ -9,6 +9,10 @@ What it holds (contentless FTS5: no copy of the text, which stays in `messages` 
 
 - `words`, tokenizer `unicode61 remove_diacritics 2`: every message's words, case and
   diacritics folded; phrases, prefixes, bm25.
+- `stems`, tokenizer `porter unicode61 remove_diacritics 2`: the same words, stemmed by
+  the Porter stemmer (English: `researched` and `research` are one word); recall's
+  index (sessiondb.recall). A word of another language goes through the same rules
+  in the text and in the question, so it finds the same word (not its inflections).
 - `cjk`, tokenizer `trigram remove_diacritics 1`: only the runs of text in scripts written
   without spaces (query.cjk_runs), joined by newlines, of the messages that have any: the
   one place the word tokenizer cannot split words. Trigrams of whole messages would be
@@ -18,6 +22,9 @@ What it holds (contentless FTS5: no copy of the text, which stays in `messages` 
   nothing above it; it only rises), `touched_to` (the store's `search_touched` log is
   applied up to this seq) and the store's generation stamp (an index built for another
   store file is rebuilt, never trusted).
+
+The words and stems indexes are given query.indexable(text): NFC, a NUL as a space, and
+runs of CJK text set apart from the words around them.
 
 Every message is indexed whatever its state: the state is joined in from `messages` at
 query time (rewound rows filtered out, compacted ones marked), so rewinding, restoring and
@@ -43,16 +50,19 @@ from ..connect import connect
 
 FILES = INDEX_SUFFIXES  # beside the store file: the index, its WAL, shared memory, journal
 SUFFIX = FILES[0]
-VERSION = 2  # PRAGMA user_version of the index file's layout (2: marks that only rise; a file of
-# another layout is index damage, rebuilt)
+VERSION = 3  # PRAGMA user_version of the index file's layout (2: marks that only rise; 3: the stems
+# index, text NFC; a file of an older layout is indexed again, one of another is index damage, rebuilt)
 TOOL_TEXT_LIMIT = 8192  # characters of a tool message's output that are indexed
-WORDS, CJK = "words", "cjk"
-TOKENIZERS = {WORDS: "unicode61 remove_diacritics 2", CJK: "trigram remove_diacritics 1"}
+WORDS, STEMS, CJK = "words", "stems", "cjk"
+TOKENIZERS = {WORDS: "unicode61 remove_diacritics 2", STEMS: "porter unicode61 remove_diacritics 2",
+              CJK: "trigram remove_diacritics 1"}
 
-_LAYOUT = "".join(
-    f"CREATE VIRTUAL TABLE {name} USING fts5(text, content='', contentless_delete=1, tokenize='{tokenizer}');"
+_TABLES = "".join(
+    f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING fts5(text, content='', contentless_delete=1, "
+    f"tokenize='{tokenizer}');"
     for name, tokenizer in TOKENIZERS.items()
-) + (
+)
+_LAYOUT = _TABLES + (
     "CREATE TABLE state (key TEXT PRIMARY KEY, value ANY NOT NULL) STRICT;"
     "INSERT INTO state VALUES ('indexed_to', 0), ('touched_to', 0), ('generation', '');"
 )
@@ -120,6 +130,8 @@ def open_index(store: Path, *, patience: float, vfs: str | None, path: Path | No
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
+        elif version == 2:
+            _upgrade(conn)
         elif version != VERSION:
             raise apsw.CorruptError(f"search index file has layout {version}, expected {VERSION}")
         conn.execute("ATTACH ? AS store", (uri(store, vfs),))
@@ -127,6 +139,23 @@ def open_index(store: Path, *, patience: float, vfs: str | None, path: Path | No
         conn.close()
         raise
     return conn
+
+
+def _upgrade(conn: apsw.Connection) -> None:
+    """A layout-2 index gains the stems index and is indexed again from the first message
+    (its words were indexed before NFC), by the catch-ups that follow, in batches."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if conn.execute("PRAGMA user_version").fetchone()[0] == 2:  # not upgraded meanwhile
+            conn.execute(_TABLES)
+            for name in TOKENIZERS:
+                conn.execute(f"INSERT INTO {name}({name}) VALUES ('delete-all')")
+            conn.execute("UPDATE state SET value = 0 WHERE key IN ('indexed_to', 'touched_to')")
+            conn.execute(f"PRAGMA user_version={VERSION}")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 def remove(store: Path) -> None:
