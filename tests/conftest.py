@@ -16,34 +16,9 @@ import pytest
 os.environ["SESSIONDB_UNDER_TEST"] = "1"
 
 
-@pytest.fixture(autouse=True)
-def isolated_home(tmp_path, monkeypatch):
-    """A fresh SESSIONDB_HOME for each test (the user's ~/.sessiondb is never touched)."""
-    home = tmp_path / "home"
-    monkeypatch.setenv("SESSIONDB_HOME", str(home))
-    monkeypatch.setenv("SESSIONDB_UNDER_TEST", "1")  # kept even if a test cleared it
-    monkeypatch.delenv("SESSIONDB_ALLOW_REAL_HOME", raising=False)
-    monkeypatch.delenv("SESSIONDB_URL", raising=False)  # a developer's own server is never the store under test
-    return home
-
-
-class FakeClock:
-    """Seconds since the epoch that move only when the test says so; handed to a store
-    through its public clock hook (open_store(clock=...))."""
-
-    def __init__(self, start: float = 1_900_000_000.0) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
+# Every test's throw-away home and the clock a test moves by hand: the contract suite's
+# own (sessiondb.testing), which every test here uses too.
+from sessiondb.testing import clock, isolated_home  # noqa: E402, F401
 
 
 # --- a real PostgreSQL server for the PostgreSQL backend's tests --------------------------

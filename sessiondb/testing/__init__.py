@@ -17,7 +17,8 @@ PostgreSQL backends, and over the memory backend in the modules that say
 
 Fixtures: `backend` (what the option named), `store_location` ((location, options) of
 this test's store), `open_backend` (opens a handle on it, or on another store beside it),
-`store`, `stored_rows`, `lineage_rows`.
+`store`, `stored_rows`, `lineage_rows`, `clock` (a FakeClock), and for every test a home
+of its own (`isolated_home`).
 """
 
 from __future__ import annotations
@@ -62,6 +63,36 @@ def selected(config: pytest.Config, module: Any = None) -> list[str]:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "backend" in metafunc.fixturenames:
         metafunc.parametrize("backend", selected(metafunc.config, metafunc.module))
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path, monkeypatch):
+    """A fresh SESSIONDB_HOME for each test (the user's ~/.sessiondb is never touched)."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("SESSIONDB_HOME", str(home))
+    monkeypatch.setenv("SESSIONDB_UNDER_TEST", "1")  # S-24: no process of the test opens the real home's store
+    monkeypatch.delenv("SESSIONDB_ALLOW_REAL_HOME", raising=False)
+    monkeypatch.delenv("SESSIONDB_URL", raising=False)  # a developer's own server is never the store under test
+    return home
+
+
+class FakeClock:
+    """Seconds since the epoch that move only when the test says so; handed to a store
+    through its public clock hook (open_store(clock=...))."""
+
+    def __init__(self, start: float = 1_900_000_000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
 
 
 @pytest.fixture
@@ -126,8 +157,7 @@ def open_backend(backend: str, tmp_path, request: pytest.FixtureRequest):
 
 @pytest.fixture
 def store(open_backend, request: pytest.FixtureRequest):
-    """This test's store. A test that also takes `clock` gets a store that reads that clock
-    (a `clock` fixture of the suite using the plugin: a callable giving the time)."""
+    """This test's store. A test that also takes `clock` gets a store that reads that clock."""
     if "clock" in request.fixturenames:
         return open_backend(clock=request.getfixturevalue("clock"))
     return open_backend()
