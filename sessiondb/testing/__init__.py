@@ -61,7 +61,10 @@ def selected(config: pytest.Config, module: Any = None) -> list[str]:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "backend" in metafunc.fixturenames:
+    # A test of the suite using the plugin that names its own `backend` parameter keeps it.
+    own = any("backend" in (m.args[0] if isinstance(m.args[0], (list, tuple)) else m.args[0].replace(" ", "").split(","))
+              for m in metafunc.definition.iter_markers("parametrize"))
+    if "backend" in metafunc.fixturenames and not own:
         metafunc.parametrize("backend", selected(metafunc.config, metafunc.module))
 
 
