@@ -16,10 +16,12 @@ private store each time.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import tempfile
 import threading
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import cmp_to_key
 from pathlib import Path
@@ -29,6 +31,7 @@ from urllib.parse import unquote, urlsplit
 from ..errors import InvalidInput
 from ..model import SearchHit
 from ..query import RANK_WINDOW, Query, Term, fold, like_snippet
+from ..recall import SPREAD_FROM, Recall, best, favour, spread
 from . import commands as cmd
 from .rows import INSERTED, INSERTED_ORDER, TABLES, UNIQUE, Condition, Row, Table, Taken, Where
 
@@ -334,6 +337,9 @@ class MemoryBackend:
     def search(self, query: cmd.Search) -> list[SearchHit]:
         return self.read(lambda rows: search(rows, query))
 
+    def recall(self, query: cmd.Search) -> list[SearchHit]:
+        return self.read(lambda rows: recall(rows, query))
+
 
 # --- search: a scan of the messages, newest first --------------------------------------------
 
@@ -383,19 +389,16 @@ def _score(query: Query, text: str) -> float | None:
     return float(score)
 
 
-def search(rows: MemoryRows, query: cmd.Search) -> list[SearchHit]:
-    """The hits of `query` among the stored messages: the RANK_WINDOW newest matches, the
-    most occurrences first, then the newest (a substring query: newest first, scored 0)."""
-    parsed = query.query
-    if parsed.empty:
-        return []
+def _scanned(rows: MemoryRows, query: cmd.Search) -> tuple[list[tuple[Row, str]], dict[str, Row]]:
+    """The messages a search or recall looks at (newest first, with their searched text)
+    after its filters, and the sessions by id."""
     sessions = {s["id"]: s for s in rows.select("sessions")}
     where: dict[str, Any] = {}
     if query.session_id is not None:
         where["session_id"] = query.session_id
     if query.role is not None:
         where["role"] = query.role
-    matches: list[tuple[float, Row, str]] = []
+    kept = []
     for row in rows.select("messages", where, order=["-id"]):
         session = sessions[row["session_id"]]
         if row["state"] == "rewound" or (query.role is None and not query.include_tools and row["role"] == "tool"):
@@ -407,20 +410,80 @@ def search(rows: MemoryRows, query: cmd.Search) -> list[SearchHit]:
         if (query.since is not None and row["timestamp"] < query.since) or (
                 query.until is not None and row["timestamp"] >= query.until):
             continue
-        text = _text(row)
+        kept.append((row, _text(row)))
+    return kept, sessions
+
+
+def _hit(row: Row, sessions: dict[str, Row], snippet: str, score: float) -> SearchHit:
+    session = sessions[row["session_id"]]
+    return SearchHit(session_id=row["session_id"], message_id=row["id"], uid=row["uid"], role=row["role"],
+                     timestamp=row["timestamp"], snippet=snippet, score=score, state=row["state"],
+                     session_title=session["title"], session_source=session["source"])
+
+
+def search(rows: MemoryRows, query: cmd.Search) -> list[SearchHit]:
+    """The hits of `query` among the stored messages: the RANK_WINDOW newest matches, the
+    most occurrences first, then the newest (a substring query: newest first, scored 0)."""
+    parsed = query.query
+    if parsed.empty:
+        return []
+    scanned, sessions = _scanned(rows, query)
+    matches: list[tuple[float, Row, str]] = []
+    for row, text in scanned:
         score = _score(parsed, text)
         if score is not None:
             matches.append((0.0 if parsed.substring else score, row, text))
             if len(matches) == RANK_WINDOW:
                 break
     matches.sort(key=lambda m: (-m[0], -m[1]["id"]))
-    return [
-        SearchHit(session_id=row["session_id"], message_id=row["id"], uid=row["uid"], role=row["role"],
-                  timestamp=row["timestamp"], snippet=like_snippet(text, parsed.needles), score=score,
-                  state=row["state"], session_title=sessions[row["session_id"]]["title"],
-                  session_source=sessions[row["session_id"]]["source"])
-        for score, row, text in matches[: query.limit]
-    ]
+    return [_hit(row, sessions, like_snippet(text, parsed.needles), score) for score, row, text in matches[: query.limit]]
+
+
+def _stem(word: str) -> str:
+    """A word without the English endings that most often part it from its kin (the
+    engines stem by Porter or Snowball; a scan settles for this)."""
+    for ending in ("ing", "ed"):
+        if word.endswith(ending) and len(word) - len(ending) >= 3:
+            return word[: -len(ending)]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")) and len(word) > 3:
+        return word[:-1]
+    return word
+
+
+def recall(rows: MemoryRows, query: cmd.Search) -> list[SearchHit]:
+    """The best messages for a question (query.query is a recall.Recall), best first: any
+    of its words (stemmed) or trigrams, a rarer one counting for more, then the neighbours'
+    shares and the question's time (sessiondb.recall)."""
+    question: Recall = query.query
+    if question.empty:
+        return []
+    scanned, sessions = _scanned(rows, query)
+    stems = {_stem(w) for w in question.words}
+    found: dict[int, Counter] = {}
+    for row, text in scanned:
+        folded = fold(text)
+        hits = Counter(stem for stem in map(_stem, _WORDS.findall(folded)) if stem in stems)
+        hits.update({t: folded.count(t) for t in question.trigrams if t in folded})
+        if hits:
+            found[row["id"]] = hits
+    if not found:
+        return []
+    held = Counter(term for hits in found.values() for term in hits)  # how many messages hold each
+    scores = {mid: sum(n * math.log(1 + len(scanned) / held[term]) for term, n in hits.items())
+              for mid, hits in found.items()}
+    sources = dict(best(scores, SPREAD_FROM))
+    by_id = {row["id"]: (row, text) for row, text in scanned}
+    order: dict[str, list[int]] = {}
+    for row, _ in reversed(scanned):
+        order.setdefault(row["session_id"], []).append(row["id"])
+    neighbours = {}
+    for mid in sources:
+        ids = order[by_id[mid][0]["session_id"]]
+        at = ids.index(mid)
+        neighbours[mid] = (ids[at - 1] if at else None, ids[at + 1] if at + 1 < len(ids) else None)
+    times = {mid: by_id[mid][0]["timestamp"] for mid in sources}
+    ranked = best(favour(spread(sources, neighbours), times, question), query.limit)
+    return [_hit(by_id[mid][0], sessions, like_snippet(by_id[mid][1], question.needles), score) for mid, score in ranked]
 
 
 def open_backend(target: str, *, profile: str | None, **options: Any) -> MemoryBackend:

@@ -10,6 +10,7 @@ import pytest
 
 import sessiondb
 from sessiondb.query import parse
+from sessiondb.recall import question
 from sessiondb.store import commands as cmd
 from sessiondb.store.memory import MemoryBackend, forget
 
@@ -116,3 +117,16 @@ def test_search_filters_and_substrings(searched):
     assert [uid for uid, _ in _search(searched, "caf*", limit=1)] == ["e"]
     assert [uid for uid, _ in _search(searched, "京の")] == ["f"]
     assert [uid for uid, _ in _search(searched, "afe", substring=True)] == ["e", "b", "a"]
+
+
+def test_recall_finds_any_content_word_stemmed_rarer_words_first(searched):
+    def ask(text: str):
+        filters = {"profile": None, "source": None, "session_id": None, "role": None, "since": None,
+                   "until": None, "include_tools": False, "limit": 10}
+        return [hit.uid for hit in searched.recall(cmd.Search(question(text), **filters))]
+
+    assert ask("When does the café open?") == ["a", "b"]  # "opens" is "open", "cafes" "cafe"; "when", "does" left out
+    # plans: one message holds it, cafe (cafes) two, so e outranks a; b, the reply to a,
+    # gains a share of a's score (and a a smaller one of b's)
+    assert ask("What about cafe plans?") == ["b", "e", "a"]
+    assert ask("Who was it?") == []
