@@ -11,48 +11,6 @@ from pathlib import Path
 
 import pytest
 
-# S-24: every process this suite starts inherits the marker, so none of them can open the
-# user's real store (sessiondb.home.refuse_real_home_under_test).
-os.environ["SESSIONDB_UNDER_TEST"] = "1"
-
-
-# Every test's throw-away home and the clock a test moves by hand: the contract suite's
-# own (sessiondb.testing), which every test here uses too.
-from sessiondb.testing import clock, isolated_home  # noqa: E402, F401
-
-
-# --- a real PostgreSQL server for the PostgreSQL backend's tests --------------------------
-
-sys.path.insert(0, str(Path(__file__).parent))
-import pgserver  # noqa: E402  (tests/pgserver.py, found through the line above)
-
-
-@pytest.fixture(scope="session")
-def pg_server():
-    """One PostgreSQL server for the whole run, from the machine's binaries (tests/pgserver.py).
-
-    Where none can be started the tests that need it fail under CI (CI=true) and are
-    skipped elsewhere, saying why."""
-    try:
-        server = pgserver.start_server()
-    except pgserver.ServerUnavailable as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"the PostgreSQL tests need a server and none could be started: {exc}")
-        pytest.skip(f"no PostgreSQL server here: {exc}")
-    yield server
-    server.destroy()
-
-
-@pytest.fixture
-def pg_schema(request):
-    """A schema name of this test's own, so every test starts from an empty store."""
-    digest = hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:12]
-    return f"t_{digest}_{next(_schemas)}"
-
-
-_schemas = itertools.count()
-
-
 @pytest.fixture
 def pg_database(pg_server, pg_schema):
     """The URL of a database of this test's own on the suite's server, for what spans the

@@ -3,7 +3,8 @@
 An id is cited as `S-nn` anywhere in sessiondb/, tests/, docs/ (docs/scenarios.md aside),
 bench/ or README.md; a range `S-30..S-36` cites every id between its ends. An id is
 defined by a heading `### S-nn ...` in docs/scenarios.md. A test is named there as
-`tests/<path>.py::test_<name>` and must be a function defined in that file.
+`tests/<path>.py::test_<name>` (or `sessiondb/testing/contract/<module>.py::test_<name>`, the
+contract suite) and must be a function defined in that file.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ SUFFIXES = {".py", ".md", ".txt", ".toml", ".cfg", ".ini", ".sql", ".js", ".html
 _RANGE = re.compile(r"S-(\d\d)\.\.S-(\d\d)")
 _ID = re.compile(r"\bS-(\d\d)\b")
 _HEADING = re.compile(r"^#+\s+S-(\d\d)\b", re.MULTILINE)
-_TEST_REF = re.compile(r"(tests/[\w/]+\.py)::(test_\w+)")
+_TEST_REF = re.compile(r"((?:tests|sessiondb/testing)/[\w/]+\.py)::(test_\w+)")
 
 
 def cited_in(text: str) -> set[str]:

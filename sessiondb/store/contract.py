@@ -1,6 +1,6 @@
 """The Store contract: what every backend promises.
 
-The contract tests in tests/contract/ run these promises against every backend through
+The contract tests in sessiondb/testing/contract/ run these promises against every backend through
 one parametrised fixture. Times are seconds since the epoch (floats); an aware datetime
 is accepted wherever a time is taken.
 

@@ -1,6 +1,6 @@
 """The store from the key, the one routing index, lineage, legacy rows and activity (S-08, S-09, S-30..S-32, S-36).
 
-The routing index itself is tested on every backend in tests/contract/test_routing.py;
+The routing index itself is tested on every backend in sessiondb/testing/contract/test_routing.py;
 these tests are the gateway's use of it.
 """
 

@@ -1,7 +1,7 @@
 """How the SQLite search index (its own file) follows what the store logs (rows moved to new
 ids and sessions, edited text), indexes rows stored before the search migration, ranks
 within its window, keeps trigrams for CJK runs only, and serves Latin substrings by a
-scan. The search contract itself is tests/contract/test_search.py."""
+scan. The search contract itself is sessiondb/testing/contract/test_search.py."""
 
 from __future__ import annotations
 

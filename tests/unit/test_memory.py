@@ -1,6 +1,6 @@
 """The memory backend's own promises: a named store is shared by every handle of the
 process, a read holds one snapshot, and search finds by scanning what the engines'
-indexes would find (the Rows contract itself is tests/contract/test_rows.py)."""
+indexes would find (the Rows contract itself is sessiondb/testing/contract/test_rows.py)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SUITE = ROOT / "tests" / "contract" / "test_rows.py"  # one of the suite's modules, as the plugin runs any
+SUITE = ROOT / "sessiondb" / "testing" / "contract" / "test_rows.py"  # one of the suite's modules, as the plugin runs any
 
 CONFTEST = '''
 import sessiondb

@@ -1,6 +1,6 @@
 """The field scenarios of compaction and lineage (S-02..S-06, S-08, S-09, S-42), each
 recreated on a real store through public calls. S-07 (holders that died) needs the host's
-process table and real holder processes: tests/contract/test_lease_holders.py."""
+process table and real holder processes: sessiondb/testing/contract/test_lease_holders.py."""
 
 from __future__ import annotations
 

@@ -1,0 +1,1 @@
+"""The contract suite (sessiondb.testing): every module runs over the backends the plugin is given."""
