@@ -16,11 +16,12 @@ import pytest
 import sessiondb
 from sessiondb.errors import Cause, ServerUnreachable, StoreBusy, Unavailable
 
-PATIENCE = 20.0
+PATIENCE = 60.0
 # Failed connection attempts before the server comes back. A pool retrying on its own, its
-# pause doubling from 1 s, fails its tenth attempt (two at a time) after 15 s and makes the
-# next after 31 s, past the patience; sessiondb's retrying fails ten in a few seconds.
-AWAY = 10
+# pause doubling from 1 s, fails its sixteenth attempt (two at a time) only after 127 s,
+# past the patience; sessiondb's retrying fails sixteen in a few seconds. The patience
+# leaves a server restarting on a loaded machine most of a minute to come back.
+AWAY = 16
 
 
 def message(uid):
