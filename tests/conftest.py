@@ -1,15 +1,15 @@
-"""Suite-wide set-up: every test runs against a throw-away home, never the user's own."""
+"""Set-up for the tests under tests/: PostgreSQL databases and small disks. Every test's
+throw-away home, the clock and the PostgreSQL server are the repository's (conftest.py at
+its root, and sessiondb.testing)."""
 
 from __future__ import annotations
 
-import hashlib
-import itertools
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
 
 @pytest.fixture
 def pg_database(pg_server, pg_schema):
