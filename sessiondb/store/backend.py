@@ -11,7 +11,7 @@ The rules of appends, lineage and compaction are units of work over `Rows`
 `write` and `read`; the methods below them are the concepts still on their way there.
 
 Optional capabilities are separate protocols: the neutral layer offers the matching
-public protocol (maintenance, routing, its own way to run appends) only on stores whose
+public protocol (maintenance, its own way to run appends) only on stores whose
 backend has it.
 """
 
@@ -25,7 +25,6 @@ from ..model import (
     ImportOutcome, Message, Page, SearchHit, Session, StoreStats, Turn, Usage, VerifyReport,
 )
 from . import commands as cmd
-from .optional import RoutingIndex
 from .rows import Rows
 
 T = TypeVar("T")
@@ -113,14 +112,6 @@ class MaintenanceBackend(Protocol):
     def optimize(self, *, force: bool, dry_run: bool) -> Any: ...  # MaintenanceReport
     def vacuum(self, *, force: bool, dry_run: bool) -> Any: ...
     def prune(self, command: cmd.Prune) -> Any: ...
-
-
-@runtime_checkable
-class RoutingBackend(Protocol):
-    """The gateway's routing index, kept in the store (see contract.Routable)."""
-
-    @property
-    def routing(self) -> RoutingIndex: ...
 
 
 #: How a backend kind opens a handle: (target, profile, options) -> Backend.

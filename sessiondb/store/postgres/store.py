@@ -31,7 +31,6 @@ from ..sql import Dialect, SQLRows
 from . import maintenance, migrations, search, sessions, transfer, usage, verify
 from .batching import AppendBatcher
 from .connect import DEFAULT_PATIENCE, DEFAULT_POOL_SIZE, EXTENSIONS_SCHEMA, Database, on_own_connection
-from .routing import RoutingTable
 from .text import from_server, to_server
 
 T = TypeVar("T")
@@ -57,7 +56,6 @@ class PostgresBackend:
     def __init__(self, url: str, *, profile: str | None = None, schema: str | None = None,
                  patience: float = DEFAULT_PATIENCE, pool_size: int = DEFAULT_POOL_SIZE,
                  durability: str = "full") -> None:
-        self._profile = profile
         self._db = Database(url, schema=schema, profile=profile, patience=patience, pool_size=pool_size,
                             synchronous_commit=DURABILITY[durability])
         self.location = f"{self._db.location}#{self._db.schema}"
@@ -77,10 +75,6 @@ class PostgresBackend:
     @property
     def schema(self) -> str:
         return self._db.schema
-
-    @property
-    def routing(self) -> RoutingTable:
-        return RoutingTable(self._run, self._profile)
 
     def close(self) -> None:
         if not self._closed.is_set():

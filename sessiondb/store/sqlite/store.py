@@ -25,7 +25,7 @@ from .. import commands as cmd
 from .. import listing, turn_rows
 from ..rows import Rows
 from ..sql import Dialect, SQLRows
-from . import catalog, maintenance, registry, routing as routing_rows
+from . import catalog, maintenance, registry
 from . import search, sessions, transfer, usage, verify
 from .connect import DEFAULT_PATIENCE, check_sqlite_version
 from .errors import convert
@@ -61,7 +61,6 @@ class SQLiteBackend:
         self.path = path
         self.location = str(path)
         self.spool_anchor = path
-        self._profile = profile
         self._closed = threading.Event()
         self._file = registry.acquire(path, durability=durability, patience=float(patience), vfs=vfs)
 
@@ -73,11 +72,6 @@ class SQLiteBackend:
     @property
     def journal_mode(self) -> str:
         return self._file.journal_mode
-
-    @property
-    def routing(self) -> routing_rows.RoutingTable:
-        """The gateway's routing index and key/peer lookups on this store."""
-        return routing_rows.RoutingTable(self._write, self._read, self._profile)
 
     def close(self) -> None:
         if self._closed.is_set():
