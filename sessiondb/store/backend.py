@@ -20,9 +20,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol, TypeVar, runtime_checkable
 
-from ..formats import SessionGroup
 from ..model import (
-    ImportOutcome, Message, Page, SearchHit, Session, StoreStats, Turn, Usage, VerifyReport,
+    Message, Page, SearchHit, Session, StoreStats, Turn, Usage, VerifyReport,
 )
 from . import commands as cmd
 from .rows import Rows
@@ -52,6 +51,12 @@ class Backend(Protocol):
     def read(self, work: Callable[[Rows], T]) -> T:
         """Run `work` in one read transaction: one consistent snapshot throughout."""
 
+    def stream(self, work: Callable[[Rows], Iterator[T]]) -> Iterator[T]:
+        """What `work` yields (a generator over the rows), read in one snapshot held until
+        it is exhausted or closed: a read too large to hold at once (an export) pages
+        through its rows with `select(order=, limit=)` and `above()` and hands each page on.
+        Never re-run: the caller may already hold some of what it yielded."""
+
     # sessions
     def create_session(self, command: cmd.CreateSession) -> Session: ...
     def get_session(self, session_id: str) -> Session: ...
@@ -78,18 +83,6 @@ class Backend(Protocol):
 
     def get_turn(self, turn_id: str) -> Turn: ...
     def turns(self, session_id: str, limit: int) -> list[Turn]: ...
-
-    # transfer: rows in the export format's columns (sessiondb.formats)
-    def missing_sessions(self, session_ids: list[str]) -> list[str]: ...
-    def session_ids(self) -> Iterator[str]:
-        """Every session id in creation order, read a page at a time."""
-
-    def session_records(self, session_id: str, max_messages: int = 0) -> Iterator[dict[str, Any]]:
-        """One session's export records (session, messages, usage, turns, end) from one snapshot;
-        nothing if it is gone. Over `max_messages` (0: no limit) raises SessionTooLarge."""
-
-    def import_session(self, group: SessionGroup, dry_run: bool) -> ImportOutcome: ...
-    def relink(self, links: list[tuple[str, str]]) -> list[str]: ...
 
 
 @runtime_checkable
