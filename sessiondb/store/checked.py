@@ -33,7 +33,7 @@ from ..inputs import (
 )
 from . import arguments as arg
 from . import commands as cmd
-from . import append, compaction, handles, lineage, spool
+from . import append, compaction, handles, lineage, spool, verify
 from .backend import Backend
 from .contract import MessageInput
 from .identity import Identity
@@ -408,5 +408,5 @@ class CheckedStore(Transfer, Identity, Turns):
         return self._open().stats()
 
     def verify(self) -> VerifyReport:
-        return self._open().verify()
+        return self._open().check(verify.check)
 

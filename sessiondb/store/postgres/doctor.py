@@ -28,19 +28,21 @@ from psycopg import sql
 
 from ...model import DoctorReport, SpoolReport
 from .. import spool
+from .. import verify as rows_verify
+from ..sql import SQLRows
 from . import verify
 from .connect import EXTENSIONS_SCHEMA, connect, schema_for, split_url
 from .errors import convert
 from .messages import recount
 from .migrations import MIGRATIONS
 from .profiles import connections
-from .store import spool_anchor
+from .store import DIALECT, spool_anchor
 
 NONE, INDEX, COUNTERS, RECORDS = "none", "index", "counters", "records"
 PATIENCE = 5.0  # seconds the doctor waits for a server that is away: it reports, it does not ride it out
 # verify's checks by the damage each finds (the rest are RECORDS)
 _BY_CHECK = {"the search words of every row are its text's": INDEX, "every search index is valid": INDEX,
-             "a session's counters equal its active rows": COUNTERS}
+             "counters": COUNTERS}
 _SEVERITY = (NONE, INDEX, COUNTERS, RECORDS)
 
 _STALE_WORDS = ("UPDATE messages SET words = message_words(role, content, parts) "
@@ -141,7 +143,7 @@ class ServerDoctor:
             "WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'S')").fetchone()[0])
         if report.migrations["unknown"]:
             return  # a newer sessiondb's schema: this release's checks may not describe it
-        found = verify.verify(conn)
+        found = verify.verify(conn, SQLRows(conn, DIALECT), rows_verify.check)
         report.checked, report.notes = found.checked, list(found.notes)
         report.findings = list(found.problems)
 

@@ -160,8 +160,8 @@ class PostgresBackend:
             return StoreStats(location=self.location, **usage.counts(conn), size_bytes=int(size), wal_bytes=0)
         return self._read(work)
 
-    def verify(self) -> VerifyReport:
-        return self._read(verify.verify)
+    def check(self, logical: Callable[[Rows, int, VerifyReport], None]) -> VerifyReport:
+        return self._read(lambda conn: verify.verify(conn, SQLRows(conn, DIALECT), logical))
 
     # --- turns ---------------------------------------------------------------------------
 

@@ -153,10 +153,11 @@ class SQLiteBackend:
         size, wal = _file_size(self.path), _file_size(Path(f"{self.path}-wal"))
         return StoreStats(location=self.location, **counts, size_bytes=size + wal, wal_bytes=wal)
 
-    def verify(self) -> VerifyReport:
+    def check(self, logical: Callable[[Rows, int, VerifyReport], None]) -> VerifyReport:
         # Read like a search: the index caught up to this snapshot first (if it can be), then checked.
         self._check_open()
-        return self._file.examine(verify.verify)
+        return self._file.examine(lambda conn, touched_to: verify.verify(conn, touched_to, SQLRows(conn, DIALECT),
+                                                                         logical))
 
     # --- turns ---------------------------------------------------------------------------
 
