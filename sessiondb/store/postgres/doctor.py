@@ -26,9 +26,9 @@ from typing import Any, Callable
 import psycopg
 from psycopg import sql
 
-from ...model import DoctorReport, SpoolReport
+from ...model import DoctorReport, SpoolReport, VerifyReport
 from .. import spool
-from .. import verify as rows_verify
+from ..rows import Rows
 from ..sql import SQLRows
 from . import verify
 from .connect import EXTENSIONS_SCHEMA, connect, schema_for, split_url
@@ -73,13 +73,15 @@ class ServerReport(DoctorReport):
 class ServerDoctor:
     """The Doctor (store/optional.py) of one schema on a PostgreSQL server."""
 
-    def __init__(self, url: str, *, profile: str | None, command: str, replay: Callable[[], SpoolReport]) -> None:
+    def __init__(self, url: str, *, profile: str | None, command: str, replay: Callable[[], SpoolReport],
+                 checks: Callable[[Rows, int, VerifyReport], None]) -> None:
         self._conninfo, shown, in_url = split_url(url)
         self.schema = in_url or schema_for(profile)
         self.location = f"{shown}#{self.schema}"
         self._shown = shown
         self._command = command
         self._replay = replay
+        self._checks = checks  # the checks over rows (store/verify.py), given by the neutral layer
         self._spool = spool_anchor(shown, self.schema)
 
     def holders(self) -> list[str]:
@@ -143,7 +145,7 @@ class ServerDoctor:
             "WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'S')").fetchone()[0])
         if report.migrations["unknown"]:
             return  # a newer sessiondb's schema: this release's checks may not describe it
-        found = verify.verify(conn, SQLRows(conn, DIALECT), rows_verify.check)
+        found = verify.verify(conn, SQLRows(conn, DIALECT), self._checks)
         report.checked, report.notes = found.checked, list(found.notes)
         report.findings = list(found.problems)
 
