@@ -3,7 +3,8 @@
 A location is a file path (the embedded SQLite backend), a `sqlite:` URL, or a URL whose
 scheme names another backend (`postgresql://...`). `BACKENDS` maps each kind to the
 module that serves it; that module offers `open_backend(target, *, profile, **options)`,
-where the backend has one `open_doctor(target, *, profile, command, replay)`, and where one server holds
+where the backend has one `open_doctor(target, *, profile, command, replay, checks)` (`checks`: the
+checks over rows, store/verify.py, for a doctor that verifies rows itself), and where one server holds
 many profiles `list_profiles(target)`, `delete_profile(target, profile)` and
 `shown_location(target)`, the server as messages may name it (no password). This is the only
 place outside `store/` backends are named, and they are imported when first used, so
@@ -25,6 +26,7 @@ from .. import home as homes
 from ..errors import InvalidInput, StorageError
 from ..guidance import command_for, tell
 from ..model import MessageLimits
+from . import verify
 from .capabilities import Doctor, checked_store
 from .contract import Store
 
@@ -173,7 +175,7 @@ def open_doctor(
     command = command_for(where.profile, where.home if home is not None else None)
     return module.open_doctor(
         where.target, profile=where.profile, command=command,
-        replay=lambda: _replay(location, home=home, profile=profile))
+        replay=lambda: _replay(location, home=home, profile=profile), checks=verify.check)
 
 
 def _replay(location: Any, *, home: Any, profile: str | None) -> Any:
