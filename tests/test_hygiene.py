@@ -71,26 +71,28 @@ def _taint(function: ast.AST) -> set[str]:
             return tainted
 
 
-def _is_long(function: ast.FunctionDef) -> bool:
-    return any("long" in ast.unparse(d) and "mark" in ast.unparse(d) for d in function.decorator_list)
+def _long_marks(tree: ast.Module) -> set[str]:
+    """Module-level names bound to the long marker (`LONG = pytest.mark.long`, `pytestmark`)."""
+    return {t.id for node in tree.body if isinstance(node, ast.Assign) and "mark.long" in ast.unparse(node.value)
+            for t in node.targets if isinstance(t, ast.Name)}
 
 
-def _module_is_long(tree: ast.Module) -> bool:
-    return any(isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets)
-               and "mark.long" in ast.unparse(node.value) for node in tree.body)
+def _is_long(function: ast.FunctionDef, marks: set[str]) -> bool:
+    return any("mark.long" in ast.unparse(d) or ast.unparse(d) in marks for d in function.decorator_list)
 
 
 def wall_clock_assertions(source: str) -> list[tuple[str, int, str]]:
     """(test function, line, assertion) for every wall-clock assertion in a module's source."""
     tree = ast.parse(source)
-    if _module_is_long(tree):
+    marks = _long_marks(tree)
+    if "pytestmark" in marks:
         return []
     found = []
     # Test functions at the top and in classes; a function nested in one is read as part of it.
     functions = [node for body in [tree.body, *(c.body for c in tree.body if isinstance(c, ast.ClassDef))]
                  for node in body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
     for function in functions:
-        if _is_long(function):
+        if _is_long(function, marks):
             continue
         tainted = _taint(function)
         for node in ast.walk(function):
@@ -155,8 +157,15 @@ def test_inline():
 def test_named_latency(store):
     assert store.latency_p99 <= 0.5
 
+LONG = pytest.mark.long
+
 @pytest.mark.long
 def test_long_tier_may():
+    t0 = time.monotonic()
+    assert time.monotonic() - t0 < 600
+
+@LONG
+def test_long_tier_by_another_name_may():
     t0 = time.monotonic()
     assert time.monotonic() - t0 < 600
 
