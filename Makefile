@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test reliability reliability-postgres bench bench-growth bench-core bench-lineage bench-search bench-search-peers bench-recall profile-search bench-api bench-fleet clean
+.PHONY: run test test-long reliability reliability-postgres bench bench-growth bench-core bench-lineage bench-search bench-search-peers bench-recall profile-search bench-api bench-fleet clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,8 +17,15 @@ run: $(STAMP)
 	$(BIN)/sessiondb demo
 	$(BIN)/sessiondb serve
 
+# The default run: every test not marked `long` (pyproject.toml), at most 10 minutes on a
+# quiet 2-core machine. The long tiers run under their own targets: `make reliability`
+# (tests/reliability), `make reliability-postgres` (tests/postgres) and `make test-long`
+# (the rest: the rotation race, the lineage model and the identity reads at full size).
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+test-long: $(STAMP)
+	$(BIN)/python -m pytest -q tests -m long --ignore=tests/reliability --ignore=tests/postgres
 
 # The reliability harness, quick and long tiers (tests/reliability, about half an hour on 2 cores);
 # the figures it records are rendered into docs/reliability.md even when a test fails.

@@ -11,7 +11,7 @@ The rules of appends, lineage and compaction are units of work over `Rows`
 `write` and `read`; the methods below them are the concepts still on their way there.
 
 Optional capabilities are separate protocols: the neutral layer offers the matching
-public protocol (maintenance, routing, its own way to run appends) only on stores whose
+public protocol (maintenance, its own way to run appends) only on stores whose
 backend has it.
 """
 
@@ -20,12 +20,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol, TypeVar, runtime_checkable
 
-from ..formats import SessionGroup
 from ..model import (
-    ImportOutcome, Message, Page, SearchHit, Session, StoreStats, Turn, Usage, VerifyReport,
+    Message, Page, SearchHit, Session, StoreStats, Turn, Usage, VerifyReport,
 )
 from . import commands as cmd
-from .optional import RoutingIndex
 from .rows import Rows
 
 T = TypeVar("T")
@@ -53,6 +51,12 @@ class Backend(Protocol):
     def read(self, work: Callable[[Rows], T]) -> T:
         """Run `work` in one read transaction: one consistent snapshot throughout."""
 
+    def stream(self, work: Callable[[Rows], Iterator[T]]) -> Iterator[T]:
+        """What `work` yields (a generator over the rows), read in one snapshot held until
+        it is exhausted or closed: a read too large to hold at once (an export) pages
+        through its rows with `select(order=, limit=)` and `above()` and hands each page on.
+        Never re-run: the caller may already hold some of what it yielded."""
+
     # sessions
     def create_session(self, command: cmd.CreateSession) -> Session: ...
     def get_session(self, session_id: str) -> Session: ...
@@ -69,7 +73,11 @@ class Backend(Protocol):
         """The best messages for a question (query.query is a recall.Recall), best first:
         any of its words over a stemmed words index, ranked by bm25; caught up like search."""
     def stats(self) -> StoreStats: ...
-    def verify(self) -> VerifyReport: ...
+    def check(self, logical: Callable[[Rows, int, VerifyReport], None]) -> VerifyReport:
+        """Store.verify() in one snapshot: what only the engine can check (its file or
+        pages, the derived search index, its settings) and `logical(rows, tokens, report)`,
+        the checks over rows (store/verify.py), given how many fencing tokens the store has
+        handed out. A file too damaged to read leaves the rows unchecked, with a note."""
 
     # turns
     def begin_turn(self, command: cmd.BeginTurn) -> Turn:
@@ -82,18 +90,6 @@ class Backend(Protocol):
 
     def get_turn(self, turn_id: str) -> Turn: ...
     def turns(self, session_id: str, limit: int) -> list[Turn]: ...
-
-    # transfer: rows in the export format's columns (sessiondb.formats)
-    def missing_sessions(self, session_ids: list[str]) -> list[str]: ...
-    def session_ids(self) -> Iterator[str]:
-        """Every session id in creation order, read a page at a time."""
-
-    def session_records(self, session_id: str, max_messages: int = 0) -> Iterator[dict[str, Any]]:
-        """One session's export records (session, messages, usage, turns, end) from one snapshot;
-        nothing if it is gone. Over `max_messages` (0: no limit) raises SessionTooLarge."""
-
-    def import_session(self, group: SessionGroup, dry_run: bool) -> ImportOutcome: ...
-    def relink(self, links: list[tuple[str, str]]) -> list[str]: ...
 
 
 @runtime_checkable
@@ -116,14 +112,6 @@ class MaintenanceBackend(Protocol):
     def optimize(self, *, force: bool, dry_run: bool) -> Any: ...  # MaintenanceReport
     def vacuum(self, *, force: bool, dry_run: bool) -> Any: ...
     def prune(self, command: cmd.Prune) -> Any: ...
-
-
-@runtime_checkable
-class RoutingBackend(Protocol):
-    """The gateway's routing index, kept in the store (see contract.Routable)."""
-
-    @property
-    def routing(self) -> RoutingIndex: ...
 
 
 #: How a backend kind opens a handle: (target, profile, options) -> Backend.

@@ -16,9 +16,10 @@ from ..errors import InvalidInput
 from ..model import MaintenanceReport
 from . import arguments as arg
 from . import commands as cmd
-from .backend import Backend, MaintenanceBackend, RoutingBackend
+from .backend import Backend, MaintenanceBackend
 from .checked import CheckedStore, naming_the_store
 from .optional import Doctor, Maintainable, RoutingIndex, Salvageable
+from .routing import RoutingTable
 
 __all__ = ["Doctor", "Maintainable", "Salvageable", "checked_store"]
 
@@ -69,18 +70,20 @@ class CheckedMaintenance:
 
 
 class CheckedRouting:
-    """The gateway's routing index (contract.Routable), as the backend keeps it."""
+    """The gateway's routing index (optional.Routable): rows of every backend
+    (store/routing.py), so every store offers it."""
 
-    _open: Callable[[], RoutingBackend]
+    _open: Callable[[], Backend]
+    _profile: str | None
+    _clock: Callable[[], float]
 
     @property
     def routing(self) -> RoutingIndex:
-        return self._open().routing
+        return RoutingTable(self._open(), self._profile, self._clock)
 
 
 _MIXINS: tuple[tuple[type, type], ...] = (
     (MaintenanceBackend, CheckedMaintenance),
-    (RoutingBackend, CheckedRouting),
 )
 
 
@@ -94,5 +97,5 @@ def _store_class(mixins: tuple[type, ...]) -> type[CheckedStore]:
 def checked_store(backend: Backend, *, profile: str | None, **options: Any) -> CheckedStore:
     """The public store over `backend`: the core contract and each capability it has
     (options: CheckedStore's clock, limits and replay_spool)."""
-    mixins = tuple(mixin for capability, mixin in _MIXINS if isinstance(backend, capability))
+    mixins = (CheckedRouting, *(mixin for capability, mixin in _MIXINS if isinstance(backend, capability)))
     return _store_class(mixins)(backend, profile=profile, **options)

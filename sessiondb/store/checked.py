@@ -34,7 +34,7 @@ from ..inputs import (
 )
 from . import arguments as arg
 from . import commands as cmd
-from . import append, compaction, handles, lineage, spool
+from . import append, compaction, handles, lineage, spool, verify
 from .backend import Backend
 from .contract import MessageInput
 from .identity import Identity
@@ -419,7 +419,7 @@ class CheckedStore(Transfer, Identity, Turns):
         return self._open().stats()
 
     def verify(self) -> VerifyReport:
-        return self._open().verify()
+        return self._open().check(verify.check)
 
 
 def _searching(query: search_query.Query | questions.Recall, *, profile: Any, source: Any, session_id: Any,

@@ -6,7 +6,8 @@ scheme by registering (`register_backend`, or an entry point of the `sessiondb.b
 group naming what to register, so an installed package adds one without editing
 sessiondb); the built-in backends register the same way, below. What is registered is
 its provider: a module or object that offers `open_backend(target, *, profile, **options)`,
-where the backend has one `open_doctor(target, *, profile, command, replay)`, and where one
+where the backend has one `open_doctor(target, *, profile, command, replay, checks)` (`checks`:
+the checks over rows, store/verify.py, for a doctor that verifies rows itself), and where one
 server holds many profiles `list_profiles(target)`, `delete_profile(target, profile)` and
 `shown_location(target)`, the server as messages may name it (no password); or a bare
 opener, the `open_backend` alone. A provider named by its import path ("package.module" or
@@ -29,6 +30,7 @@ from .. import home as homes
 from ..errors import InvalidInput, StorageError
 from ..guidance import command_for, tell
 from ..model import MessageLimits
+from . import verify
 from .capabilities import Doctor, checked_store
 from .contract import Store
 
@@ -232,7 +234,7 @@ def open_doctor(
     command = command_for(where.profile, where.home if home is not None else None)
     return module.open_doctor(
         where.target, profile=where.profile, command=command,
-        replay=lambda: _replay(location, home=home, profile=profile))
+        replay=lambda: _replay(location, home=home, profile=profile), checks=verify.check)
 
 
 def _replay(location: Any, *, home: Any, profile: str | None) -> Any:

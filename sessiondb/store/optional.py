@@ -103,9 +103,10 @@ class Salvageable(Protocol):
 
 # The gateway's routing index.
 #
-# Not every backend needs one: only the store a gateway runs on keeps its routing index
-# (S-32), and the gateway looks a key's session up in its owner's store. A backend that
-# offers it is `Routable`; the gateway asks with isinstance and refuses a store without it.
+# Only the store a gateway runs on keeps entries in its routing index (S-32), and the
+# gateway looks a key's session up in its owner's store. A store that offers it is
+# `Routable` (every store over a `Backend` is: the index is rows, store/routing.py); the
+# gateway asks with isinstance and refuses a store without it.
 
 
 @runtime_checkable

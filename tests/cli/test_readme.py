@@ -22,7 +22,7 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 BIN = Path(sys.executable).parent
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```$", re.M | re.S)
 # `make run` serves until Ctrl-C and the others run the suites: not run from a test.
-NOT_RUN = {"make run", "make test", "make reliability"}
+NOT_RUN = {"make run", "make test", "make reliability", "make test-long"}
 NOTHING_FOUND = ("no sessions", "no messages found")
 
 

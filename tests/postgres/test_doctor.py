@@ -48,7 +48,7 @@ def test_a_sound_store_is_healthy_and_its_connections_are_listed(stored, pg_sche
     assert report.healthy and report.damage == "none" and report.exists
     assert len(report.connections) == 1 and report.connections[0].startswith("server process ")
     assert report.migrations == {"applied": len(MIGRATIONS), "pending": [], "unknown": []}
-    assert report.checked == {"sessions": 1, "messages": 2, "leases": 0}
+    assert report.checked == {"sessions": 1, "messages": 2, "leases": 0, "usage": 0}  # usage: its orphans
     assert report.location.endswith(f"#{pg_schema}") and report.server_version.startswith("15")
 
 

@@ -50,6 +50,9 @@ def test_io_faults_in_the_index_files_never_lose_or_refuse_an_append(tmp_path, o
     total = counter.counts[op]
     if total == 0:
         pytest.skip(f"the workload makes no {op} of the index files")
+    # The counting run only picks the k to try: how many index writes a run makes depends on
+    # when the indexer catches up, so each case counts its own, and one that made fewer than
+    # its k ran fault-free and is checked as such.
     injected = tried = 0
     for k in sorted({1, 2, total // 2 or 1, total}):
         path = tmp_path / f"case-{k}.db"
@@ -57,11 +60,12 @@ def test_io_faults_in_the_index_files_never_lose_or_refuse_an_append(tmp_path, o
         acked, _ = run(path, plan)
         tried += 1
         injected += plan.injected > 0
+        assert plan.injected or plan.counts[op] < k, f"{op} #{k} was reached and not failed"
+        assert k > 1 or plan.injected, f"the first {op} of the index files was not failed"
         assert_intact(path)  # the index, without faults now, catches up and equals a rebuild
         with sessiondb.open_store(path) as store:
             assert [m.uid for m in store.transcript(SESSION)] == acked
             assert {h.uid for h in store.search("kyoto", limit=100)} == set(acked)
-    assert injected >= 1, "no fault was injected"
     figures.record(tried=tried, failed=0, unit="index fault cases",
                    detail=f"{op} of the index files failing {'from' if persistent else 'at'} the k-th; "
                           f"{injected} cases hit their fault; every append acknowledged and found")

@@ -180,6 +180,11 @@ def kill_rounds(tmp_path: Path, rounds: int, figures, seed: int, min_acks: int, 
 
 
 def test_processes_killed_at_random_moments_lose_and_duplicate_no_acknowledged_message(tmp_path, figures):
+    kill_rounds(tmp_path, rounds=4, figures=figures, seed=4, min_acks=200)
+
+
+@pytest.mark.long
+def test_long_processes_killed_and_checked_whole_after_every_round_lose_and_duplicate_nothing(tmp_path, figures):
     kill_rounds(tmp_path, rounds=17, figures=figures, seed=4, min_acks=1000)
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ...model import SpoolReport
+from ...model import SpoolReport, VerifyReport
+from ..rows import Rows
 from .doctor import ServerDoctor
 from .profiles import check_name, delete_profile, list_profiles, shown_location
 from .store import PostgresBackend
@@ -24,6 +25,8 @@ def open_backend(url: str, *, profile: str | None, **options: Any) -> PostgresBa
     return PostgresBackend(url, profile=profile, **options)
 
 
-def open_doctor(url: str, *, profile: str | None, command: str, replay: Callable[[], SpoolReport]) -> ServerDoctor:
-    """The doctor of `profile`'s store at the server `url` (doctor.py)."""
-    return ServerDoctor(url, profile=profile, command=command, replay=replay)
+def open_doctor(url: str, *, profile: str | None, command: str, replay: Callable[[], SpoolReport],
+                checks: Callable[[Rows, int, VerifyReport], None]) -> ServerDoctor:
+    """The doctor of `profile`'s store at the server `url` (doctor.py), judging the rows by
+    `checks` (store/verify.py) besides the server's own."""
+    return ServerDoctor(url, profile=profile, command=command, replay=replay, checks=checks)

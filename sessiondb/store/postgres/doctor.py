@@ -26,21 +26,23 @@ from typing import Any, Callable
 import psycopg
 from psycopg import sql
 
-from ...model import DoctorReport, SpoolReport
+from ...model import DoctorReport, SpoolReport, VerifyReport
 from .. import spool
+from ..rows import Rows
+from ..sql import SQLRows
 from . import verify
 from .connect import EXTENSIONS_SCHEMA, connect, schema_for, split_url
 from .errors import convert
 from .messages import recount
 from .migrations import MIGRATIONS
 from .profiles import connections
-from .store import spool_anchor
+from .store import DIALECT, spool_anchor
 
 NONE, INDEX, COUNTERS, RECORDS = "none", "index", "counters", "records"
 PATIENCE = 5.0  # seconds the doctor waits for a server that is away: it reports, it does not ride it out
 # verify's checks by the damage each finds (the rest are RECORDS)
 _BY_CHECK = {"the search words of every row are its text's": INDEX, "every search index is valid": INDEX,
-             "a session's counters equal its active rows": COUNTERS}
+             "counters": COUNTERS}
 _SEVERITY = (NONE, INDEX, COUNTERS, RECORDS)
 
 _STALE_WORDS = ("UPDATE messages SET words = message_words(role, content, parts) "
@@ -71,13 +73,15 @@ class ServerReport(DoctorReport):
 class ServerDoctor:
     """The Doctor (store/optional.py) of one schema on a PostgreSQL server."""
 
-    def __init__(self, url: str, *, profile: str | None, command: str, replay: Callable[[], SpoolReport]) -> None:
+    def __init__(self, url: str, *, profile: str | None, command: str, replay: Callable[[], SpoolReport],
+                 checks: Callable[[Rows, int, VerifyReport], None]) -> None:
         self._conninfo, shown, in_url = split_url(url)
         self.schema = in_url or schema_for(profile)
         self.location = f"{shown}#{self.schema}"
         self._shown = shown
         self._command = command
         self._replay = replay
+        self._checks = checks  # the checks over rows (store/verify.py), given by the neutral layer
         self._spool = spool_anchor(shown, self.schema)
 
     def holders(self) -> list[str]:
@@ -141,7 +145,7 @@ class ServerDoctor:
             "WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'S')").fetchone()[0])
         if report.migrations["unknown"]:
             return  # a newer sessiondb's schema: this release's checks may not describe it
-        found = verify.verify(conn)
+        found = verify.verify(conn, SQLRows(conn, DIALECT), self._checks)
         report.checked, report.notes = found.checked, list(found.notes)
         report.findings = list(found.problems)
 

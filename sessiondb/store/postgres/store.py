@@ -20,18 +20,16 @@ import psycopg
 
 from ... import home as homes
 from ...errors import InvalidInput, StoreClosed
-from ...formats import SessionGroup
 from ...model import (
-    ImportOutcome, MaintenanceReport, Message, Page, SearchHit, Session, StoreStats, Turn, Usage, VerifyReport,
+    MaintenanceReport, Message, Page, SearchHit, Session, StoreStats, Turn, Usage, VerifyReport,
 )
 from .. import commands as cmd
 from .. import listing, turn_rows
 from ..rows import Rows
 from ..sql import Dialect, SQLRows
-from . import maintenance, migrations, search, sessions, transfer, usage, verify
+from . import maintenance, migrations, search, sessions, usage, verify
 from .batching import AppendBatcher
 from .connect import DEFAULT_PATIENCE, DEFAULT_POOL_SIZE, EXTENSIONS_SCHEMA, Database, on_own_connection
-from .routing import RoutingTable
 from .text import from_server, to_server
 
 T = TypeVar("T")
@@ -59,7 +57,6 @@ class PostgresBackend:
     def __init__(self, url: str, *, profile: str | None = None, schema: str | None = None,
                  patience: float = DEFAULT_PATIENCE, pool_size: int = DEFAULT_POOL_SIZE,
                  durability: str = "full") -> None:
-        self._profile = profile
         self._db = Database(url, schema=schema, profile=profile, patience=patience, pool_size=pool_size,
                             synchronous_commit=DURABILITY[durability])
         self.location = f"{self._db.location}#{self._db.schema}"
@@ -80,10 +77,6 @@ class PostgresBackend:
     def schema(self) -> str:
         return self._db.schema
 
-    @property
-    def routing(self) -> RoutingTable:
-        return RoutingTable(self._run, self._profile)
-
     def close(self) -> None:
         if not self._closed.is_set():
             self._closed.set()
@@ -97,6 +90,13 @@ class PostgresBackend:
     def read(self, work: Callable[[Rows], T]) -> T:
         """`work` on the schema's rows in one REPEATABLE READ snapshot (see Backend.read)."""
         return self._run(lambda conn: work(SQLRows(conn, DIALECT)), read_only=True)
+
+    def stream(self, work: Callable[[Rows], Iterator[T]]) -> Iterator[T]:
+        """What `work` yields from the schema's rows, in one REPEATABLE READ snapshot; not
+        re-run, since a caller may hold some of what it yielded (see Backend.stream)."""
+        if self._closed.is_set():
+            raise StoreClosed("this store handle is closed; open the store again")
+        yield from self._db.stream(lambda conn: work(SQLRows(conn, DIALECT)))
 
     def write_append(self, command: cmd.Append, work: Callable[[Rows], list[Message]]) -> list[Message]:
         """Concurrent appends share transactions, and a lone one of the common case is one
@@ -166,8 +166,8 @@ class PostgresBackend:
             return StoreStats(location=self.location, **usage.counts(conn), size_bytes=int(size), wal_bytes=0)
         return self._read(work)
 
-    def verify(self) -> VerifyReport:
-        return self._read(verify.verify)
+    def check(self, logical: Callable[[Rows, int, VerifyReport], None]) -> VerifyReport:
+        return self._read(lambda conn: verify.verify(conn, SQLRows(conn, DIALECT), logical))
 
     # --- turns ---------------------------------------------------------------------------
 
@@ -183,31 +183,6 @@ class PostgresBackend:
     def turns(self, session_id: str, limit: int) -> list[Turn]:
         return self._read(partial(turn_rows.of_session, session_id=session_id, limit=limit, mark="%s",
                                          require=sessions.require))
-
-    # --- transfer ------------------------------------------------------------------------
-
-    def missing_sessions(self, session_ids: list[str]) -> list[str]:
-        return self._read(partial(transfer.missing_sessions, session_ids=session_ids))
-
-    def session_ids(self) -> Iterator[str]:
-        after = 0
-        while page := self._read(partial(transfer.session_page, after=after)):
-            for _created, sid in page:
-                yield sid
-            after = page[-1][0]
-
-    def session_records(self, session_id: str, max_messages: int = 0) -> Iterator[dict[str, Any]]:
-        # One snapshot per session, streamed: not retried once records were handed out.
-        if self._closed.is_set():
-            raise StoreClosed("this store handle is closed; open the store again")
-        yield from self._db.stream(partial(transfer.session_records, session_id=session_id,
-                                           max_messages=max_messages))
-
-    def import_session(self, group: SessionGroup, dry_run: bool) -> ImportOutcome:
-        return self._run(partial(transfer.write_group, group=group, dry_run=dry_run))
-
-    def relink(self, links: list[tuple[str, str]]) -> list[str]:
-        return self._run(partial(transfer.relink, links=links))
 
     # --- maintenance (maintenance.py): online on a server, never refused while held ------
 

@@ -20,6 +20,8 @@ def open_backend(path: Path, *, profile: str | None, **options: Any) -> SQLiteBa
     return SQLiteBackend(path, profile=profile, **options)
 
 
-def open_doctor(path: Path, *, profile: str | None, command: str, replay: Callable[[], SpoolReport]) -> FileDoctor:
-    """The doctor of the store file at `path` (the path is the profile's already)."""
+def open_doctor(path: Path, *, profile: str | None, command: str, replay: Callable[[], SpoolReport],
+                checks: Callable[..., None]) -> FileDoctor:
+    """The doctor of the store file at `path` (the path is the profile's already). It judges
+    the file and its holders, not the rows (Store.verify checks those), so `checks` is not its."""
     return FileDoctor(path, command=command, replay=replay)

@@ -17,16 +17,15 @@ from typing import Any, Callable, Iterator, TypeVar
 import apsw
 
 from ...errors import InvalidInput, StoreClosed
-from ...formats import SessionGroup
 from ...model import (
-    ImportOutcome, MaintenanceReport, Page, SearchHit, Session, StoreStats, Turn, Usage, VerifyReport,
+    MaintenanceReport, Page, SearchHit, Session, StoreStats, Turn, Usage, VerifyReport,
 )
 from .. import commands as cmd
 from .. import listing, turn_rows
 from ..rows import Rows
 from ..sql import Dialect, SQLRows
-from . import catalog, maintenance, registry, routing as routing_rows
-from . import search, sessions, transfer, usage, verify
+from . import catalog, maintenance, registry
+from . import search, sessions, usage, verify
 from .connect import DEFAULT_PATIENCE, check_sqlite_version
 from .errors import convert
 from .safety import copies
@@ -61,7 +60,6 @@ class SQLiteBackend:
         self.path = path
         self.location = str(path)
         self.spool_anchor = path
-        self._profile = profile
         self._closed = threading.Event()
         self._file = registry.acquire(path, durability=durability, patience=float(patience), vfs=vfs)
 
@@ -73,11 +71,6 @@ class SQLiteBackend:
     @property
     def journal_mode(self) -> str:
         return self._file.journal_mode
-
-    @property
-    def routing(self) -> routing_rows.RoutingTable:
-        """The gateway's routing index and key/peer lookups on this store."""
-        return routing_rows.RoutingTable(self._write, self._read, self._profile)
 
     def close(self) -> None:
         if self._closed.is_set():
@@ -92,6 +85,16 @@ class SQLiteBackend:
     def read(self, work: Callable[[Rows], T]) -> T:
         """`work` on the store's rows in one read snapshot (see Backend.read)."""
         return self._read(lambda conn: work(SQLRows(conn, DIALECT)))
+
+    def stream(self, work: Callable[[Rows], Iterator[T]]) -> Iterator[T]:
+        """What `work` yields from the store's rows, in one read snapshot (see Backend.stream)."""
+        self._check_open()
+        try:
+            with self._file.reader() as conn:
+                conn.execute("BEGIN")
+                yield from work(SQLRows(conn, DIALECT))
+        except apsw.Error as exc:
+            raise convert(exc) from None
 
     def _write(self, work: Callable[[apsw.Connection], T]) -> T:
         self._check_open()
@@ -156,10 +159,11 @@ class SQLiteBackend:
         size, wal = _file_size(self.path), _file_size(Path(f"{self.path}-wal"))
         return StoreStats(location=self.location, **counts, size_bytes=size + wal, wal_bytes=wal)
 
-    def verify(self) -> VerifyReport:
+    def check(self, logical: Callable[[Rows, int, VerifyReport], None]) -> VerifyReport:
         # Read like a search: the index caught up to this snapshot first (if it can be), then checked.
         self._check_open()
-        return self._file.examine(verify.verify)
+        return self._file.examine(lambda conn, touched_to: verify.verify(conn, touched_to, SQLRows(conn, DIALECT),
+                                                                         logical))
 
     # --- turns ---------------------------------------------------------------------------
 
@@ -175,34 +179,6 @@ class SQLiteBackend:
     def turns(self, session_id: str, limit: int) -> list[Turn]:
         return self._read(partial(turn_rows.of_session, session_id=session_id, limit=limit, mark="?",
                                          require=sessions.require))
-
-    # --- transfer ------------------------------------------------------------------------
-
-    def missing_sessions(self, session_ids: list[str]) -> list[str]:
-        return self._read(partial(transfer.missing_sessions, session_ids=session_ids))
-
-    def session_ids(self) -> Iterator[str]:
-        after = 0
-        while page := self._read(partial(transfer.session_page, after=after)):
-            for _rowid, sid in page:
-                yield sid
-            after = page[-1][0]
-
-    def session_records(self, session_id: str, max_messages: int = 0) -> Iterator[dict[str, Any]]:
-        # One read transaction per session: its row, messages and usage agree.
-        self._check_open()
-        try:
-            with self._file.reader() as conn:
-                conn.execute("BEGIN")
-                yield from transfer.session_records(conn, session_id, max_messages)
-        except apsw.Error as exc:
-            raise convert(exc) from None
-
-    def import_session(self, group: SessionGroup, dry_run: bool) -> ImportOutcome:
-        return self._write(partial(transfer.write_group, group=group, dry_run=dry_run))
-
-    def relink(self, links: list[tuple[str, str]]) -> list[str]:
-        return self._write(partial(transfer.relink, links=links))
 
     # --- maintenance (S-19) --------------------------------------------------------------
 

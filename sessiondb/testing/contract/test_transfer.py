@@ -10,7 +10,7 @@ import tracemalloc
 import pytest
 
 import sessiondb
-from sessiondb import InvalidInput, NotFound, SessionTooLarge
+from sessiondb import InvalidInput, NotFound, SessionTooLarge, TitleConflict
 
 
 def fill(store):
@@ -186,6 +186,17 @@ def test_a_bad_second_session_keeps_the_first_and_says_so(source, target):
     with pytest.raises(InvalidInput, match=f"line {second + 2}: .*the 1 session\\(s\\) before it were imported"):
         target.import_records([json.dumps(r) for r in records])
     assert target.stats().sessions == 1
+
+
+def test_a_title_another_session_holds_refuses_the_import_and_names_the_cli_step(source, target):
+    holder = target.create_session("cli", title="Parent")
+    records = lines(source)
+    with pytest.raises(TitleConflict) as caught:
+        target.import_records(records)
+    message = str(caught.value)
+    assert message.startswith("line 2: session ") and f"already used by session {holder.id}" in message
+    assert "`sessiondb sessions set-title`" in message
+    assert target.stats().sessions == 1 and target.stats().messages == 0
 
 
 def test_a_dry_run_writes_nothing(source, target):
