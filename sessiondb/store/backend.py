@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator, Protocol, TypeVar, runtime_checkable
 
 from ..formats import SessionGroup
 from ..model import (
-    ImportOutcome, Message, Page, SearchHit, Session, StoreStats, Turn, Usage, VerifyReport,
+    ImportOutcome, Message, Page, SearchHit, Session, Turn, VerifyReport,
 )
 from . import commands as cmd
 from .optional import RoutingIndex
@@ -40,6 +40,8 @@ class Backend(Protocol):
     # Optional: `generation`, the identity of the store this handle opened (a file's
     # generation stamp); a batch it refused is spooled with it and replayed only into the
     # same generation. A backend without one leaves it out.
+    # Optional: `patience`, the seconds a backend may run a unit of work again after a broken
+    # connection; a record_usage call's id is kept for twice that at least (store/usage.py).
 
     def close(self) -> None: ...
 
@@ -61,11 +63,12 @@ class Backend(Protocol):
     def delete_session(self, session_id: str) -> None: ...
     def find_session(self, ref: str, title: str | None) -> Session: ...
 
-    # usage, search, statistics, integrity
-    def record_usage(self, command: cmd.RecordUsage) -> None: ...
-    def usage(self, session_id: str) -> Usage: ...
+    # search, statistics, integrity
     def search(self, query: cmd.Search) -> list[SearchHit]: ...
-    def stats(self) -> StoreStats: ...
+    def footprint(self) -> tuple[int, int]:
+        """The store's size in bytes, and of that what a write-ahead log of its own holds (0
+        when it has none), for stats (the counts are rows, store/sessions.py)."""
+
     def verify(self) -> VerifyReport: ...
 
     # turns

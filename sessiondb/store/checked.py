@@ -24,6 +24,7 @@ from .. import home as homes
 from .. import query as search_query
 from ..errors import DAMAGE_CAUSES, InvalidInput, SessionExists, StorageError, StoreClosed, StoreDamaged
 from ..guidance import tell
+from ..uids import new_uid
 from ..model import (
     MAX_TITLE_LENGTH, Lease, Message, MessageLimits, Page, Role, SearchHit, Session, SpoolReport, StoreStats, Usage, VerifyReport,
 )
@@ -33,7 +34,7 @@ from ..inputs import (
 )
 from . import arguments as arg
 from . import commands as cmd
-from . import append, compaction, handles, lineage, spool
+from . import append, compaction, handles, lineage, sessions, spool, usage
 from .backend import Backend
 from .contract import MessageInput
 from .identity import Identity
@@ -359,12 +360,16 @@ class CheckedStore(Transfer, Identity, Turns):
         }
         amounts: dict[str, float] = {name: check_count(value, name) for name, value in tokens.items()}
         amounts["cost_usd"] = arg.cost(cost_usd)
-        self._open().record_usage(cmd.RecordUsage(
+        command = cmd.RecordUsage(
             arg.session_id(session_id), check_label(model, "model", required=True),
-            check_label(provider, "provider") or "", check_label(task, "task") or "", amounts))
+            check_label(provider, "provider") or "", check_label(task, "task") or "", amounts)
+        backend = self._open()
+        # The call's id is minted here, once: every run of the unit of work carries the same.
+        backend.write(partial(usage.record, command=command, call_id=new_uid(), clock=self._clock,
+                              keep=usage.keep_for(getattr(backend, "patience", 0.0))))
 
     def usage(self, session_id: str) -> Usage:
-        return self._open().usage(arg.session_id(session_id))
+        return self._open().read(partial(usage.total, session_id=arg.session_id(session_id)))
 
     def search(
         self,
@@ -405,7 +410,10 @@ class CheckedStore(Transfer, Identity, Turns):
         ))
 
     def stats(self) -> StoreStats:
-        return self._open().stats()
+        backend = self._open()
+        counts = backend.read(sessions.counts)
+        size, wal = backend.footprint()
+        return StoreStats(location=backend.location, **counts, size_bytes=size, wal_bytes=wal)
 
     def verify(self) -> VerifyReport:
         return self._open().verify()

@@ -48,6 +48,7 @@ TABLES: dict[str, Table] = {t.name: t for t in (
                        "finish_reason token_count timestamp display_kind state", "id", serial="id"),
     _table("usage", "session_id model provider task input_tokens output_tokens cache_read_tokens "
                     "cache_write_tokens reasoning_tokens cost_usd calls", "session_id model provider task"),
+    _table("usage_calls", "call_id session_id recorded_at", "call_id"),
     _table("compaction_leases", "session_id token watermark holder pid host boot_id pid_ns pid_start "
                                 "ttl acquired_at expires_at", "session_id"),
     _table("turns", "id session_id user_uid cwd started_at ended_at outcome reason detail receipts continued_by",
@@ -142,8 +143,8 @@ class Rows(Protocol):
         meets a stored row raises `Taken`."""
 
     def delete(self, table: str, where: Where) -> int:
-        """Delete the rows matching `where` (a session takes its messages, usage, turns and
-        lease with it; its children keep their rows, their parent set to NULL). Returns how
+        """Delete the rows matching `where` (a session takes its messages, usage, usage calls,
+        turns and lease with it; its children keep their rows, their parent set to NULL). Returns how
         many rows of `table` went."""
 
     def count(self, table: str, where: Where = {}, *, sums: Sequence[str] = (),

@@ -54,3 +54,16 @@ def create(rows: Rows, values: dict[str, Any]) -> Session:
         raise SessionExists(
             f"a session with id {values['id']!r} already exists; give the new session its own id") from None
     return get(rows, values["id"])
+
+
+def counts(rows: Rows) -> dict[str, int | float]:
+    """The store's counts for stats: sessions by flag, messages by state, usage totals."""
+    flags = rows.count("sessions", sums=("pinned", "archived", "hidden"))[None]
+    by_state = {state: row["count"] for state, row in rows.count("messages", by="state").items()}
+    spent = rows.count("usage", sums=("calls", "cost_usd"))[None]
+    return {
+        "sessions": flags["count"], "pinned": int(flags["pinned"]), "archived": int(flags["archived"]),
+        "hidden": int(flags["hidden"]), "messages": by_state.get("active", 0),
+        "compacted_messages": by_state.get("compacted", 0), "rewound_messages": by_state.get("rewound", 0),
+        "usage_calls": int(spent["calls"]), "cost_usd": round(float(spent["cost_usd"]), 10),
+    }

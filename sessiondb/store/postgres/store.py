@@ -10,7 +10,6 @@ layer (store/checked.py).
 from __future__ import annotations
 
 import threading
-import uuid
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
@@ -22,13 +21,13 @@ from ... import home as homes
 from ...errors import InvalidInput, StoreClosed
 from ...formats import SessionGroup
 from ...model import (
-    ImportOutcome, MaintenanceReport, Message, Page, SearchHit, Session, StoreStats, Turn, Usage, VerifyReport,
+    ImportOutcome, MaintenanceReport, Message, Page, SearchHit, Session, Turn, VerifyReport,
 )
 from .. import commands as cmd
 from .. import listing, turn_rows
 from ..rows import Rows
 from ..sql import Dialect, SQLRows
-from . import maintenance, migrations, search, sessions, transfer, usage, verify
+from . import maintenance, migrations, search, sessions, transfer, verify
 from .batching import AppendBatcher
 from .connect import DEFAULT_PATIENCE, DEFAULT_POOL_SIZE, EXTENSIONS_SCHEMA, Database, on_own_connection
 from .routing import RoutingTable
@@ -48,7 +47,6 @@ DIALECT = Dialect(
     codecs={("messages", "content"): (to_server, from_server), ("messages", "reasoning"): (to_server, from_server)},
     update_needs_savepoint=True,
 )
-CALL_MEMORY = 3600.0  # seconds a record_usage call's id is kept, at least (twice the patience if longer)
 
 
 class PostgresBackend:
@@ -73,6 +71,11 @@ class PostgresBackend:
     def pool(self) -> Any:
         """The connection pool (psycopg_pool.ConnectionPool), for tools and tests."""
         return self._db.pool
+
+    @property
+    def patience(self) -> float:
+        """Seconds a unit of work is retried for while the server is away (see Backend)."""
+        return self._db.patience
 
     @property
     def schema(self) -> str:
@@ -137,28 +140,19 @@ class PostgresBackend:
     def find_session(self, ref: str, title: str | None) -> Session:
         return self._read(partial(sessions.find, ref=ref, title=title))
 
-    # --- usage, search, statistics, integrity --------------------------------------------
-
-    def record_usage(self, command: cmd.RecordUsage) -> None:
-        key = (command.model, command.provider, command.task)
-        # Minted once, outside the retries: every attempt of this call carries the same id.
-        self._run(partial(usage.record, session_id=command.session_id, key=key, amounts=command.amounts,
-                          call_id=uuid.uuid4().hex, keep=max(2 * self._db.patience, CALL_MEMORY)))
-
-    def usage(self, session_id: str) -> Usage:
-        return self._read(partial(usage.total, session_id=session_id))
+    # --- search, statistics, integrity --------------------------------------------
 
     def search(self, query: cmd.Search) -> list[SearchHit]:
         fields = {name: getattr(query, name) for name in query.__slots__}
         return self._read(partial(search.search, **fields))
 
-    def stats(self) -> StoreStats:
-        def work(conn: psycopg.Connection) -> StoreStats:
-            size = conn.execute(
-                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class AS c "
-                "WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'S')").fetchone()[0]
-            return StoreStats(location=self.location, **usage.counts(conn), size_bytes=int(size), wal_bytes=0)
-        return self._read(work)
+    def footprint(self) -> tuple[int, int]:
+        """The bytes of the schema's tables and sequences, and 0: the server's WAL is not
+        this store's (see Backend)."""
+        size = self._read(lambda conn: conn.execute(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class AS c "
+            "WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'S')").fetchone()[0])
+        return int(size), 0
 
     def verify(self) -> VerifyReport:
         return self._read(verify.verify)
@@ -222,9 +216,9 @@ class PostgresBackend:
 
     def _maintain(self, action: str, dry_run: bool, work: Callable[[], Any], always: bool = False) -> MaintenanceReport:
         """`work` (which previews by itself when `always`), with the sizes before and after."""
-        before = self.stats().size_bytes
+        before = self.footprint()[0]
         result = work() if always or not dry_run else None
-        return MaintenanceReport(action, dry_run, before, self.stats().size_bytes, sessions=result or [], warnings=[])
+        return MaintenanceReport(action, dry_run, before, self.footprint()[0], sessions=result or [], warnings=[])
 
 
 def spool_anchor(location: str, schema: str) -> Path:

@@ -1,4 +1,4 @@
-"""Finding a session by what a person types, and the store's overall counts.
+"""Finding a session by what a person types.
 
 A person names a session by its exact id, its exact title (or the title in another case
 of ASCII letters, when only one session has it), or a unique prefix of its id (ids start
@@ -44,17 +44,3 @@ def find(conn: apsw.Connection, ref: str, title: str | None) -> Session:
     more = " and more" if len(rows) > AMBIGUOUS_SHOWN else ""
     raise InvalidInput(f"{ref!r} is the start of several session ids ({shown}{more}); give more of the id")
 
-
-def counts(conn: apsw.Connection) -> dict[str, int | float]:
-    """Sessions by flag, messages by state, usage totals, and the file's page use."""
-    total, pinned, archived, hidden = conn.execute(
-        "SELECT count(*), coalesce(sum(pinned), 0), coalesce(sum(archived), 0), coalesce(sum(hidden), 0) "
-        "FROM sessions"
-    ).fetchone()
-    by_state = dict(conn.execute("SELECT state, count(*) FROM messages GROUP BY state").fetchall())
-    calls, cost = conn.execute("SELECT coalesce(sum(calls), 0), coalesce(sum(cost_usd), 0.0) FROM usage").fetchone()
-    return {
-        "sessions": total, "pinned": pinned, "archived": archived, "hidden": hidden,
-        "messages": by_state.get("active", 0), "compacted_messages": by_state.get("compacted", 0),
-        "rewound_messages": by_state.get("rewound", 0), "usage_calls": calls, "cost_usd": round(cost, 10),
-    }

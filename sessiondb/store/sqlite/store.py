@@ -19,14 +19,14 @@ import apsw
 from ...errors import InvalidInput, StoreClosed
 from ...formats import SessionGroup
 from ...model import (
-    ImportOutcome, MaintenanceReport, Page, SearchHit, Session, StoreStats, Turn, Usage, VerifyReport,
+    ImportOutcome, MaintenanceReport, Page, SearchHit, Session, Turn, VerifyReport,
 )
 from .. import commands as cmd
 from .. import listing, turn_rows
 from ..rows import Rows
 from ..sql import Dialect, SQLRows
 from . import catalog, maintenance, registry, routing as routing_rows
-from . import search, sessions, transfer, usage, verify
+from . import search, sessions, transfer, verify
 from .connect import DEFAULT_PATIENCE, check_sqlite_version
 from .errors import convert
 from .safety import copies
@@ -131,24 +131,17 @@ class SQLiteBackend:
     def find_session(self, ref: str, title: str | None) -> Session:
         return self._read(partial(catalog.find, ref=ref, title=title))
 
-    # --- usage, search, statistics, integrity --------------------------------------------
-
-    def record_usage(self, command: cmd.RecordUsage) -> None:
-        key = (command.model, command.provider, command.task)
-        self._write(partial(usage.record, session_id=command.session_id, key=key, amounts=command.amounts))
-
-    def usage(self, session_id: str) -> Usage:
-        return self._read(partial(usage.total, session_id=session_id))
+    # --- search, statistics, integrity --------------------------------------------
 
     def search(self, query: cmd.Search) -> list[SearchHit]:
         fields = {name: getattr(query, name) for name in query.__slots__}
         self._check_open()
         return self._file.search(lambda conn, touched_to: search.search(conn, touched_to=touched_to, **fields))
 
-    def stats(self) -> StoreStats:
-        counts = self._read(catalog.counts)
+    def footprint(self) -> tuple[int, int]:
+        """The bytes of the file and its WAL together, and of the WAL (see Backend)."""
         size, wal = _file_size(self.path), _file_size(Path(f"{self.path}-wal"))
-        return StoreStats(location=self.location, **counts, size_bytes=size + wal, wal_bytes=wal)
+        return size + wal, wal
 
     def verify(self) -> VerifyReport:
         # Read like a search: the index caught up to this snapshot first (if it can be), then checked.
