@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator, Protocol, TypeVar, runtime_checkable
 
 from ..formats import SessionGroup
 from ..model import (
-    ImportOutcome, Message, Page, SearchHit, Session, Turn, VerifyReport,
+    ImportOutcome, Message, Page, SearchHit, Session, VerifyReport,
 )
 from . import commands as cmd
 from .optional import RoutingIndex
@@ -70,18 +70,6 @@ class Backend(Protocol):
         when it has none), for stats (the counts are rows, store/sessions.py)."""
 
     def verify(self) -> VerifyReport: ...
-
-    # turns
-    def begin_turn(self, command: cmd.BeginTurn) -> Turn:
-        """The stored turn: inserted, or the one already stored under the id (Conflict if in
-        another session); NotFound if the session is not stored."""
-
-    def end_turn(self, command: cmd.EndTurn) -> Turn:
-        """The ended turn; an ended one is returned as stored when the reason is the same,
-        Conflict otherwise; NotFound for an unknown id or a `continued_by` not in its session."""
-
-    def get_turn(self, turn_id: str) -> Turn: ...
-    def turns(self, session_id: str, limit: int) -> list[Turn]: ...
 
     # transfer: rows in the export format's columns (sessiondb.formats)
     def missing_sessions(self, session_ids: list[str]) -> list[str]: ...

@@ -21,10 +21,10 @@ from ... import home as homes
 from ...errors import InvalidInput, StoreClosed
 from ...formats import SessionGroup
 from ...model import (
-    ImportOutcome, MaintenanceReport, Message, Page, SearchHit, Session, Turn, VerifyReport,
+    ImportOutcome, MaintenanceReport, Message, Page, SearchHit, Session, VerifyReport,
 )
 from .. import commands as cmd
-from .. import listing, turn_rows
+from .. import listing
 from ..rows import Rows
 from ..sql import Dialect, SQLRows
 from . import maintenance, migrations, search, sessions, transfer, verify
@@ -156,21 +156,6 @@ class PostgresBackend:
 
     def verify(self) -> VerifyReport:
         return self._read(verify.verify)
-
-    # --- turns ---------------------------------------------------------------------------
-
-    def begin_turn(self, command: cmd.BeginTurn) -> Turn:
-        return self._run(partial(turn_rows.begin, command=command, mark="%s", require=sessions.require))
-
-    def end_turn(self, command: cmd.EndTurn) -> Turn:
-        return self._run(partial(turn_rows.end, command=command, mark="%s", lock=" FOR NO KEY UPDATE"))
-
-    def get_turn(self, turn_id: str) -> Turn:
-        return self._read(partial(turn_rows.get, turn_id=turn_id, mark="%s"))
-
-    def turns(self, session_id: str, limit: int) -> list[Turn]:
-        return self._read(partial(turn_rows.of_session, session_id=session_id, limit=limit, mark="%s",
-                                         require=sessions.require))
 
     # --- transfer ------------------------------------------------------------------------
 

@@ -19,10 +19,10 @@ import apsw
 from ...errors import InvalidInput, StoreClosed
 from ...formats import SessionGroup
 from ...model import (
-    ImportOutcome, MaintenanceReport, Page, SearchHit, Session, Turn, VerifyReport,
+    ImportOutcome, MaintenanceReport, Page, SearchHit, Session, VerifyReport,
 )
 from .. import commands as cmd
-from .. import listing, turn_rows
+from .. import listing
 from ..rows import Rows
 from ..sql import Dialect, SQLRows
 from . import catalog, maintenance, registry, routing as routing_rows
@@ -147,21 +147,6 @@ class SQLiteBackend:
         # Read like a search: the index caught up to this snapshot first (if it can be), then checked.
         self._check_open()
         return self._file.examine(verify.verify)
-
-    # --- turns ---------------------------------------------------------------------------
-
-    def begin_turn(self, command: cmd.BeginTurn) -> Turn:
-        return self._write(partial(turn_rows.begin, command=command, mark="?", require=sessions.require))
-
-    def end_turn(self, command: cmd.EndTurn) -> Turn:
-        return self._write(partial(turn_rows.end, command=command, mark="?"))
-
-    def get_turn(self, turn_id: str) -> Turn:
-        return self._read(partial(turn_rows.get, turn_id=turn_id, mark="?"))
-
-    def turns(self, session_id: str, limit: int) -> list[Turn]:
-        return self._read(partial(turn_rows.of_session, session_id=session_id, limit=limit, mark="?",
-                                         require=sessions.require))
 
     # --- transfer ------------------------------------------------------------------------
 
