@@ -6,9 +6,10 @@ ids. A backend is a small set of primitives over its storage: it does not valida
 spool, account imports or shape model-ready messages. Errors it raises are sessiondb
 errors (its driver's errors are converted at its boundary).
 
-The rules of appends, lineage and compaction are units of work over `Rows`
-(store/append.py, store/lineage.py, store/compaction.py) that a backend runs with
-`write` and `read`; the methods below them are the concepts still on their way there.
+The rules of appends, lineage, compaction, sessions, usage and turns are units of work
+over `Rows` (store/append.py, store/lineage.py, store/compaction.py, store/sessions.py,
+store/usage.py, store/turn_rows.py) that a backend runs with `write` and `read`; the
+methods below them are the concepts still on their way there.
 
 Optional capabilities are separate protocols: the neutral layer offers the matching
 public protocol (maintenance, routing, its own way to run appends) only on stores whose
@@ -21,9 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol, TypeVar, runtime_checkable
 
 from ..formats import SessionGroup
-from ..model import (
-    ImportOutcome, Message, Page, SearchHit, Session, VerifyReport,
-)
+from ..model import ImportOutcome, Message, SearchHit, VerifyReport
 from . import commands as cmd
 from .optional import RoutingIndex
 from .rows import Rows
@@ -55,15 +54,7 @@ class Backend(Protocol):
     def read(self, work: Callable[[Rows], T]) -> T:
         """Run `work` in one read transaction: one consistent snapshot throughout."""
 
-    # sessions
-    def create_session(self, command: cmd.CreateSession) -> Session: ...
-    def get_session(self, session_id: str) -> Session: ...
-    def list_sessions(self, query: cmd.ListSessions) -> Page: ...
-    def change_session(self, session_id: str, change: cmd.SessionChange) -> Session: ...
-    def delete_session(self, session_id: str) -> None: ...
-    def find_session(self, ref: str, title: str | None) -> Session: ...
-
-    # search, statistics, integrity
+    # search, size, integrity
     def search(self, query: cmd.Search) -> list[SearchHit]: ...
     def footprint(self) -> tuple[int, int]:
         """The store's size in bytes, and of that what a write-ahead log of its own holds (0

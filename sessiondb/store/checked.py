@@ -16,7 +16,7 @@ import functools
 import inspect
 import threading
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from functools import partial
 from typing import Any, Callable, Iterable, Mapping, TypeVar
 
@@ -172,16 +172,16 @@ class CheckedStore(Transfer, Identity, Turns):
         )
         for _attempt in range(MINT_ATTEMPTS):
             try:
-                return self._open().create_session(command)
+                return self._open().write(partial(sessions.create, values=asdict(command)))
             except SessionExists:
                 if given is not None:
                     raise
                 # A minted id met another minted in the same second: mint again.
                 command = replace(command, id=new_session_id(now))
-        return self._open().create_session(command)
+        return self._open().write(partial(sessions.create, values=asdict(command)))
 
     def get_session(self, session_id: str) -> Session:
-        return self._open().get_session(arg.session_id(session_id))
+        return self._open().read(partial(sessions.get, session_id=arg.session_id(session_id)))
 
     def list_sessions(
         self,
@@ -195,7 +195,7 @@ class CheckedStore(Transfer, Identity, Turns):
         limit: int = 50,
         cursor: str | None = None,
     ) -> Page:
-        return self._open().list_sessions(cmd.ListSessions(
+        return self._open().read(partial(sessions.listed, query=cmd.ListSessions(
             source=check_label(source, "source"),
             include_archived=arg.flag(include_archived, "include_archived"),
             include_hidden=arg.flag(include_hidden, "include_hidden"),
@@ -204,10 +204,10 @@ class CheckedStore(Transfer, Identity, Turns):
             until=check_timestamp(until, "until"),
             limit=arg.limit(limit),
             cursor=None if cursor is None else check_label(cursor, "cursor"),
-        ))
+        )))
 
     def _change(self, session_id: str, change: cmd.SessionChange) -> Session:
-        return self._open().change_session(arg.session_id(session_id), change)
+        return self._open().write(partial(sessions.change, session_id=arg.session_id(session_id), change=change))
 
     def end_session(self, session_id: str, reason: str) -> Session:
         return self._change(session_id, cmd.EndSession(check_label(reason, "reason", required=True), self._clock()))
@@ -237,12 +237,12 @@ class CheckedStore(Transfer, Identity, Turns):
         return self._change(session_id, cmd.PatchMetadata(dict(patch), self._limits.max_metadata_bytes))
 
     def delete_session(self, session_id: str) -> None:
-        self._open().delete_session(arg.session_id(session_id))
+        self._open().write(partial(sessions.delete, session_id=arg.session_id(session_id)))
 
     def find_session(self, ref: str) -> Session:
         ref = check_label(ref, "session reference", required=True).strip()
         title = clean_title(ref) if len(ref) <= MAX_TITLE_LENGTH else None
-        return self._open().find_session(ref, title)
+        return self._open().read(partial(sessions.find, ref=ref, title=title))
 
     # --- messages ----------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ two gateways racing on one key cannot both win.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import asdict
 from collections.abc import Mapping
@@ -19,7 +20,15 @@ from psycopg import sql
 
 from ...errors import InvalidInput
 from ...model import Route, Session
-from . import sessions
+from ..rows import TABLES
+
+#: The session columns a lookup reads, in Session's order.
+_SESSION_COLUMNS = ", ".join(TABLES["sessions"].columns)
+
+
+def _session_of(row: tuple[Any, ...]) -> Session:
+    *head, pinned, archived, hidden, metadata, parent_relation = row
+    return Session(*head, bool(pinned), bool(archived), bool(hidden), json.loads(metadata), parent_relation)
 
 Run = Callable[..., Any]
 
@@ -60,9 +69,9 @@ def _entries(conn: psycopg.Connection, profile: str | None, states: tuple[str, .
 
 
 def _session(conn: psycopg.Connection, where: str, params: dict[str, Any]) -> Session | None:
-    row = conn.execute(f"SELECT {sessions.COLUMNS} FROM sessions WHERE {where} AND ended_at IS NULL "
+    row = conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE {where} AND ended_at IS NULL "
                        "ORDER BY coalesce(last_activity_at, started_at) DESC, id DESC LIMIT 1", params).fetchone()
-    return None if row is None else sessions.from_row(row)
+    return None if row is None else _session_of(row)
 
 
 class RoutingTable:

@@ -10,7 +10,6 @@ layer (store/checked.py).
 from __future__ import annotations
 
 import threading
-from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
@@ -21,13 +20,12 @@ from ... import home as homes
 from ...errors import InvalidInput, StoreClosed
 from ...formats import SessionGroup
 from ...model import (
-    ImportOutcome, MaintenanceReport, Message, Page, SearchHit, Session, VerifyReport,
+    ImportOutcome, MaintenanceReport, Message, SearchHit, VerifyReport,
 )
 from .. import commands as cmd
-from .. import listing
 from ..rows import Rows
 from ..sql import Dialect, SQLRows
-from . import maintenance, migrations, search, sessions, transfer, verify
+from . import maintenance, migrations, search, transfer, verify
 from .batching import AppendBatcher
 from .connect import DEFAULT_PATIENCE, DEFAULT_POOL_SIZE, EXTENSIONS_SCHEMA, Database, on_own_connection
 from .routing import RoutingTable
@@ -37,6 +35,7 @@ T = TypeVar("T")
 #: durability -> the server's synchronous_commit: "normal" may lose the last commits of a
 #: server crash (never of a client's), "full" loses none.
 DURABILITY = {"full": "on", "normal": "off"}
+_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 #: PostgreSQL's spelling of what store/sql.py writes once. A failed UPDATE aborts the
 #: transaction, so one that may meet a unique column runs in a savepoint; message text is
 #: encoded for a server that cannot hold a NUL (text.py).
@@ -46,6 +45,10 @@ DIALECT = Dialect(
     duplicate=lambda exc: isinstance(exc, psycopg.errors.UniqueViolation),
     codecs={("messages", "content"): (to_server, from_server), ("messages", "reasoning"): (to_server, from_server)},
     update_needs_savepoint=True,
+    # lower() is implied, and serves the index sessions_title_folded; translate() keeps the fold to ASCII.
+    folded="lower({col}) = lower({value}) AND translate({col}, '" + _UPPER + "', '" + _UPPER.lower() + "') "
+           "= translate({value}, '" + _UPPER + "', '" + _UPPER.lower() + "')",
+    activity_minute="active_minute",  # migration 0006
 )
 
 
@@ -117,28 +120,6 @@ class PostgresBackend:
 
     def _read(self, work: Callable[[psycopg.Connection], T]) -> T:
         return self._run(work, read_only=True)
-
-    # --- sessions ----------------------------------------------------------------------
-
-    def create_session(self, command: cmd.CreateSession) -> Session:
-        return self._run(partial(sessions.create, values=asdict(command)))
-
-    def get_session(self, session_id: str) -> Session:
-        return self._read(partial(sessions.get, session_id=session_id))
-
-    def list_sessions(self, query: cmd.ListSessions) -> Page:
-        text, params = listing.sql(query, sessions.COLUMNS, "%s", minute="active_minute")
-        return self._read(lambda conn: listing.page([sessions.from_row(r) for r in conn.execute(text, params)],
-                                                    query.limit))
-
-    def change_session(self, session_id: str, change: cmd.SessionChange) -> Session:
-        return self._run(partial(sessions.change, session_id=session_id, change=change))
-
-    def delete_session(self, session_id: str) -> None:
-        self._run(partial(sessions.delete, session_id=session_id))
-
-    def find_session(self, ref: str, title: str | None) -> Session:
-        return self._read(partial(sessions.find, ref=ref, title=title))
 
     # --- search, statistics, integrity --------------------------------------------
 

@@ -19,6 +19,7 @@ runs them on the store that owns the key. `RoutingTable` is this backend's
 
 from __future__ import annotations
 
+import json
 import time
 from functools import partial
 from collections.abc import Mapping
@@ -28,7 +29,15 @@ import apsw
 
 from ...errors import InvalidInput
 from ...model import Route, Session
-from . import sessions
+from ..rows import TABLES
+
+#: The session columns a lookup reads, in Session's order.
+_SESSION_COLUMNS = ", ".join(TABLES["sessions"].columns)
+
+
+def _session_of(row: tuple[Any, ...]) -> Session:
+    *head, pinned, archived, hidden, metadata, parent_relation = row
+    return Session(*head, bool(pinned), bool(archived), bool(hidden), json.loads(metadata), parent_relation)
 
 T = TypeVar("T")
 
@@ -83,11 +92,11 @@ def _entries(conn: apsw.Connection, profile: str | None, states: tuple[str, ...]
 
 def _live_by_key(conn: apsw.Connection, key: str) -> Session | None:
     row = conn.execute(
-        f"SELECT {sessions.COLUMNS} FROM sessions WHERE session_key = ? AND ended_at IS NULL "
+        f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE session_key = ? AND ended_at IS NULL "
         "ORDER BY coalesce(last_activity_at, started_at) DESC, id DESC LIMIT 1",
         (key,),
     ).fetchone()
-    return None if row is None else sessions.from_row(row)
+    return None if row is None else _session_of(row)
 
 
 def _legacy_by_peer(conn: apsw.Connection, platform: str, chat_type: str, chat_id: str,
@@ -99,12 +108,12 @@ def _legacy_by_peer(conn: apsw.Connection, platform: str, chat_type: str, chat_i
     if owner is not None:
         params.append(owner)
     row = conn.execute(
-        f"SELECT {sessions.COLUMNS} FROM sessions WHERE source = ? AND chat_type = ? AND chat_id = ? "
+        f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE source = ? AND chat_type = ? AND chat_id = ? "
         f"AND coalesce(thread_id, '') = ? AND session_key IS NULL AND ended_at IS NULL AND ({owner_clause}) "
         "ORDER BY coalesce(last_activity_at, started_at) DESC, id DESC LIMIT 1",
         params,
     ).fetchone()
-    return None if row is None else sessions.from_row(row)
+    return None if row is None else _session_of(row)
 
 
 class RoutingTable:

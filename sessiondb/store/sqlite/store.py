@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
@@ -19,14 +18,13 @@ import apsw
 from ...errors import InvalidInput, StoreClosed
 from ...formats import SessionGroup
 from ...model import (
-    ImportOutcome, MaintenanceReport, Page, SearchHit, Session, VerifyReport,
+    ImportOutcome, MaintenanceReport, SearchHit, VerifyReport,
 )
 from .. import commands as cmd
-from .. import listing
 from ..rows import Rows
 from ..sql import Dialect, SQLRows
-from . import catalog, maintenance, registry, routing as routing_rows
-from . import search, sessions, transfer, verify
+from . import maintenance, registry, routing as routing_rows
+from . import search, transfer, verify
 from .connect import DEFAULT_PATIENCE, check_sqlite_version
 from .errors import convert
 from .safety import copies
@@ -108,28 +106,6 @@ class SQLiteBackend:
         if self._closed.is_set():
             raise StoreClosed("this store handle is closed; open the store again")
         self._file.refuse_if_retired()
-
-    # --- sessions ----------------------------------------------------------------------
-
-    def create_session(self, command: cmd.CreateSession) -> Session:
-        return self._write(partial(sessions.create, values=asdict(command)))
-
-    def get_session(self, session_id: str) -> Session:
-        return self._read(partial(sessions.get, session_id=session_id))
-
-    def list_sessions(self, query: cmd.ListSessions) -> Page:
-        text, params = listing.sql(query, sessions.COLUMNS, "?")
-        return self._read(lambda conn: listing.page([sessions.from_row(r) for r in conn.execute(text, params)],
-                                                    query.limit))
-
-    def change_session(self, session_id: str, change: cmd.SessionChange) -> Session:
-        return self._write(partial(sessions.change, session_id=session_id, change=change))
-
-    def delete_session(self, session_id: str) -> None:
-        self._write(partial(sessions.delete, session_id=session_id))
-
-    def find_session(self, ref: str, title: str | None) -> Session:
-        return self._read(partial(catalog.find, ref=ref, title=title))
 
     # --- search, statistics, integrity --------------------------------------------
 
