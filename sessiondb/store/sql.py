@@ -67,30 +67,29 @@ class SQLRows:
 
     def select(self, table: str, where: Where = {}, *, columns: Sequence[str] | None = None,
                order: Sequence[str] = (), limit: int | None = None, lock: bool = False) -> list[Row]:
-        d = self._dialect
         names = tuple(columns) if columns is not None else _table(table).columns
-        params: list[Any] = []
-        text = f"SELECT {', '.join(d.column(table, c) for c in names)} FROM {_table(table).name}"
-        text += self._where(table, where, params)
-        if order:
-            text += " ORDER BY " + ", ".join(
-                d.column(table, o[1:]) + " DESC" if o.startswith("-") else d.column(table, o) for o in order)
+        params = self._params(table, where)
+        text = _select_text(self._dialect, table, names, _shape(where), tuple(order), limit is not None, lock)
         if limit is not None:
-            text += f" LIMIT {d.mark}"
             params.append(int(limit))
-        if lock:
-            text += d.lock
-        decode = [self._codec(table, c, 1) for c in names]
-        return [{c: (v if f is None else f(v)) for c, v, f in zip(names, row, decode)}
-                for row in self._conn.execute(text, params)]
+        decoders = _decoders(self._dialect, table, names)
+        if not decoders:
+            return [dict(zip(names, row)) for row in self._conn.execute(text, params)]
+        found = []
+        for row in self._conn.execute(text, params):
+            got = dict(zip(names, row))
+            for name, decode in decoders:
+                got[name] = decode(got[name])
+            found.append(got)
+        return found
 
     def count(self, table: str, where: Where = {}, *, sums: Sequence[str] = (),
               by: str | None = None) -> dict[Any, Row]:
         d = self._dialect
-        params: list[Any] = []
+        params = self._params(table, where)
         totals = "".join(f", coalesce(sum({d.column(table, c)}), 0)" for c in sums)
         group = d.column(table, by) if by is not None else "NULL"
-        text = f"SELECT {group}, count(*){totals} FROM {_table(table).name}{self._where(table, where, params)}"
+        text = f"SELECT {group}, count(*){totals} FROM {_table(table).name}{_where_text(d, table, _shape(where))}"
         if by is not None:
             text += f" GROUP BY {group}"
         return {row[0]: {"count": row[1], **{c: _number(v) for c, v in zip(sums, row[2:])}}
@@ -106,9 +105,8 @@ class SQLRows:
         the page."""
         d = self._dialect
         names = _table("sessions").columns
-        params: list[Any] = []
+        params = self._params("sessions", where)
         terms = []
-        clause = self._where("sessions", where, params)
         minute = d.activity_minute
         for exact, on_minute, bound in ((">=", ">=", since), ("<", "<=", until)):
             if bound is not None:
@@ -124,6 +122,7 @@ class SQLRows:
                 params.append(active)
             terms.append(f"({_ACTIVE}, id) < ({d.mark}, {d.mark})")
             params += [active, sid]
+        clause = _where_text(d, "sessions", _shape(where))
         if terms:
             clause += (" AND " if clause else " WHERE ") + " AND ".join(terms)
         order = f"{_ACTIVE} DESC, id DESC" if minute is None else f"{minute} DESC, {_ACTIVE} DESC, id DESC"
@@ -159,37 +158,34 @@ class SQLRows:
 
     def _insert_run(self, spec: Table, names: tuple[str, ...], rows: Sequence[Row]) -> list[int | None]:
         """Insert rows that name the same columns in one statement; each one's id, None where taken."""
-        match = _match_columns(spec, names)
-        returned = (spec.serial,) if spec.serial else ()
-        returned += tuple(c for c in match if c != spec.serial)
-        encode = [self._codec(spec.name, c, 0) for c in names]
-        values = [v if f is None else f(v) for row in rows for v, f in zip(row.values(), encode)]
+        match, returned = _matched(spec, names)
+        encoders = _encoders(self._dialect, spec.name, names)
+        if encoders:
+            values = [v if f is None else f(v) for row in rows for v, f in zip(row.values(), encoders)]
+        else:
+            values = [v for row in rows for v in row.values()]
         text = _insert_text(self._dialect, spec.name, names, len(rows), returned)
-        stored = {tuple(r[len(returned) - len(match):]): (r[0] if spec.serial else 0)
-                  for r in self._conn.execute(text, values)}
+        skip = len(returned) - len(match)
+        stored = {tuple(r[skip:]): (r[0] if spec.serial else 0) for r in self._conn.execute(text, values)}
         # a key given twice in one batch is inserted once: its first row's
+        if len(match) == 1:
+            (key,) = match
+            return [stored.pop((row[key],), None) for row in rows]
         return [stored.pop(tuple(row[c] for c in match), None) for row in rows]
 
     def update(self, table: str, where: Where, *, set: Row | None = None, add: Row | None = None,
                greatest: Row | None = None) -> int:
-        d = self._dialect
-        params: list[Any] = []
-        changes = []
-        for c, v in (set or {}).items():
-            f = self._codec(table, c, 0)
-            changes.append(f"{d.column(table, c)} = {d.mark}")
-            params.append(v if f is None else f(v))
-        for c, v in (add or {}).items():
-            changes.append(f"{d.column(table, c)} = {d.column(table, c)} + {d.mark}")
-            params.append(v)
-        for c, v in (greatest or {}).items():
-            col = d.column(table, c)
-            changes.append(f"{col} = CASE WHEN {col} IS NULL OR {col} < {d.mark} THEN {d.mark} ELSE {col} END")
-            params.extend((v, v))
-        if not changes:
+        set, add, greatest = set or {}, add or {}, greatest or {}
+        if not (set or add or greatest):
             return len(self.select(table, where, columns=_table(table).key))
-        text = f"UPDATE {_table(table).name} SET {', '.join(changes)}{self._where(table, where, params)}"
-        guarded = d.update_needs_savepoint and _touches_unique(table, set or {})
+        codecs = self._dialect.codecs
+        params: list[Any] = [_encoded(codecs, table, c, v) for c, v in set.items()]
+        params.extend(add.values())
+        for v in greatest.values():
+            params.extend((v, v))
+        params.extend(self._params(table, where))
+        text = _update_text(self._dialect, table, tuple(set), tuple(add), tuple(greatest), _shape(where))
+        guarded = self._dialect.update_needs_savepoint and _touches_unique(table, set)
         try:
             if guarded:
                 self._conn.execute("SAVEPOINT sessiondb_update")
@@ -198,7 +194,7 @@ class SQLRows:
                 self._conn.execute("RELEASE SAVEPOINT sessiondb_update")
             return changed
         except Exception as exc:
-            if not d.duplicate(exc):
+            if not self._dialect.duplicate(exc):
                 raise
             if guarded:
                 self._conn.execute("ROLLBACK TO SAVEPOINT sessiondb_update")
@@ -206,47 +202,33 @@ class SQLRows:
             raise Taken(table, _constraint_named(table, exc)) from None
 
     def delete(self, table: str, where: Where) -> int:
-        params: list[Any] = []
-        return _changes(self._conn, f"DELETE FROM {_table(table).name}{self._where(table, where, params)}", params)
+        params = self._params(table, where)
+        return _changes(self._conn, f"DELETE FROM {_table(table).name}{_where_text(self._dialect, table, _shape(where))}",
+                        params)
 
     def next_token(self) -> int:
         return int(list(self._conn.execute(self._dialect.next_token))[0][0])
 
     # --- pieces -------------------------------------------------------------------------
 
-    def _where(self, table: str, where: Where, params: list[Any]) -> str:
-        d = self._dialect
-        terms = []
+    def _params(self, table: str, where: Where) -> list[Any]:
+        """The values `where` binds, in the order _where_text marks them."""
+        codecs = self._dialect.codecs
+        params: list[Any] = []
         for name, wanted in where.items():
-            col = d.column(table, name)
-            f = self._codec(table, name, 0)
             if wanted is None:
-                terms.append(f"{col} IS NULL")
-            elif not isinstance(wanted, Condition):
-                terms.append(f"{col} = {d.mark}")
-                params.append(wanted if f is None else f(wanted))
+                continue
+            if not isinstance(wanted, Condition):
+                params.append(_encoded(codecs, table, name, wanted) if codecs else wanted)
             elif wanted.op == "in":
-                values = [v if f is None else f(v) for v in wanted.value]
-                if not values:
-                    terms.append("1 = 0")
-                    continue
-                terms.append(f"{col} IN ({', '.join([d.mark] * len(values))})")
-                params.extend(values)
-            elif wanted.op == "folded":
-                terms.append(d.folded.format(col=col, value=d.mark))
-                params.extend([wanted.value] * d.folded.count("{value}"))
+                params.extend(_encoded(codecs, table, name, v) for v in wanted.value)
             elif wanted.op == "prefix":
-                # exact: no pattern characters, whatever the prefix holds
-                terms.append(f"substr({col}, 1, {d.mark}) = {d.mark}")
                 params.extend((len(wanted.value), wanted.value))
+            elif wanted.op == "folded":
+                params.extend([wanted.value] * self._dialect.folded.count("{value}"))
             else:
-                terms.append(f"{col} {'<>' if wanted.op == '!=' else wanted.op} {d.mark}")
-                params.append(wanted.value if f is None else f(wanted.value))
-        return " WHERE " + " AND ".join(terms) if terms else ""
-
-    def _codec(self, table: str, column: str, direction: int) -> Codec | None:
-        pair = self._dialect.codecs.get((table, column))
-        return None if pair is None else pair[direction]
+                params.append(_encoded(codecs, table, name, wanted.value))
+        return params
 
     def _taken_constraint(self, table: str, row: Row) -> str:
         """Which of the table's key or unique columns a row left out of an insert met."""
@@ -258,11 +240,89 @@ class SQLRows:
         return "key"
 
 
+Shape = tuple[tuple[str, str, int], ...]
+
+
+def _shape(where: Where) -> Shape:
+    """What a condition's SQL depends on: each column, its operator, and how many values it lists."""
+    return tuple((name, "null" if w is None else "=" if not isinstance(w, Condition) else w.op,
+                  len(w.value) if isinstance(w, Condition) and w.op == "in" else 0) for name, w in where.items())
+
+
+@lru_cache(maxsize=512)
+def _where_text(d: Dialect, table: str, shape: Shape) -> str:
+    terms = []
+    for name, op, count in shape:
+        col = d.column(table, name)
+        if op == "null":
+            terms.append(f"{col} IS NULL")
+        elif op == "in":
+            terms.append(f"{col} IN ({', '.join([d.mark] * count)})" if count else "1 = 0")
+        elif op == "prefix":  # exact: no pattern characters, whatever the prefix holds
+            terms.append(f"substr({col}, 1, {d.mark}) = {d.mark}")
+        elif op == "folded":
+            terms.append(d.folded.format(col=col, value=d.mark))
+        else:
+            terms.append(f"{col} {'<>' if op == '!=' else op} {d.mark}")
+    return " WHERE " + " AND ".join(terms) if terms else ""
+
+
+@lru_cache(maxsize=512)
+def _select_text(d: Dialect, table: str, names: tuple[str, ...], shape: Shape, order: tuple[str, ...],
+                 limited: bool, lock: bool) -> str:
+    text = f"SELECT {', '.join(d.column(table, c) for c in names)} FROM {_table(table).name}"
+    text += _where_text(d, table, shape)
+    if order:
+        text += " ORDER BY " + ", ".join(
+            d.column(table, o[1:]) + " DESC" if o.startswith("-") else d.column(table, o) for o in order)
+    if limited:
+        text += f" LIMIT {d.mark}"
+    return text + (d.lock if lock else "")
+
+
+@lru_cache(maxsize=256)
+def _update_text(d: Dialect, table: str, set_: tuple[str, ...], add: tuple[str, ...], greatest: tuple[str, ...],
+                 shape: Shape) -> str:
+    changes = [f"{d.column(table, c)} = {d.mark}" for c in set_]
+    changes += [f"{d.column(table, c)} = {d.column(table, c)} + {d.mark}" for c in add]
+    for c in greatest:
+        col = d.column(table, c)
+        changes.append(f"{col} = CASE WHEN {col} IS NULL OR {col} < {d.mark} THEN {d.mark} ELSE {col} END")
+    return f"UPDATE {_table(table).name} SET {', '.join(changes)}{_where_text(d, table, shape)}"
+
+
+@lru_cache(maxsize=256)
+def _decoders(d: Dialect, table: str, names: tuple[str, ...]) -> tuple[tuple[str, Codec], ...]:
+    """The columns of `names` read back through a codec, with its decoder."""
+    return tuple((c, d.codecs[(table, c)][1]) for c in names if (table, c) in d.codecs)
+
+
+@lru_cache(maxsize=256)
+def _encoders(d: Dialect, table: str, names: tuple[str, ...]) -> tuple[Codec | None, ...]:
+    """Each column's encoder (None: as given), or () when no column of `names` has one."""
+    found = tuple(d.codecs[(table, c)][0] if (table, c) in d.codecs else None for c in names)
+    return found if any(found) else ()
+
+
+def _encoded(codecs: Mapping[tuple[str, str], tuple[Codec, Codec]], table: str, column: str, value: Any) -> Any:
+    pair = codecs.get((table, column)) if codecs else None
+    return value if pair is None else pair[0](value)
+
+
 def _table(name: str) -> Table:
     try:
         return TABLES[name]
     except KeyError:
         raise ValueError(f"no table {name!r}") from None
+
+
+@lru_cache(maxsize=256)
+def _matched(spec: Table, names: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The columns that tell an insert's rows apart, and those its RETURNING names (the
+    serial first, when the table has one)."""
+    match = _match_columns(spec, names)
+    returned = ((spec.serial,) if spec.serial else ()) + tuple(c for c in match if c != spec.serial)
+    return match, returned
 
 
 def _match_columns(spec: Table, names: tuple[str, ...]) -> tuple[str, ...]:

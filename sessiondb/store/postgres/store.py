@@ -36,11 +36,13 @@ T = TypeVar("T")
 #: server crash (never of a client's), "full" loses none.
 DURABILITY = {"full": "on", "normal": "off"}
 _UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-#: PostgreSQL's spelling of what store/sql.py writes once. A failed UPDATE aborts the
-#: transaction, so one that may meet a unique column runs in a savepoint; message text is
-#: encoded for a server that cannot hold a NUL (text.py).
+#: PostgreSQL's spelling of what store/sql.py writes once. A locked row is locked FOR NO
+#: KEY UPDATE: no rule changes a key, so a turn or usage row inserted for a session need
+#: not wait for an append holding it. A failed UPDATE aborts the transaction, so one that
+#: may meet a unique column runs in a savepoint; message text is encoded for a server
+#: that cannot hold a NUL (text.py).
 DIALECT = Dialect(
-    name="postgresql", mark="%s", lock=" FOR UPDATE", next_token="SELECT nextval('compaction_token')",
+    name="postgresql", mark="%s", lock=" FOR NO KEY UPDATE", next_token="SELECT nextval('compaction_token')",
     inserted={"sessions": "created", "messages": "id", "turns": "seq"},
     duplicate=lambda exc: isinstance(exc, psycopg.errors.UniqueViolation),
     codecs={("messages", "content"): (to_server, from_server), ("messages", "reasoning"): (to_server, from_server)},
