@@ -28,7 +28,7 @@ ALLOWED = {
 }
 LEAVES = {"errors", "model", "inputs", "home", "guidance", "query", "recall", "keys", "formats", "exports", "files", "uids"}
 INTERFACE = {"store.contract", "store.optional", "store.commands", "store.backend", "store.spool", "store.listing",
-             "store.lease_holders", "store.turn_rows", "store.rows", "store.sql"}
+             "store.lease_holders", "store.rows", "store.sql"}
 BACKENDS = ("store.sqlite", "store.postgres", "store.memory")
 USERS = ("profiles", "usage", "gateway", "turns", "adapters", "importers", "testing")
 FACES = ("cli", "api", "mcp")

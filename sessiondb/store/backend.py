@@ -6,9 +6,11 @@ ids. A backend is a small set of primitives over its storage: it does not valida
 spool, account imports or shape model-ready messages. Errors it raises are sessiondb
 errors (its driver's errors are converted at its boundary).
 
-The rules of appends, lineage and compaction are units of work over `Rows`
-(store/append.py, store/lineage.py, store/compaction.py) that a backend runs with
-`write` and `read`; the methods below them are the concepts still on their way there.
+Every rule a user can observe is a unit of work over `Rows` in the neutral layer
+(store/append.py, lineage.py, compaction.py, sessions.py, usage.py, turn_rows.py,
+routing.py, transfer.py, verify.py) that a backend runs with `write`, `read` and
+`stream`; the methods after them are what only an engine can do: its derived indexes,
+its size and its own integrity checks.
 
 Optional capabilities are separate protocols: the neutral layer offers the matching
 public protocol (maintenance, its own way to run appends) only on stores whose
@@ -20,9 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol, TypeVar, runtime_checkable
 
-from ..model import (
-    Message, Page, SearchHit, Session, StoreStats, Turn, Usage, VerifyReport,
-)
+from ..model import Message, SearchHit, VerifyReport
 from . import commands as cmd
 from .rows import Rows
 
@@ -38,6 +38,8 @@ class Backend(Protocol):
     # Optional: `generation`, the identity of the store this handle opened (a file's
     # generation stamp); a batch it refused is spooled with it and replayed only into the
     # same generation. A backend without one leaves it out.
+    # Optional: `patience`, the seconds a backend may run a unit of work again after a broken
+    # connection; a record_usage call's id is kept for twice that at least (store/usage.py).
 
     def close(self) -> None: ...
 
@@ -57,39 +59,20 @@ class Backend(Protocol):
         through its rows with `select(order=, limit=)` and `above()` and hands each page on.
         Never re-run: the caller may already hold some of what it yielded."""
 
-    # sessions
-    def create_session(self, command: cmd.CreateSession) -> Session: ...
-    def get_session(self, session_id: str) -> Session: ...
-    def list_sessions(self, query: cmd.ListSessions) -> Page: ...
-    def change_session(self, session_id: str, change: cmd.SessionChange) -> Session: ...
-    def delete_session(self, session_id: str) -> None: ...
-    def find_session(self, ref: str, title: str | None) -> Session: ...
-
-    # usage, search, statistics, integrity
-    def record_usage(self, command: cmd.RecordUsage) -> None: ...
-    def usage(self, session_id: str) -> Usage: ...
+    # the derived indexes, size, integrity: what only the engine can do
     def search(self, query: cmd.Search) -> list[SearchHit]: ...
     def recall(self, query: cmd.Search) -> list[SearchHit]:
         """The best messages for a question (query.query is a recall.Recall), best first:
         any of its words over a stemmed words index, ranked by bm25; caught up like search."""
-    def stats(self) -> StoreStats: ...
+    def footprint(self) -> tuple[int, int]:
+        """The store's size in bytes, and of that what a write-ahead log of its own holds (0
+        when it has none), for stats (the counts are rows, store/sessions.py)."""
+
     def check(self, logical: Callable[[Rows, int, VerifyReport], None]) -> VerifyReport:
         """Store.verify() in one snapshot: what only the engine can check (its file or
         pages, the derived search index, its settings) and `logical(rows, tokens, report)`,
         the checks over rows (store/verify.py), given how many fencing tokens the store has
         handed out. A file too damaged to read leaves the rows unchecked, with a note."""
-
-    # turns
-    def begin_turn(self, command: cmd.BeginTurn) -> Turn:
-        """The stored turn: inserted, or the one already stored under the id (Conflict if in
-        another session); NotFound if the session is not stored."""
-
-    def end_turn(self, command: cmd.EndTurn) -> Turn:
-        """The ended turn; an ended one is returned as stored when the reason is the same,
-        Conflict otherwise; NotFound for an unknown id or a `continued_by` not in its session."""
-
-    def get_turn(self, turn_id: str) -> Turn: ...
-    def turns(self, session_id: str, limit: int) -> list[Turn]: ...
 
 
 @runtime_checkable

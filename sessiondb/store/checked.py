@@ -16,7 +16,7 @@ import functools
 import inspect
 import threading
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from functools import partial
 from typing import Any, Callable, Iterable, Mapping, TypeVar
 
@@ -25,6 +25,7 @@ from .. import query as search_query
 from .. import recall as questions
 from ..errors import DAMAGE_CAUSES, InvalidInput, SessionExists, StorageError, StoreClosed, StoreDamaged
 from ..guidance import tell
+from ..uids import new_uid
 from ..model import (
     MAX_TITLE_LENGTH, Lease, Message, MessageLimits, Page, Role, SearchHit, Session, SpoolReport, StoreStats, Usage, VerifyReport,
 )
@@ -34,7 +35,7 @@ from ..inputs import (
 )
 from . import arguments as arg
 from . import commands as cmd
-from . import append, compaction, handles, lineage, spool, verify
+from . import append, compaction, handles, lineage, sessions, spool, usage, verify
 from .backend import Backend
 from .contract import MessageInput
 from .identity import Identity
@@ -172,16 +173,16 @@ class CheckedStore(Transfer, Identity, Turns):
         )
         for _attempt in range(MINT_ATTEMPTS):
             try:
-                return self._open().create_session(command)
+                return self._open().write(partial(sessions.create, values=asdict(command)))
             except SessionExists:
                 if given is not None:
                     raise
                 # A minted id met another minted in the same second: mint again.
                 command = replace(command, id=new_session_id(now))
-        return self._open().create_session(command)
+        return self._open().write(partial(sessions.create, values=asdict(command)))
 
     def get_session(self, session_id: str) -> Session:
-        return self._open().get_session(arg.session_id(session_id))
+        return self._open().read(partial(sessions.get, session_id=arg.session_id(session_id)))
 
     def list_sessions(
         self,
@@ -195,7 +196,7 @@ class CheckedStore(Transfer, Identity, Turns):
         limit: int = 50,
         cursor: str | None = None,
     ) -> Page:
-        return self._open().list_sessions(cmd.ListSessions(
+        return self._open().read(partial(sessions.listed, query=cmd.ListSessions(
             source=check_label(source, "source"),
             include_archived=arg.flag(include_archived, "include_archived"),
             include_hidden=arg.flag(include_hidden, "include_hidden"),
@@ -204,10 +205,10 @@ class CheckedStore(Transfer, Identity, Turns):
             until=check_timestamp(until, "until"),
             limit=arg.limit(limit),
             cursor=None if cursor is None else check_label(cursor, "cursor"),
-        ))
+        )))
 
     def _change(self, session_id: str, change: cmd.SessionChange) -> Session:
-        return self._open().change_session(arg.session_id(session_id), change)
+        return self._open().write(partial(sessions.change, session_id=arg.session_id(session_id), change=change))
 
     def end_session(self, session_id: str, reason: str) -> Session:
         return self._change(session_id, cmd.EndSession(check_label(reason, "reason", required=True), self._clock()))
@@ -237,12 +238,12 @@ class CheckedStore(Transfer, Identity, Turns):
         return self._change(session_id, cmd.PatchMetadata(dict(patch), self._limits.max_metadata_bytes))
 
     def delete_session(self, session_id: str) -> None:
-        self._open().delete_session(arg.session_id(session_id))
+        self._open().write(partial(sessions.delete, session_id=arg.session_id(session_id)))
 
     def find_session(self, ref: str) -> Session:
         ref = check_label(ref, "session reference", required=True).strip()
         title = clean_title(ref) if len(ref) <= MAX_TITLE_LENGTH else None
-        return self._open().find_session(ref, title)
+        return self._open().read(partial(sessions.find, ref=ref, title=title))
 
     # --- messages ----------------------------------------------------------------------
 
@@ -360,12 +361,16 @@ class CheckedStore(Transfer, Identity, Turns):
         }
         amounts: dict[str, float] = {name: check_count(value, name) for name, value in tokens.items()}
         amounts["cost_usd"] = arg.cost(cost_usd)
-        self._open().record_usage(cmd.RecordUsage(
+        command = cmd.RecordUsage(
             arg.session_id(session_id), check_label(model, "model", required=True),
-            check_label(provider, "provider") or "", check_label(task, "task") or "", amounts))
+            check_label(provider, "provider") or "", check_label(task, "task") or "", amounts)
+        backend = self._open()
+        # The call's id is minted here, once: every run of the unit of work carries the same.
+        backend.write(partial(usage.record, command=command, call_id=new_uid(), clock=self._clock,
+                              keep=usage.keep_for(getattr(backend, "patience", 0.0))))
 
     def usage(self, session_id: str) -> Usage:
-        return self._open().usage(arg.session_id(session_id))
+        return self._open().read(partial(usage.total, session_id=arg.session_id(session_id)))
 
     def search(
         self,
@@ -416,7 +421,10 @@ class CheckedStore(Transfer, Identity, Turns):
                                               limit=limit))
 
     def stats(self) -> StoreStats:
-        return self._open().stats()
+        backend = self._open()
+        counts = backend.read(sessions.counts)
+        size, wal = backend.footprint()
+        return StoreStats(location=backend.location, **counts, size_bytes=size, wal_bytes=wal)
 
     def verify(self) -> VerifyReport:
         return self._open().check(verify.check)

@@ -11,7 +11,7 @@ The tables and their columns are the same on every backend (`TABLES`); a row is 
 column -> value as sessiondb gives it (text as given, JSON columns as JSON text, flags as
 0/1). A condition (`Where`) maps columns to what they must be: a value (equal; None is
 IS NULL), or one of `one_of`, `above`, `below`, `at_least`, `at_most`, `other_than`,
-`starting`. Every value is bound, never spliced: no text of a caller's becomes SQL.
+`starting`, `folded`. Every value is bound, never spliced: no text of a caller's becomes SQL.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ TABLES: dict[str, Table] = {t.name: t for t in (
                        "finish_reason token_count timestamp display_kind state", "id", serial="id"),
     _table("usage", "session_id model provider task input_tokens output_tokens cache_read_tokens "
                     "cache_write_tokens reasoning_tokens cost_usd calls", "session_id model provider task"),
+    _table("usage_calls", "call_id session_id recorded_at", "call_id"),
     _table("compaction_leases", "session_id token watermark holder pid host boot_id pid_ns pid_start "
                                 "ttl acquired_at expires_at", "session_id"),
     _table("turns", "id session_id user_uid cwd started_at ended_at outcome reason detail receipts continued_by",
@@ -67,7 +68,7 @@ UNIQUE = {"sessions_title": ("sessions", ("title",)), "messages_uid": ("messages
 class Condition:
     """A column's condition other than equality."""
 
-    op: Literal["in", ">", "<", ">=", "<=", "!=", "prefix"]
+    op: Literal["in", ">", "<", ">=", "<=", "!=", "prefix", "folded"]
     value: Any
 
 
@@ -99,6 +100,12 @@ def other_than(value: Any) -> Condition:
 def starting(prefix: str) -> Condition:
     """Text that starts with `prefix` (exactly: no pattern characters)."""
     return Condition("prefix", prefix)
+
+
+def folded(text: str) -> Condition:
+    """Text equal to `text` but for the case of ASCII letters (A-Z and a-z); every other
+    character as given."""
+    return Condition("folded", text)
 
 
 class Taken(Conflict):
@@ -142,8 +149,8 @@ class Rows(Protocol):
         meets a stored row raises `Taken`."""
 
     def delete(self, table: str, where: Where) -> int:
-        """Delete the rows matching `where` (a session takes its messages, usage, turns and
-        lease with it; its children keep their rows, their parent set to NULL). Returns how
+        """Delete the rows matching `where` (a session takes its messages, usage, usage calls,
+        turns and lease with it; its children keep their rows, their parent set to NULL). Returns how
         many rows of `table` went."""
 
     def count(self, table: str, where: Where = {}, *, sums: Sequence[str] = (),
@@ -151,6 +158,17 @@ class Rows(Protocol):
         """How many rows match, and the totals of `sums` columns (0 when none match), as
         {None: {"count": n, column: total, ...}}; with `by`, one such row per value of that
         column (only values that occur)."""
+
+    def recent(self, where: Where = {}, *, since: float | None = None, until: float | None = None,
+               after: tuple[float, str] | None = None, limit: int) -> list[Row]:
+        """Sessions matching `where`, the most recently active first, with every column: by
+        their activity time (`last_activity_at`, or `started_at` while that is NULL), then by
+        id, both descending. `since` and `until` bound the activity time (since <= time <
+        until); `after` is a position in this order (an activity time and an id, where a
+        page ended) and only the sessions past it are read. At most `limit` rows.
+
+        The one order the store pages by (a listing of sessions), read the way the engine
+        indexes it; `select` cannot order by a time that is one of two columns."""
 
     def next_token(self) -> int:
         """A fencing token for a compaction lease: larger than every token a committed

@@ -22,6 +22,8 @@ from typing import Any, Callable, Mapping, Sequence
 from .rows import INSERTED, TABLES, UNIQUE, Condition, Row, Table, Taken, Where
 
 Codec = Callable[[Any], Any]
+#: A session's activity time (Rows.recent), spelled as SQLite's sessions_recent index has it.
+_ACTIVE = "coalesce(last_activity_at, started_at)"
 
 
 @dataclass(frozen=True, eq=False)
@@ -38,6 +40,10 @@ class Dialect:
     codecs: Mapping[tuple[str, str], tuple[Codec, Codec]] = field(default_factory=dict)
     #: a failed UPDATE aborts the transaction unless it ran inside a savepoint.
     update_needs_savepoint: bool = False
+    #: rows.folded's test, with `{col}` and `{value}` (each `{value}` one bound parameter).
+    folded: str = "{col} = {value} COLLATE NOCASE"
+    #: a column of `sessions` holding floor(activity time / 60), if the engine keeps one (see `recent`).
+    activity_minute: str | None = None
 
     def column(self, table: str, name: str) -> str:
         """The SQL spelling of a column of `table` (INSERTED: the engine's insertion order)."""
@@ -88,6 +94,41 @@ class SQLRows:
             text += f" GROUP BY {group}"
         return {row[0]: {"count": row[1], **{c: _number(v) for c, v in zip(sums, row[2:])}}
                 for row in self._conn.execute(text, params)}
+
+    def recent(self, where: Where = {}, *, since: float | None = None, until: float | None = None,
+               after: tuple[float, str] | None = None, limit: int) -> list[Row]:
+        """See Rows.recent. The order is an expression both engines can index (SQLite's
+        sessions_recent); an engine that indexes the activity's minute instead (PostgreSQL:
+        an append's update of its session row is HOT only if no indexed value moves, and the
+        minute moves once a minute) orders by the minute first, which is the same order since
+        the minute only grows with the time, and bounds the minute too, so its index serves
+        the page."""
+        d = self._dialect
+        names = _table("sessions").columns
+        params = self._params("sessions", where)
+        terms = []
+        minute = d.activity_minute
+        for exact, on_minute, bound in ((">=", ">=", since), ("<", "<=", until)):
+            if bound is not None:
+                terms.append(f"{_ACTIVE} {exact} {d.mark}")
+                params.append(bound)
+                if minute is not None:  # implied by the exact bound; the index serves it
+                    terms.append(f"{minute} {on_minute} floor({d.mark} / 60)")
+                    params.append(bound)
+        if after is not None:
+            active, sid = after
+            if minute is not None:
+                terms.append(f"{minute} <= floor({d.mark} / 60)")
+                params.append(active)
+            terms.append(f"({_ACTIVE}, id) < ({d.mark}, {d.mark})")
+            params += [active, sid]
+        clause = _where_text(d, "sessions", _shape(where))
+        if terms:
+            clause += (" AND " if clause else " WHERE ") + " AND ".join(terms)
+        order = f"{_ACTIVE} DESC, id DESC" if minute is None else f"{minute} DESC, {_ACTIVE} DESC, id DESC"
+        text = (f"SELECT {', '.join(d.column('sessions', c) for c in names)} FROM sessions{clause} "
+                f"ORDER BY {order} LIMIT {d.mark}")
+        return [dict(zip(names, row)) for row in self._conn.execute(text, [*params, int(limit)])]
 
     # --- writing ------------------------------------------------------------------------
 
@@ -183,6 +224,8 @@ class SQLRows:
                 params.extend(_encoded(codecs, table, name, v) for v in wanted.value)
             elif wanted.op == "prefix":
                 params.extend((len(wanted.value), wanted.value))
+            elif wanted.op == "folded":
+                params.extend([wanted.value] * self._dialect.folded.count("{value}"))
             else:
                 params.append(_encoded(codecs, table, name, wanted.value))
         return params
@@ -217,6 +260,8 @@ def _where_text(d: Dialect, table: str, shape: Shape) -> str:
             terms.append(f"{col} IN ({', '.join([d.mark] * count)})" if count else "1 = 0")
         elif op == "prefix":  # exact: no pattern characters, whatever the prefix holds
             terms.append(f"substr({col}, 1, {d.mark}) = {d.mark}")
+        elif op == "folded":
+            terms.append(d.folded.format(col=col, value=d.mark))
         else:
             terms.append(f"{col} {'<>' if op == '!=' else op} {d.mark}")
     return " WHERE " + " AND ".join(terms) if terms else ""

@@ -1,46 +1,42 @@
 """Turn rows on every backend: begin, end, read one, list a session's (the `turns` table).
 
-Both backends keep the same table (SQLite's migration 0005_turns, PostgreSQL's
-0002_turns), so the SQL and the rules are written once here and a backend runs them on
-its own connection, with its own placeholder (`mark`), the check that a session exists
-(`require`) and, where writers of other processes run at once, the row lock an end takes
-(`lock`). Beginning and ending are idempotent: a turn begun again is returned as stored,
-and ending it again with the same reason changes nothing, so a unit of work run again
-stores nothing twice.
+Units of work over `Rows` (store/rows.py). Beginning and ending are idempotent: a turn
+begun again is returned as stored, and ending it again with the same reason changes
+nothing, so a unit of work run again stores nothing twice. An end reads its turn's row
+locked, so two processes ending one turn take turns and the second sees the first's end.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
 
 from ..errors import Conflict, NotFound
 from ..model import Turn
+from . import sessions
 from .commands import BeginTurn, EndTurn
+from .rows import INSERTED, Row, Rows
 
-COLUMNS = "id, session_id, user_uid, cwd, started_at, ended_at, outcome, reason, detail, receipts, continued_by"
-
-
-def from_row(row: tuple[Any, ...]) -> Turn:
-    *head, receipts, continued_by = row
-    return Turn(*head, receipts=json.loads(receipts), continued_by=continued_by)
+_ENDED = ("ended_at", "outcome", "reason", "detail", "receipts", "continued_by")
 
 
-def begin(conn: Any, command: BeginTurn, *, mark: str, require: Callable[[Any, str], None]) -> Turn:
-    stored = _find(conn, command.id, mark)
+def from_row(row: Row) -> Turn:
+    return Turn(**{**row, "receipts": json.loads(row["receipts"])})
+
+
+def begin(rows: Rows, command: BeginTurn) -> Turn:
+    stored = _find(rows, command.id)
     if stored is None:
-        require(conn, command.session_id)
-        conn.execute(f"INSERT INTO turns(id, session_id, user_uid, cwd, started_at) VALUES ({', '.join([mark] * 5)}) "
-                     "ON CONFLICT (id) DO NOTHING",
-                     (command.id, command.session_id, command.user_uid, command.cwd, command.started_at))
-        stored = get(conn, command.id, mark=mark)  # ours, or one another writer just began under the id
+        sessions.require(rows, command.session_id)
+        rows.insert("turns", [{"id": command.id, "session_id": command.session_id, "user_uid": command.user_uid,
+                               "cwd": command.cwd, "started_at": command.started_at}], skip_taken=True)
+        stored = get(rows, command.id)  # ours, or one another writer just began under the id
     if stored.session_id != command.session_id:
         raise Conflict(f"turn {command.id!r} belongs to session {stored.session_id!r}; nothing was written")
     return stored
 
 
-def end(conn: Any, command: EndTurn, *, mark: str, lock: str = "") -> Turn:
-    turn = _find(conn, command.id, mark, lock)
+def end(rows: Rows, command: EndTurn) -> Turn:
+    turn = _find(rows, command.id, lock=True)
     if turn is None:
         raise NotFound(f"no turn {command.id!r} in this store")
     if turn.reason is not None:
@@ -48,30 +44,27 @@ def end(conn: Any, command: EndTurn, *, mark: str, lock: str = "") -> Turn:
             return turn
         raise Conflict(f"turn {command.id!r} already ended ({turn.reason}); nothing was written")
     if command.continued_by is not None:
-        follower = _find(conn, command.continued_by, mark)
+        follower = _find(rows, command.continued_by)
         if follower is None or follower.session_id != turn.session_id:
             raise NotFound(f"no turn {command.continued_by!r} in session {turn.session_id!r} to continue this one")
-    fields = ("ended_at", "outcome", "reason", "detail", "receipts", "continued_by")
-    conn.execute(f"UPDATE turns SET {', '.join(f'{name} = {mark}' for name in fields)} WHERE id = {mark}",
-                 (*(getattr(command, name) for name in fields), command.id))
-    return get(conn, command.id, mark=mark)
+    rows.update("turns", {"id": command.id}, set={name: getattr(command, name) for name in _ENDED})
+    return get(rows, command.id)
 
 
-def get(conn: Any, turn_id: str, *, mark: str) -> Turn:
-    turn = _find(conn, turn_id, mark)
+def get(rows: Rows, turn_id: str) -> Turn:
+    turn = _find(rows, turn_id)
     if turn is None:
         raise NotFound(f"no turn {turn_id!r} in this store")
     return turn
 
 
-def of_session(conn: Any, session_id: str, limit: int, *, mark: str, require: Callable[[Any, str], None]) -> list[Turn]:
+def of_session(rows: Rows, session_id: str, limit: int) -> list[Turn]:
     """The session's newest `limit` turns, oldest first."""
-    require(conn, session_id)
-    rows = conn.execute(f"SELECT {COLUMNS} FROM turns WHERE session_id = {mark} ORDER BY seq DESC LIMIT {mark}",
-                        (session_id, limit)).fetchall()
-    return [from_row(row) for row in reversed(rows)]
+    sessions.require(rows, session_id)
+    newest = rows.select("turns", {"session_id": session_id}, order=(f"-{INSERTED}",), limit=limit)
+    return [from_row(row) for row in reversed(newest)]
 
 
-def _find(conn: Any, turn_id: str, mark: str, lock: str = "") -> Turn | None:
-    row = conn.execute(f"SELECT {COLUMNS} FROM turns WHERE id = {mark}{lock}", (turn_id,)).fetchone()
-    return None if row is None else from_row(row)
+def _find(rows: Rows, turn_id: str, *, lock: bool = False) -> Turn | None:
+    found = rows.select("turns", {"id": turn_id}, lock=lock)
+    return from_row(found[0]) if found else None

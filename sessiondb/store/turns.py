@@ -9,6 +9,7 @@ are checked whole and stored as canonical JSON.
 from __future__ import annotations
 
 import os
+from functools import partial
 from typing import Any, Callable, Iterable, Mapping
 
 from .. import guidance
@@ -18,6 +19,7 @@ from ..inputs import check_label, check_unicode
 from ..uids import new_uid
 from . import arguments as arg
 from . import commands as cmd
+from . import turn_rows
 from .backend import Backend
 
 MAX_RECEIPTS = 1000  # failed edits one turn keeps (a runaway tool loop is not a receipt)
@@ -33,17 +35,17 @@ class Turns:
 
     def begin_turn(self, session_id: str, *, turn_id: str | None = None, user_uid: str | None = None,
                    cwd: str | None = None) -> Turn:
-        return self._open().begin_turn(cmd.BeginTurn(
+        return self._open().write(partial(turn_rows.begin, command=cmd.BeginTurn(
             id=check_label(turn_id, "turn_id") or new_uid(),
             session_id=arg.session_id(session_id),
             user_uid=check_label(user_uid, "user_uid"),
             cwd=_directory(cwd),
             started_at=self._clock(),
-        ))
+        )))
 
     def end_turn(self, turn_id: str, reason: str, *, detail: str | None = None,
                  receipts: Iterable[Mapping[str, Any]] = (), continued_by: str | None = None) -> Turn:
-        return self._open().end_turn(cmd.EndTurn(
+        return self._open().write(partial(turn_rows.end, command=cmd.EndTurn(
             id=check_label(turn_id, "turn_id", required=True),
             outcome=guidance.turn_outcome(reason),
             reason=reason,
@@ -51,13 +53,14 @@ class Turns:
             receipts=dump_json(_receipts(receipts), "receipts"),
             continued_by=check_label(continued_by, "continued_by"),
             ended_at=self._clock(),
-        ))
+        )))
 
     def get_turn(self, turn_id: str) -> Turn:
-        return self._open().get_turn(check_label(turn_id, "turn_id", required=True))
+        return self._open().read(partial(turn_rows.get, turn_id=check_label(turn_id, "turn_id", required=True)))
 
     def turns(self, session_id: str, *, limit: int = 100) -> list[Turn]:
-        return self._open().turns(arg.session_id(session_id), arg.limit(limit))
+        return self._open().read(partial(turn_rows.of_session, session_id=arg.session_id(session_id),
+                                         limit=arg.limit(limit)))
 
 
 def _directory(value: Any) -> str | None:

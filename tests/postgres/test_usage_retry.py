@@ -17,7 +17,7 @@ import psycopg
 import pytest
 
 import sessiondb
-from sessiondb.store.postgres import usage as usage_rows
+from sessiondb.store import usage as usage_rows
 
 #: A backend whose commit is flushed but waits for the standby before it is acknowledged.
 WAITING = "SELECT pid FROM pg_stat_activity WHERE wait_event = 'SyncRep' AND query = 'COMMIT'"
@@ -35,7 +35,7 @@ def admin(pg_url):
 def test_a_record_usage_retried_after_its_commit_landed_adds_nothing_twice(pg_url, pg_schema, admin, monkeypatch):
     attempts = []
     record = usage_rows.record
-    monkeypatch.setattr(usage_rows, "record", lambda conn, **kw: (attempts.append(kw["call_id"]), record(conn, **kw)))
+    monkeypatch.setattr(usage_rows, "record", lambda rows, **kw: (attempts.append(kw["call_id"]), record(rows, **kw)))
     with sessiondb.open_store(pg_url, schema=pg_schema) as store:
         sid = store.create_session("cli").id
         admin.execute("ALTER SYSTEM SET synchronous_standby_names = 'sessiondb_absent_standby'")

@@ -10,8 +10,6 @@ layer (store/checked.py).
 from __future__ import annotations
 
 import threading
-import uuid
-from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
@@ -21,13 +19,12 @@ import psycopg
 from ... import home as homes
 from ...errors import InvalidInput, StoreClosed
 from ...model import (
-    MaintenanceReport, Message, Page, SearchHit, Session, StoreStats, Turn, Usage, VerifyReport,
+    MaintenanceReport, Message, SearchHit, VerifyReport,
 )
 from .. import commands as cmd
-from .. import listing, turn_rows
 from ..rows import Rows
 from ..sql import Dialect, SQLRows
-from . import maintenance, migrations, search, sessions, usage, verify
+from . import maintenance, migrations, search, verify
 from .batching import AppendBatcher
 from .connect import DEFAULT_PATIENCE, DEFAULT_POOL_SIZE, EXTENSIONS_SCHEMA, Database, on_own_connection
 from .text import from_server, to_server
@@ -36,6 +33,7 @@ T = TypeVar("T")
 #: durability -> the server's synchronous_commit: "normal" may lose the last commits of a
 #: server crash (never of a client's), "full" loses none.
 DURABILITY = {"full": "on", "normal": "off"}
+_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 #: PostgreSQL's spelling of what store/sql.py writes once. A locked row is locked FOR NO
 #: KEY UPDATE: no rule changes a key, so a turn or usage row inserted for a session need
 #: not wait for an append holding it. A failed UPDATE aborts the transaction, so one that
@@ -47,8 +45,11 @@ DIALECT = Dialect(
     duplicate=lambda exc: isinstance(exc, psycopg.errors.UniqueViolation),
     codecs={("messages", "content"): (to_server, from_server), ("messages", "reasoning"): (to_server, from_server)},
     update_needs_savepoint=True,
+    # lower() is implied, and serves the index sessions_title_folded; translate() keeps the fold to ASCII.
+    folded="lower({col}) = lower({value}) AND translate({col}, '" + _UPPER + "', '" + _UPPER.lower() + "') "
+           "= translate({value}, '" + _UPPER + "', '" + _UPPER.lower() + "')",
+    activity_minute="active_minute",  # migration 0006
 )
-CALL_MEMORY = 3600.0  # seconds a record_usage call's id is kept, at least (twice the patience if longer)
 
 
 class PostgresBackend:
@@ -72,6 +73,11 @@ class PostgresBackend:
     def pool(self) -> Any:
         """The connection pool (psycopg_pool.ConnectionPool), for tools and tests."""
         return self._db.pool
+
+    @property
+    def patience(self) -> float:
+        """Seconds a unit of work is retried for while the server is away (see Backend)."""
+        return self._db.patience
 
     @property
     def schema(self) -> str:
@@ -117,38 +123,7 @@ class PostgresBackend:
     def _read(self, work: Callable[[psycopg.Connection], T]) -> T:
         return self._run(work, read_only=True)
 
-    # --- sessions ----------------------------------------------------------------------
-
-    def create_session(self, command: cmd.CreateSession) -> Session:
-        return self._run(partial(sessions.create, values=asdict(command)))
-
-    def get_session(self, session_id: str) -> Session:
-        return self._read(partial(sessions.get, session_id=session_id))
-
-    def list_sessions(self, query: cmd.ListSessions) -> Page:
-        text, params = listing.sql(query, sessions.COLUMNS, "%s", minute="active_minute")
-        return self._read(lambda conn: listing.page([sessions.from_row(r) for r in conn.execute(text, params)],
-                                                    query.limit))
-
-    def change_session(self, session_id: str, change: cmd.SessionChange) -> Session:
-        return self._run(partial(sessions.change, session_id=session_id, change=change))
-
-    def delete_session(self, session_id: str) -> None:
-        self._run(partial(sessions.delete, session_id=session_id))
-
-    def find_session(self, ref: str, title: str | None) -> Session:
-        return self._read(partial(sessions.find, ref=ref, title=title))
-
-    # --- usage, search, statistics, integrity --------------------------------------------
-
-    def record_usage(self, command: cmd.RecordUsage) -> None:
-        key = (command.model, command.provider, command.task)
-        # Minted once, outside the retries: every attempt of this call carries the same id.
-        self._run(partial(usage.record, session_id=command.session_id, key=key, amounts=command.amounts,
-                          call_id=uuid.uuid4().hex, keep=max(2 * self._db.patience, CALL_MEMORY)))
-
-    def usage(self, session_id: str) -> Usage:
-        return self._read(partial(usage.total, session_id=session_id))
+    # --- search, statistics, integrity --------------------------------------------
 
     def search(self, query: cmd.Search) -> list[SearchHit]:
         fields = {name: getattr(query, name) for name in query.__slots__}
@@ -158,31 +133,17 @@ class PostgresBackend:
         fields = {name: getattr(query, name) for name in query.__slots__ if name != "query"}
         return self._read(partial(search.recall, question=query.query, **fields))
 
-    def stats(self) -> StoreStats:
-        def work(conn: psycopg.Connection) -> StoreStats:
-            size = conn.execute(
-                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class AS c "
-                "WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'S')").fetchone()[0]
-            return StoreStats(location=self.location, **usage.counts(conn), size_bytes=int(size), wal_bytes=0)
-        return self._read(work)
+    def footprint(self) -> tuple[int, int]:
+        """The bytes of the schema's tables and sequences, and 0: the server's WAL is not
+        this store's (see Backend)."""
+        size = self._read(lambda conn: conn.execute(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class AS c "
+            "WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'S')").fetchone()[0])
+        return int(size), 0
 
     def check(self, logical: Callable[[Rows, int, VerifyReport], None]) -> VerifyReport:
         return self._read(lambda conn: verify.verify(conn, SQLRows(conn, DIALECT), logical))
 
-    # --- turns ---------------------------------------------------------------------------
-
-    def begin_turn(self, command: cmd.BeginTurn) -> Turn:
-        return self._run(partial(turn_rows.begin, command=command, mark="%s", require=sessions.require))
-
-    def end_turn(self, command: cmd.EndTurn) -> Turn:
-        return self._run(partial(turn_rows.end, command=command, mark="%s", lock=" FOR NO KEY UPDATE"))
-
-    def get_turn(self, turn_id: str) -> Turn:
-        return self._read(partial(turn_rows.get, turn_id=turn_id, mark="%s"))
-
-    def turns(self, session_id: str, limit: int) -> list[Turn]:
-        return self._read(partial(turn_rows.of_session, session_id=session_id, limit=limit, mark="%s",
-                                         require=sessions.require))
 
     # --- maintenance (maintenance.py): online on a server, never refused while held ------
 
@@ -203,9 +164,9 @@ class PostgresBackend:
 
     def _maintain(self, action: str, dry_run: bool, work: Callable[[], Any], always: bool = False) -> MaintenanceReport:
         """`work` (which previews by itself when `always`), with the sizes before and after."""
-        before = self.stats().size_bytes
+        before = self.footprint()[0]
         result = work() if always or not dry_run else None
-        return MaintenanceReport(action, dry_run, before, self.stats().size_bytes, sessions=result or [], warnings=[])
+        return MaintenanceReport(action, dry_run, before, self.footprint()[0], sessions=result or [], warnings=[])
 
 
 def spool_anchor(location: str, schema: str) -> Path:

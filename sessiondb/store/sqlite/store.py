@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
@@ -18,14 +17,12 @@ import apsw
 
 from ...errors import InvalidInput, StoreClosed
 from ...model import (
-    MaintenanceReport, Page, SearchHit, Session, StoreStats, Turn, Usage, VerifyReport,
+    MaintenanceReport, SearchHit, VerifyReport,
 )
 from .. import commands as cmd
-from .. import listing, turn_rows
 from ..rows import Rows
 from ..sql import Dialect, SQLRows
-from . import catalog, maintenance, registry
-from . import search, sessions, usage, verify
+from . import maintenance, registry, search, verify
 from .connect import DEFAULT_PATIENCE, check_sqlite_version
 from .errors import convert
 from .safety import copies
@@ -112,36 +109,7 @@ class SQLiteBackend:
             raise StoreClosed("this store handle is closed; open the store again")
         self._file.refuse_if_retired()
 
-    # --- sessions ----------------------------------------------------------------------
-
-    def create_session(self, command: cmd.CreateSession) -> Session:
-        return self._write(partial(sessions.create, values=asdict(command)))
-
-    def get_session(self, session_id: str) -> Session:
-        return self._read(partial(sessions.get, session_id=session_id))
-
-    def list_sessions(self, query: cmd.ListSessions) -> Page:
-        text, params = listing.sql(query, sessions.COLUMNS, "?")
-        return self._read(lambda conn: listing.page([sessions.from_row(r) for r in conn.execute(text, params)],
-                                                    query.limit))
-
-    def change_session(self, session_id: str, change: cmd.SessionChange) -> Session:
-        return self._write(partial(sessions.change, session_id=session_id, change=change))
-
-    def delete_session(self, session_id: str) -> None:
-        self._write(partial(sessions.delete, session_id=session_id))
-
-    def find_session(self, ref: str, title: str | None) -> Session:
-        return self._read(partial(catalog.find, ref=ref, title=title))
-
-    # --- usage, search, statistics, integrity --------------------------------------------
-
-    def record_usage(self, command: cmd.RecordUsage) -> None:
-        key = (command.model, command.provider, command.task)
-        self._write(partial(usage.record, session_id=command.session_id, key=key, amounts=command.amounts))
-
-    def usage(self, session_id: str) -> Usage:
-        return self._read(partial(usage.total, session_id=session_id))
+    # --- search, statistics, integrity --------------------------------------------
 
     def search(self, query: cmd.Search) -> list[SearchHit]:
         fields = {name: getattr(query, name) for name in query.__slots__}
@@ -154,10 +122,10 @@ class SQLiteBackend:
         return self._file.search(lambda conn, touched_to: search.recall(conn, query.query, touched_to=touched_to,
                                                                         **fields))
 
-    def stats(self) -> StoreStats:
-        counts = self._read(catalog.counts)
+    def footprint(self) -> tuple[int, int]:
+        """The bytes of the file and its WAL together, and of the WAL (see Backend)."""
         size, wal = _file_size(self.path), _file_size(Path(f"{self.path}-wal"))
-        return StoreStats(location=self.location, **counts, size_bytes=size + wal, wal_bytes=wal)
+        return size + wal, wal
 
     def check(self, logical: Callable[[Rows, int, VerifyReport], None]) -> VerifyReport:
         # Read like a search: the index caught up to this snapshot first (if it can be), then checked.
@@ -165,20 +133,6 @@ class SQLiteBackend:
         return self._file.examine(lambda conn, touched_to: verify.verify(conn, touched_to, SQLRows(conn, DIALECT),
                                                                          logical))
 
-    # --- turns ---------------------------------------------------------------------------
-
-    def begin_turn(self, command: cmd.BeginTurn) -> Turn:
-        return self._write(partial(turn_rows.begin, command=command, mark="?", require=sessions.require))
-
-    def end_turn(self, command: cmd.EndTurn) -> Turn:
-        return self._write(partial(turn_rows.end, command=command, mark="?"))
-
-    def get_turn(self, turn_id: str) -> Turn:
-        return self._read(partial(turn_rows.get, turn_id=turn_id, mark="?"))
-
-    def turns(self, session_id: str, limit: int) -> list[Turn]:
-        return self._read(partial(turn_rows.of_session, session_id=session_id, limit=limit, mark="?",
-                                         require=sessions.require))
 
     # --- maintenance (S-19) --------------------------------------------------------------
 

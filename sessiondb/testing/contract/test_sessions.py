@@ -532,6 +532,39 @@ def test_deleting_an_unknown_session_raises_not_found(store):
         store.delete_session("ghost")
 
 
+# --- finding a session by what a person types ----------------------------------------------
+
+
+def test_a_session_is_found_by_its_id_its_title_or_a_unique_id_prefix(store):
+    trip = store.create_session("cli", session_id="20260101_120000_aaaa", title="Trip to Kyoto")
+    store.create_session("cli", session_id="20260101_130000_bbbb")
+    assert store.find_session("20260101_120000_aaaa") == trip
+    assert store.find_session("Trip to Kyoto") == trip
+    assert store.find_session("20260101_12") == trip
+    assert store.find_session("  Trip to Kyoto  ") == trip  # as typed, spaces around
+
+
+def test_a_title_is_found_in_another_case_of_ascii_letters_only_when_one_session_has_it(store):
+    trip = store.create_session("cli", title="Trip to Kyoto")
+    assert store.find_session("trip TO kyoto") == trip
+    store.create_session("cli", title="Été à Kyoto")
+    with pytest.raises(NotFound):
+        store.find_session("ÉTÉ À KYOTO")  # only ASCII letters fold: É is not é
+    store.create_session("cli", title="TRIP TO KYOTO")
+    with pytest.raises(NotFound):
+        store.find_session("trip to kyoto")  # two sessions have it in other cases: neither is meant
+
+
+def test_an_id_prefix_is_exact_and_an_ambiguous_one_names_the_candidates(store):
+    for sid in ("run_1", "run_2", "run%3"):
+        store.create_session("cli", session_id=sid)
+    with pytest.raises(InvalidInput, match="run_1, run_2"):
+        store.find_session("run_")
+    assert store.find_session("run%").id == "run%3"  # no pattern characters
+    with pytest.raises(NotFound):
+        store.find_session("ru_")
+
+
 # --- handles ------------------------------------------------------------------------------
 
 
