@@ -25,12 +25,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from functools import cmp_to_key
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 from urllib.parse import unquote, urlsplit
 
 from ..errors import InvalidInput
-from ..model import SearchHit
-from ..query import RANK_WINDOW, Query, Term, fold, like_snippet
+from ..model import SearchHit, VerifyReport
+from ..query import RANK_WINDOW, Query, Term, cjk_runs, fold, indexable, like_snippet
 from ..recall import SPREAD_FROM, Recall, best, favour, spread
 from . import commands as cmd
 from .rows import INSERTED, INSERTED_ORDER, TABLES, UNIQUE, Condition, Row, Table, Taken, Where
@@ -49,7 +49,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "gateway_routes": {"state": "idle"},
 }
 #: The tables whose rows go with their session (rows.Rows.delete), and the column naming it.
-CASCADE = ("messages", "usage", "turns", "compaction_leases")
+CASCADE = ("messages", "usage", "usage_calls", "turns", "compaction_leases")
 TOOL_TEXT_LIMIT = 8192  # characters of a tool message searched, as the engines' indexes hold
 
 
@@ -103,10 +103,15 @@ def _holds(value: Any, wanted: Any) -> bool:
         return value in given
     if op == "prefix":
         return isinstance(value, str) and value.startswith(given)
+    if op == "folded":
+        return isinstance(value, str) and value.translate(_ASCII_LOWER) == given.translate(_ASCII_LOWER)
     if given is None:
         return False
     return {">": value > given, "<": value < given, ">=": value >= given, "<=": value <= given,
             "!=": value != given}[op]
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 def _sorted(rows: list[Row], order: Sequence[str]) -> list[Row]:
@@ -294,6 +299,18 @@ class MemoryRows:
                     self._store("sessions", key, {**row, "parent_session_id": None})
         return len(gone)
 
+    def recent(self, where: Where = {}, *, since: float | None = None, until: float | None = None,
+               after: tuple[float, str] | None = None, limit: int) -> list[Row]:
+        def position(row: Row) -> tuple[float, str]:
+            active = row["last_activity_at"]
+            return (row["started_at"] if active is None else active), row["id"]
+
+        found = [row for _, row in self._matching("sessions", where)
+                 if (since is None or position(row)[0] >= since) and (until is None or position(row)[0] < until)
+                 and (after is None or position(row) < tuple(after))]
+        columns = TABLES["sessions"].columns
+        return [{c: row[c] for c in columns} for row in sorted(found, key=position, reverse=True)[:limit]]
+
     def next_token(self) -> int:
         if not self._writable:
             raise InvalidInput("a read transaction takes no fencing token")
@@ -333,6 +350,20 @@ class MemoryBackend:
 
     def read(self, work: Callable[[MemoryRows], T]) -> T:
         return work(MemoryRows(self._shared.tables, writable=False))
+
+    def stream(self, work: Callable[[MemoryRows], Iterator[T]]) -> Iterator[T]:
+        yield from work(MemoryRows(self._shared.tables, writable=False))  # the tables committed now
+
+    def footprint(self) -> tuple[int, int]:
+        """A memory store has no file and no log of its own."""
+        return 0, 0
+
+    def check(self, logical: Callable[[MemoryRows, int, VerifyReport], None]) -> VerifyReport:
+        """The checks over rows only: a memory store has no file or derived index to damage."""
+        report = VerifyReport()
+        tables = self._shared.tables
+        logical(MemoryRows(tables, writable=False), tables.counters["token"], report)
+        return report
 
     def search(self, query: cmd.Search) -> list[SearchHit]:
         return self.read(lambda rows: search(rows, query))
@@ -376,7 +407,7 @@ def _occurrences(term: Term, words: list[str], folded: str, substring: bool) -> 
 
 def _score(query: Query, text: str) -> float | None:
     """How well `text` matches (occurrences of the matched terms), None if it does not."""
-    folded = fold(text)
+    folded = fold(indexable(text))  # as the engines' indexes are given it
     words = [] if query.substring else _WORDS.findall(folded)
     if any(_occurrences(t, words, folded, query.substring) for t in query.excluded):
         return None
@@ -423,16 +454,23 @@ def _hit(row: Row, sessions: dict[str, Row], snippet: str, score: float) -> Sear
 
 def search(rows: MemoryRows, query: cmd.Search) -> list[SearchHit]:
     """The hits of `query` among the stored messages: the RANK_WINDOW newest matches, the
-    most occurrences first, then the newest (a substring query: newest first, scored 0)."""
+    most occurrences first (a CJK substring: the densest), then the newest; another
+    substring, or one shorter than a trigram, is a scan, newest first, scored 0."""
     parsed = query.query
     if parsed.empty:
         return []
     scanned, sessions = _scanned(rows, query)
+    # CJK substrings of a trigram or more are ranked by how densely they occur, as the
+    # engines' trigram indexes (of CJK text) rank them; any other substring is a scan, unranked.
+    dense = parsed.substring and all(len(t.text) >= 3 and list(cjk_runs(t.text)) == [t.text]
+                                     for group in parsed.groups for t in group)
     matches: list[tuple[float, Row, str]] = []
     for row, text in scanned:
         score = _score(parsed, text)
         if score is not None:
-            matches.append((0.0 if parsed.substring else score, row, text))
+            if parsed.substring:
+                score = score / max(len(text), 1) if dense else 0.0
+            matches.append((score, row, text))
             if len(matches) == RANK_WINDOW:
                 break
     matches.sort(key=lambda m: (-m[0], -m[1]["id"]))
@@ -461,7 +499,7 @@ def recall(rows: MemoryRows, query: cmd.Search) -> list[SearchHit]:
     stems = {_stem(w) for w in question.words}
     found: dict[int, Counter] = {}
     for row, text in scanned:
-        folded = fold(text)
+        folded = fold(indexable(text))
         hits = Counter(stem for stem in map(_stem, _WORDS.findall(folded)) if stem in stems)
         hits.update({t: folded.count(t) for t in question.trigrams if t in folded})
         if hits:

@@ -11,9 +11,12 @@ each backend to run every test over: `sqlite`, `postgresql` (which needs a `pg_s
 fixture, as sessiondb's own tests have), or a location prefix such as `memory://` or
 `myscheme://host/`, to which each test appends a name of its own, so every test starts
 from empty stores. A backend whose locations are spelled otherwise overrides the
-`store_location` fixture. Without the option the suite runs over the built-in SQLite and
-PostgreSQL backends, and over the memory backend in the modules that say
-`ON_EVERY_BACKEND = True` (their rules run unchanged over every backend's rows).
+`store_location` fixture. Without the option the suite runs over the built-in backends:
+SQLite, PostgreSQL and memory (the proof that the primitives are enough: every rule runs
+unchanged over its rows).
+
+A test that writes one store from several processes is marked `across_processes` and is
+left out over a backend whose stores live in one process (memory://).
 
 Fixtures: `backend` (what the option named), `store_location` ((location, options) of
 this test's store), `open_backend` (opens a handle on it, or on another store beside it),
@@ -36,9 +39,7 @@ from sessiondb.store import locations
 OPTION = "--sessiondb-backend"
 VARIABLE = "SESSIONDB_TEST_BACKEND"
 #: What the suite runs over when no backend is named.
-BUILT_IN = ["sqlite", "postgresql"]
-#: Also run over, without a backend named, in a module that sets ON_EVERY_BACKEND.
-EVERY = BUILT_IN + ["memory://"]
+BUILT_IN = ["sqlite", "postgresql", "memory://"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -47,7 +48,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                           f"location prefix such as memory:// (repeatable; default ${VARIABLE} or the built-in ones)")
 
 
-def selected(config: pytest.Config, module: Any = None) -> list[str]:
+def selected(config: pytest.Config) -> list[str]:
     """The backends a test runs over (see the module docstring)."""
     try:
         given = config.getoption(OPTION)
@@ -57,7 +58,24 @@ def selected(config: pytest.Config, module: Any = None) -> list[str]:
         given = [b.strip() for b in os.environ[VARIABLE].split(",") if b.strip()]
     if given:
         return given
-    return EVERY if getattr(module, "ON_EVERY_BACKEND", False) else BUILT_IN
+    return BUILT_IN
+
+
+#: Backends whose stores live inside one process (a location prefix): a test that writes
+#: one store from several processes (marked `across_processes`) does not run over them.
+IN_ONE_PROCESS = ("memory://",)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "across_processes: the test writes one store from several processes")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        backend = getattr(getattr(item, "callspec", None), "params", {}).get("backend")
+        if item.get_closest_marker("across_processes") and isinstance(backend, str) \
+                and backend.startswith(IN_ONE_PROCESS):
+            item.add_marker(pytest.mark.skip(reason=f"a {backend} store lives in one process"))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -65,7 +83,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     own = any("backend" in (m.args[0] if isinstance(m.args[0], (list, tuple)) else m.args[0].replace(" ", "").split(","))
               for m in metafunc.definition.iter_markers("parametrize"))
     if "backend" in metafunc.fixturenames and not own:
-        metafunc.parametrize("backend", selected(metafunc.config, metafunc.module))
+        metafunc.parametrize("backend", selected(metafunc.config))
 
 
 @pytest.fixture(autouse=True)

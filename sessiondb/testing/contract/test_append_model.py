@@ -161,13 +161,15 @@ def test_appends_behave_like_a_plain_model(backend, tmp_path, store_location):
     location, defaults = store_location
     if backend == "sqlite":
         paths = (tmp_path / f"model-{i}.db" for i in itertools.count())
-    else:
+    elif backend == "postgresql":
         paths = (f"{defaults['schema']}_{i}" for i in itertools.count())
+    else:  # a location of its own beside this test's
+        paths = (f"{location}-model{i}" for i in itertools.count())
 
     def open_store():
-        if backend == "sqlite":
-            return sessiondb.open_store(current[0])
-        return sessiondb.open_store(location, schema=current[0])
+        if backend == "postgresql":
+            return sessiondb.open_store(location, schema=current[0])
+        return sessiondb.open_store(current[0])
 
     current = [None]
     base = make_machine(open_store)

@@ -150,6 +150,8 @@ def writes_held(backend, astore, sid, tmp_path):
             holder.execute("ROLLBACK")
             holder.close()
         return
+    if backend != "postgresql":
+        pytest.skip(f"another connection holding the {backend} store's write lock is engine-specific")
     backend_ = astore.sync.backend
     with psycopg.connect(backend_._db.conninfo, autocommit=True) as holder, holder.transaction():
         holder.execute(sql.SQL("SELECT 1 FROM {}.sessions WHERE id = %s FOR UPDATE").format(

@@ -50,6 +50,7 @@ def holder(store_location):
                                               stdout=subprocess.PIPE, text=True)
 
 
+@pytest.mark.across_processes
 def test_s07_a_lease_whose_holder_died_on_this_host_is_reclaimed_at_once(store, sid, holder):
     child = holder(sid, "exit")
     assert child.stdout.readline().strip() == "held"
@@ -58,6 +59,7 @@ def test_s07_a_lease_whose_holder_died_on_this_host_is_reclaimed_at_once(store, 
     assert lease.pid == os.getpid()
 
 
+@pytest.mark.across_processes
 def test_s07_a_lease_whose_holder_is_alive_elsewhere_waits_for_its_ttl(store, sid, holder):
     child = holder(sid, "linger")
     try:
@@ -70,6 +72,7 @@ def test_s07_a_lease_whose_holder_is_alive_elsewhere_waits_for_its_ttl(store, si
     store.begin_compaction(sid)  # killed: now provably dead
 
 
+@pytest.mark.across_processes
 def test_s07_a_lease_held_by_a_zombie_is_reclaimed(store, sid, holder):
     child = holder(sid, "exit")
     assert child.stdout.readline().strip() == "held"
@@ -82,14 +85,8 @@ def test_s07_a_lease_held_by_a_zombie_is_reclaimed(store, sid, holder):
 
 
 def _forge(store, sid, **columns):
-    """Overwrite the holder's identity in the session's lease row, in the backend's SQL."""
-    backend = store.backend
-    sqlite = hasattr(backend, "_write")
-    mark = "?" if sqlite else "%s"
-    statement = (f"UPDATE compaction_leases SET {', '.join(f'{name} = {mark}' for name in columns)} "
-                 f"WHERE session_id = {mark}")
-    run = backend._write if sqlite else backend._run
-    run(lambda conn: conn.execute(statement, (*columns.values(), sid)))
+    """Overwrite the holder's identity in the session's lease row, below every rule."""
+    store.backend.write(lambda rows: rows.update("compaction_leases", {"session_id": sid}, set=columns))
 
 
 def test_s07_another_thread_of_this_process_is_never_presumed_dead(store, sid):

@@ -17,7 +17,6 @@ import subprocess
 import sys
 import textwrap
 
-import apsw
 import pytest
 
 WORKER = textwrap.dedent("""
@@ -96,6 +95,7 @@ def check_conversation(store, session_id, results):
     (4, 25, 10),
     pytest.param(4, 400, 150, marks=pytest.mark.long),
 ])
+@pytest.mark.across_processes
 def test_s46_appends_racing_rotations_all_land_in_the_live_tip_in_each_writers_order(
         store, store_location, writers, batches, rotations):
     location, options = store_location
@@ -110,6 +110,7 @@ def test_s46_appends_racing_rotations_all_land_in_the_live_tip_in_each_writers_o
     assert len(closed) == rotations and store.tip(sid).id == results["r"]["done"][-1]
 
 
+@pytest.mark.across_processes
 def test_s46_two_rotators_racing_never_fork_the_conversation(store, store_location):
     """A compaction begun on the original id leases the tip as it is once locked: a lease on
     a session the other rotator just closed would rotate it a second time, into a sibling
@@ -127,21 +128,12 @@ def test_s46_two_rotators_racing_never_fork_the_conversation(store, store_locati
     assert len(store.lineage(sid)) == store.verify().checked["sessions"] == 1 + len(made)  # one chain
 
 
-def behind_the_store(store, location, statement):
-    """Run one SQL statement on the store's rows, as no sessiondb write path would."""
-    if store.backend.location.startswith("postgres"):
-        with store.backend.pool.connection() as conn:
-            conn.execute(statement)
-    else:
-        conn = apsw.Connection(str(location))
-        try:
-            conn.execute(statement)
-        finally:
-            conn.close()
+def behind_the_store(store, change):
+    """Change the store's rows directly, as no sessiondb write path would."""
+    store.backend.write(change)
 
 
-def test_s46_verify_reports_an_active_message_in_a_session_a_rotation_closed(store, store_location):
-    location, _ = store_location
+def test_s46_verify_reports_an_active_message_in_a_session_a_rotation_closed(store):
     sid = store.create_session("gateway").id
     store.append(sid, [{"uid": f"m{i}", "role": "user", "content": f"turn {i}"} for i in range(3)])
     lease = store.begin_compaction(sid)
@@ -153,9 +145,10 @@ def test_s46_verify_reports_an_active_message_in_a_session_a_rotation_closed(sto
     store.end_session(kept, "compression")
     assert store.verify().ok
 
-    behind_the_store(store, location, "INSERT INTO messages(session_id, uid, seq, role, content, timestamp) "
-                                      f"VALUES ('{sid}', 'late', 4, 'user', 'acknowledged too late', 0)")
-    behind_the_store(store, location, f"UPDATE sessions SET message_count = 1 WHERE id = '{sid}'")
+    behind_the_store(store, lambda rows: rows.insert("messages", [{
+        "session_id": sid, "uid": "late", "seq": 4, "role": "user", "content": "acknowledged too late",
+        "timestamp": 0}]))
+    behind_the_store(store, lambda rows: rows.update("sessions", {"id": sid}, set={"message_count": 1}))
 
     [problem] = store.verify().problems
     assert sid in problem and child.id in problem and "closed by compression" in problem

@@ -8,8 +8,6 @@ from sessiondb.store.rows import (
     INSERTED, Taken, above, at_least, at_most, below, one_of, other_than, starting,
 )
 
-ON_EVERY_BACKEND = True  # the memory backend's rows too (sessiondb.testing)
-
 
 def _session(sid: str, **columns):
     return {"id": sid, "source": "cli", "started_at": 1.0, "metadata": "{}", **columns}
