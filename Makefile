@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test reliability reliability-postgres bench bench-growth bench-core bench-lineage bench-search bench-search-peers bench-recall profile-search bench-api bench-fleet clean
+.PHONY: run test test-sdk reliability reliability-postgres bench bench-growth bench-core bench-lineage bench-search bench-search-peers bench-recall profile-search bench-api bench-fleet clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,7 +18,12 @@ run: $(STAMP)
 	$(BIN)/sessiondb serve
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --ignore=tests/sdk
+
+# The SDKs' own session tests with only the fixture swapped, each on the SDK's own class
+# (the control) and on sessiondb over SQLite and PostgreSQL (tests/sdk, docs/adapters/sdk-suites.md).
+test-sdk: $(STAMP)
+	$(BIN)/python -m pytest -q tests/sdk
 
 # The reliability harness, quick and long tiers (tests/reliability, about half an hour on 2 cores);
 # the figures it records are rendered into docs/reliability.md even when a test fails.
