@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-long reliability reliability-postgres bench bench-growth bench-core bench-lineage bench-search bench-search-peers bench-recall profile-search bench-api bench-fleet clean
+.PHONY: run test test-long test-sdk reliability reliability-postgres bench bench-growth bench-core bench-lineage bench-search bench-search-peers bench-recall profile-search bench-api bench-fleet clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,10 +22,15 @@ run: $(STAMP)
 # (tests/reliability), `make reliability-postgres` (tests/postgres) and `make test-long`
 # (the rest: the rotation race, the lineage model and the identity reads at full size).
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --ignore=tests/sdk
+
+# The SDKs' own session tests with only the fixture swapped, each on the SDK's own class
+# (the control) and on sessiondb over SQLite and PostgreSQL (tests/sdk, docs/adapters/sdk-suites.md).
+test-sdk: $(STAMP)
+	$(BIN)/python -m pytest -q tests/sdk
 
 test-long: $(STAMP)
-	$(BIN)/python -m pytest -q tests -m long --ignore=tests/reliability --ignore=tests/postgres
+	$(BIN)/python -m pytest -q -m long --ignore=tests/reliability --ignore=tests/postgres --ignore=tests/sdk
 
 # The reliability harness, quick and long tiers (tests/reliability, about half an hour on 2 cores);
 # the figures it records are rendered into docs/reliability.md even when a test fails.

@@ -12,7 +12,10 @@ read as the plain item of its role and text.
 
 Uids (the store's idempotency key, docs/adapters/openai-agents.md):
 - an item with its own identity, `id` (not the SDK's placeholder) or else `call_id`, is
-  `oa-<type>-<that id>` wherever and whenever it is added;
+  `oa-<type>-<that id>-` and a fingerprint of the item, wherever and whenever it is added:
+  the session protocol does not promise unique ids (the SDK's own fake model gives every
+  message the id "1"), so an id repeated on a different item names a distinct item, while
+  the same item added again is the same uid;
 - any other item is `oa-` and a fingerprint of the item with the uid of the item it
   follows where it lands (the one before it in its batch, or the newest stored message),
   so the same words said in two turns are two messages, and a retry that lands where the
@@ -62,7 +65,7 @@ def item_uid(item: Mapping[str, Any], follows: str, epoch: int) -> str:
     suffix = f"~{epoch}" if epoch else ""
     identity = own_identity(item)
     if identity is not None:
-        uid = f"oa-{item.get('type') or 'message'}-{identity}{suffix}"
+        uid = f"oa-{item.get('type') or 'message'}-{identity}-{_digest(dump_json(item, 'item'))[:16]}{suffix}"
         if len(uid) <= MAX_UID_LENGTH and "\x00" not in uid:
             return uid
         return "oa-" + _digest("identity", uid)

@@ -8,15 +8,19 @@ message's call id and tool name in their columns, and the message's own `id` is 
 so adding a message twice stores it once. What sessiondb has no column for (metadata,
 usage, artifacts, invalid tool calls, a chunk's type...) rides in one extra content part
 of type `langchain` that has no text, so search and the readable transcript never see
-it, and the message reads back equal to what was added.
+it, and the message reads back equal to what was added: a message added without an `id`
+reads back without one (its uid, a fingerprint of it and of the message it follows, is
+sessiondb's alone), as the SDK's own in-memory history gives it back.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
 import json
 import os
+import re
 from typing import Any, Sequence
 
 from langchain_core.chat_history import BaseChatMessageHistory
@@ -30,7 +34,6 @@ from ..errors import InvalidInput, NotFound
 from ..model import Message
 from ..store.aio import AsyncStore
 from ..store.contract import Store
-from ..uids import new_uid
 from .binding import BoundToStore, StoreBinding
 
 SOURCE = "langchain"
@@ -46,22 +49,25 @@ _OTHER_ROLES = {"HumanMessageChunk": "user", "AIMessageChunk": "assistant", "Sys
                 "ToolMessageChunk": "tool", "FunctionMessageChunk": "tool", "function": "tool"}
 
 
-def to_stored(message: BaseMessage) -> dict[str, Any]:
+def to_stored(message: BaseMessage, follows: str = "") -> dict[str, Any]:
     """The sessiondb message for a LangChain message; `from_stored` gives it back equal."""
     if not isinstance(message, BaseMessage):
         raise InvalidInput(f"a chat history stores LangChain messages, not {type(message).__name__}")
     record = message_to_dict(message)
     kind, data = record["type"], record["data"]
     role = _ROLES.get(kind) or _OTHER_ROLES.get(kind) or _chat_role(data)
-    row: dict[str, Any] = {"uid": data.get("id") or new_uid(), "role": role, "content": data.get("content")}
+    # A message without an id gets a uid of its own words and of the uid it follows, so the
+    # same words said twice are two messages while a retry computes the same uid.
+    uid = data.get("id") or _MINTED + hashlib.sha256(
+        f"{follows}\x1f{json.dumps(record, sort_keys=True, default=repr)}".encode("utf-8", "surrogatepass")).hexdigest()[:40]
+    row: dict[str, Any] = {"uid": uid, "role": role, "content": data.get("content")}
     if role == "assistant" and data.get("tool_calls"):
         row["tool_calls"] = [_stored_call(call) for call in data["tool_calls"]]
     if role == "tool":
         row["tool_call_id"] = data.get("tool_call_id")
         row["tool_name"] = data.get("name")
     # Whatever the columns and the class's defaults do not give back exactly is kept
-    # beside them. A message without an id reads back with its uid as its id, so handing
-    # a read history back stores nothing twice.
+    # beside them.
     shown, defaults = _fields_of(row), _defaults(type(message))
     extras = {key: value for key, value in data.items() if key not in ("type", "id")
               and (shown[key] if key in shown else defaults.get(key, _MISSING)) != value}
@@ -95,7 +101,7 @@ def from_stored(stored: Message) -> BaseMessage:
 
 def _fields_of(row: dict[str, Any]) -> dict[str, Any]:
     """The LangChain fields a stored row gives by its columns alone."""
-    fields: dict[str, Any] = {"id": row["uid"], "content": row["content"] if row["content"] is not None else ""}
+    fields: dict[str, Any] = {"id": None if _MINTED_UID.fullmatch(row["uid"]) else row["uid"], "content": row["content"] if row["content"] is not None else ""}
     if row["role"] == "assistant":
         fields["tool_calls"] = [_langchain_call(call) for call in row.get("tool_calls") or []]
     if row["role"] == "tool":
@@ -111,6 +117,9 @@ def _holds_extras(blocks: list[Any]) -> bool:
 
 
 _MISSING = object()
+#: The uids given to messages added without an id: read back without one.
+_MINTED = "lc-"
+_MINTED_UID = re.compile(r"lc-[0-9a-f]{40}")
 
 
 @functools.cache
@@ -168,10 +177,20 @@ class SessiondbChatMessageHistory(BoundToStore, BaseChatMessageHistory):
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Store the messages as one atomic batch; a message already stored (by id) is not stored again."""
-        rows = [to_stored(m) for m in messages]
-        if not rows:
+        if not messages:
             return
         self._ensure_session(self.session_id, SOURCE)
+        tail = self.store.transcript(self.store.tip(self.session_id).id, limit=len(messages) + 1, order="desc")[::-1]
+        # A batch that starts with the whole live history (read back and handed over) skips
+        # it: the messages without ids among it have no id to be found by.
+        whole = len(tail) <= len(messages)
+        done = len(tail) if whole and tail and [from_stored(m) for m in tail] == list(messages[:len(tail)]) else 0
+        rows, follows = [], tail[-1].uid if tail else ""
+        for message in messages[done:]:
+            rows.append(to_stored(message, follows))
+            follows = rows[-1]["uid"]
+        if not rows:
+            return
         self.store.append(self.session_id, rows)
 
     def clear(self) -> None:

@@ -148,9 +148,10 @@ def test_a_batch_lands_whole_or_not_at_all(open_session):
     session = open_session()
     said = {"id": "msg_x", "type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "A"}]}
     run(session.add_items([said]))
-    changed = {**said, "content": [{"type": "output_text", "text": "B"}]}
-    with pytest.raises(sessiondb.MessageConflict):
-        run(session.add_items([{"role": "user", "content": "first of the batch"}, changed]))
+    # An item the store refuses, after one it takes: the batch is refused whole.
+    too_big = {**said, "content": [{"type": "output_text", "text": "B" * (sessiondb.MessageLimits().max_content_bytes + 1)}]}
+    with pytest.raises(sessiondb.InvalidInput):
+        run(session.add_items([{"role": "user", "content": "first of the batch"}, too_big]))
     assert texts(run(session.get_items())) == texts([said])
 
 
@@ -219,6 +220,21 @@ def test_the_same_words_in_two_turns_are_stored_twice(open_session):
         run(Runner.run(agent(ScriptedModel([[answer("ok")]])), "yes", session=session))
     assert [(i.get("role"), i["content"] if isinstance(i["content"], str) else i["content"][0]["text"])
             for i in run(session.get_items())] == [("user", "yes"), ("assistant", "ok")] * 2
+
+
+def test_a_provider_repeating_item_ids_loses_nothing_and_a_retry_stores_nothing_twice(open_session):
+    """The session protocol does not promise unique ids: a model that gives every message the
+    id "1" (the SDK's own fake model does) has each different message stored, and its turns
+    retried are stored once."""
+    session = open_session()
+    for word in ("first", "second", "third"):
+        run(Runner.run(agent(ScriptedModel([[answer(f"answer {word}", "1")]])), f"question {word}", session=session))
+    history = run(session.get_items())
+    assert [i["content"] if isinstance(i["content"], str) else i["content"][0]["text"] for i in history] == [
+        f"{kind} {word}" for word in ("first", "second", "third") for kind in ("question", "answer")]
+    run(session.add_items(history[-2:]))  # the last turn retried
+    run(session.add_items(json.loads(json.dumps(history))))  # the whole conversation handed back
+    assert texts(run(session.get_items())) == texts(history)
 
 
 def test_two_processes_with_four_runs_each_lose_and_double_nothing(where, open_session):
