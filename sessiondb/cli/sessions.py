@@ -12,7 +12,7 @@ import json
 import re
 import time
 from datetime import datetime
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import click
 
@@ -155,13 +155,22 @@ def _messages(ctx: CliContext, store: Store, session_id: str, include_compacted:
         yield from newest[::-1][:limit]
 
 
+def _hit_filters(command: Callable[..., None]) -> Callable[..., None]:
+    """The filters `sessions search` and `sessions recall` share, as the store's calls do."""
+    for option in reversed((
+        click.option("--source", help="Only sessions from this source."),
+        click.option("--session", "session_ref", metavar="ID", help="Only this session (id, prefix or title)."),
+        click.option("--role", type=click.Choice([r.value for r in Role]), help="Only messages with this role."),
+        click.option("--since", type=TIME, help="Only messages at or after TIME."),
+        click.option("--until", type=TIME, help="Only messages before TIME."),
+    )):
+        command = option(command)
+    return command
+
+
 @sessions.command()
 @click.argument("query")
-@click.option("--source", help="Only sessions from this source.")
-@click.option("--session", "session_ref", metavar="ID", help="Only this session (id, prefix or title).")
-@click.option("--role", type=click.Choice([r.value for r in Role]), help="Only messages with this role.")
-@click.option("--since", type=TIME, help="Only messages at or after TIME.")
-@click.option("--until", type=TIME, help="Only messages before TIME.")
+@_hit_filters
 @click.option("--tools", "include_tools", is_flag=True, help="Search tool output too.")
 @click.option("--substring", is_flag=True, help="Match terms as substrings (implied by CJK text).")
 @click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True, help="At most this many hits.")
@@ -183,11 +192,7 @@ def search(ctx: CliContext, query: str, source: str | None, session_ref: str | N
 
 @sessions.command()
 @click.argument("question")
-@click.option("--source", help="Only sessions from this source.")
-@click.option("--session", "session_ref", metavar="ID", help="Only this session (id, prefix or title).")
-@click.option("--role", type=click.Choice([r.value for r in Role]), help="Only messages with this role.")
-@click.option("--since", type=TIME, help="Only messages at or after TIME.")
-@click.option("--until", type=TIME, help="Only messages before TIME.")
+@_hit_filters
 @click.option("--tools", "include_tools", is_flag=True, help="Recall from tool output too.")
 @click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True, help="At most this many hits.")
 @json_option
