@@ -159,6 +159,12 @@ class SessiondbChatMessageHistory(BoundToStore, BaseChatMessageHistory):
     open) or where to open one (`location`, `home=`, `profile=`...), which the history
     owns: `close()` it, or use it as a context manager. The session is created, with
     source "langchain", by the first message added.
+
+    langchain-core has deprecated `BaseChatMessageHistory` since 1.6.4 (to be removed in
+    2.0) in favour of LangGraph's short-term memory, a checkpointer on the graph
+    (https://docs.langchain.com/oss/python/langchain/short-term-memory): for new code
+    sessiondb's LangGraph saver, `sessiondb.adapters.langgraph.SessiondbSaver`, is the
+    recommended path; this history stays for chains built on `RunnableWithMessageHistory`.
     """
 
     def __init__(self, session_id: str, location: str | os.PathLike[str] | None = None, *,
