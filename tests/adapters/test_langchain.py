@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -15,6 +19,8 @@ from langchain_core.runnables.history import RunnableWithMessageHistory
 
 import sessiondb
 from sessiondb.adapters.langchain import SessiondbChatMessageHistory
+
+WORKER = Path(__file__).with_name("langchain_worker.py")
 
 EVERY_KIND = {
     "system": SystemMessage("Answer in one line."),
@@ -197,3 +203,25 @@ def test_messages_without_ids_read_back_as_the_sdks_own_history_gives_them(store
             history.add_messages(turns[turn:turn + 2])
     ours.add_messages(ours.messages)  # the history handed back whole
     assert ours.messages == theirs.messages == turns
+
+
+def test_two_processes_adding_to_one_session_lose_double_and_reorder_nothing(tmp_path):
+    location, turns = str(tmp_path / "shared.db"), 40
+    checkout = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}  # this checkout's sessiondb
+    workers = [subprocess.Popen([sys.executable, str(WORKER), location, "shared", name, str(turns)], env=checkout,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+               for name in ("north", "south")]
+    assert [w.stdout.readline() for w in workers] == ["ready\n", "ready\n"]  # both open: now write together
+    for worker in workers:
+        worker.stdin.write("go\n")
+        worker.stdin.flush()
+    for worker in workers:
+        _, err = worker.communicate(timeout=240)
+        assert worker.returncode == 0, err
+    with SessiondbChatMessageHistory("shared", location) as history:
+        said = [m.content for m in history.messages]
+        assert history.store.verify().ok
+    assert sorted(said) == sorted({*said}) and len(said) == 2 * 2 * turns
+    for name in ("north", "south"):
+        assert [s for s in said if s.startswith(name)] == [
+            f"{name} {verb} {i}" for i in range(turns) for verb in ("asks", "hears")]
