@@ -32,6 +32,7 @@ SOURCE = "langgraph"
 TOOL = "langgraph"
 CHECKPOINT = "langgraph.checkpoint"
 WRITE = "langgraph.write"
+ARCHIVED = "langgraph.archived"  # the marker a prune leaves: what it archived (never read back)
 
 
 def session_id_of(thread_id: Any) -> str:

@@ -3,9 +3,6 @@ SessiondbSession over SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-import asyncio
-import inspect
-
 import pytest
 
 from tests.sdk.openai_agents.implementation import CURRENT
@@ -46,16 +43,3 @@ def implementation(request, tmp_path):
     for session in opened:
         session.close()
 
-
-def pytest_configure(config):
-    config.addinivalue_line("markers", "asyncio: the SDK's async tests (pytest-asyncio there; run here below)")
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_pyfunc_call(pyfuncitem):
-    """Run the SDK's `async def` tests in an event loop of their own, as pytest-asyncio does."""
-    if inspect.iscoroutinefunction(pyfuncitem.obj):
-        names = pyfuncitem._fixtureinfo.argnames
-        asyncio.run(pyfuncitem.obj(**{name: pyfuncitem.funcargs[name] for name in names}))
-        return True
-    return None
