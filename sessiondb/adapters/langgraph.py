@@ -47,6 +47,7 @@ class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
                  serde: SerializerProtocol | None = None, **open_options: Any) -> None:
         super().__init__(serde=serde)
         self._binding = StoreBinding(store, location, **open_options)
+        self._arrivals = rec.Arrivals()
 
     # --- writing -------------------------------------------------------------------------
 
@@ -70,7 +71,8 @@ class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
         part = {"ns": ns, "id": checkpoint["id"], "parent": parent_id, "checkpoint": rec.dump(self.serde, bare),
                 "metadata": rec.dump(self.serde, get_checkpoint_metadata(config, metadata)),
                 "blobs": blobs, "refs": refs}
-        self.store.append(sid, rec.record_message(rec.checkpoint_uid(ns, checkpoint["id"]), rec.CHECKPOINT, part))
+        stored = self.store.append(sid, rec.record_message(rec.checkpoint_uid(ns, checkpoint["id"]), rec.CHECKPOINT, part))
+        self._after(sid, self._arrivals.checkpoint((sid, ns, checkpoint["id"]), stored[0].id))
         return _config(thread_id, ns, checkpoint["id"])
 
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
@@ -90,15 +92,22 @@ class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
             return
         sid = self._session(thread_id)
         try:
-            self.store.append(sid, records)
+            landed = [*zip(self.store.append(sid, records), records)]
         except MessageConflict:
             # A task's write stored before with another value: the first stays, as in every
             # saver of this SDK, and the others of the batch are stored.
+            landed = []
             for record in records:
                 try:
-                    self.store.append(sid, record)
+                    landed.append((self.store.append(sid, record)[0], record))
                 except MessageConflict:
                     pass
+        self._after(sid, self._arrivals.writes((sid, ns, checkpoint_id), [(row.id, record) for row, record in landed]))
+
+    def _after(self, sid: str, early: list[dict[str, Any]]) -> None:
+        """Store again, after their checkpoint's record, writes that landed before it (Arrivals)."""
+        if early:
+            self.store.append(sid, [rec.again(record) for record in early])
 
     def delete_thread(self, thread_id: str) -> None:
         try:
