@@ -25,7 +25,7 @@ from langgraph.graph.message import add_messages
 
 import sessiondb
 from sessiondb.adapters.langgraph import SessiondbSaver
-from sessiondb.adapters.langgraph_records import session_id_of
+from sessiondb.adapters.langgraph_records import Arrivals, session_id_of
 
 
 def test_the_conformance_suite_passes(store):
@@ -379,3 +379,12 @@ def test_a_write_stored_before_its_checkpoint_and_its_parent_is_read_with_it(sto
     assert saver.get_tuple(stored).pending_writes == [("task-1", "notes", "early")]
     assert saver.get_delta_channel_history(config=saver.put(stored, {**first, "id": f"1ef{3:033d}"}, {}, {}),
                                            channels=["notes"])["notes"]["writes"] == [("task-1", "notes", "early")]
+
+
+def test_of_a_checkpoint_and_its_writes_the_one_landing_second_finds_the_writes_stored_before_the_record():
+    arrivals, key = Arrivals(), ("langgraph:t", "", "checkpoint-b")
+    assert arrivals.writes(key, [(1, {"uid": "w1"})]) == []  # its record has not landed yet
+    assert arrivals.checkpoint(key, 3) == [{"uid": "w1"}]
+    # appended before the record, but done after it: the write's own put_writes finds it
+    assert arrivals.writes(key, [(2, {"uid": "w2"}), (4, {"uid": "w3"})]) == [{"uid": "w2"}]
+    assert arrivals.writes(("langgraph:t", "", "another"), [(5, {"uid": "w4"})]) == []
