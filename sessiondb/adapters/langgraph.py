@@ -179,7 +179,9 @@ class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
         oldest first, or None when it would keep them all. The store never deletes single
         messages: a compaction archives them (they leave every read at once) and is atomic,
         and what is appended meanwhile, above the lease's watermark, stays as it is. The
-        records kept are moved after a marker that says what was archived."""
+        records kept are moved after a marker that says what was archived, which renumbers
+        them: one whose values others refer to (by message id) is kept as a copy instead,
+        its record archived where it is (_in_place)."""
         if keep(None) is None:  # nothing to archive: no lease, no write
             return
         try:
@@ -192,7 +194,7 @@ class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
                 self.store.abort_compaction(lease)
                 return
             marker = rec.record_message(f"lg-archived:{uuid.uuid4().hex}", rec.ARCHIVED, note)
-            self.store.commit_compaction(lease, [marker, *kept])
+            self.store.commit_compaction(lease, [marker, *_in_place(kept)])
         except BaseException:
             self.store.abort_compaction(lease)
             raise
@@ -366,21 +368,24 @@ class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
         return None
 
     def _fetch(self, sid: str, uid: str, message_id: int) -> dict[str, Any]:
-        """The record `uid`, read at its message id; walked to when the id changed (a copy)."""
-        # archived by a prune, a record still holds the values of the checkpoints kept after it
+        """The record `uid`, read at its message id, archived or not (an archived record still
+        holds the values the checkpoints kept after it share); walked to when the id changed
+        (a copy of the thread, or a record appended while a prune ran, which renumbers it)."""
         found = self.store.transcript(sid, after=message_id - 1, limit=1, include_compacted=True)
         if found and found[0].uid == uid and (part := rec.part_of(found[0])) is not None:
             return part
-        for message, part in self._walk(sid):
+        for message, part in self._walk(sid, archived=True):
             if message.uid == uid:
                 return part
         raise NotFound(f"the checkpoint record {uid} of session {sid} is not stored; the thread is incomplete")
 
-    def _walk(self, sid: str, *, before: int | None = None) -> Iterator[tuple[Message, dict[str, Any]]]:
-        """The records of a thread's session, newest first (below message id `before`)."""
+    def _walk(self, sid: str, *, before: int | None = None,
+              archived: bool = False) -> Iterator[tuple[Message, dict[str, Any]]]:
+        """The records of a thread's session, newest first (below message id `before`; those
+        a prune archived too, if `archived`)."""
         while True:
             try:
-                page = self.store.transcript(sid, order="desc", limit=PAGE, before=before)
+                page = self.store.transcript(sid, order="desc", limit=PAGE, before=before, include_compacted=archived)
             except NotFound:
                 return
             for message in page:
@@ -471,6 +476,15 @@ def _survivors(records: list[tuple[Message, dict[str, Any]]], keeps: Callable[[t
     kept = [message for message, part in reversed(records)
             if keeps((part["ns"], part["id"] if part["type"] == rec.CHECKPOINT else part["checkpoint_id"]))]
     return kept if len(kept) < len(records) else None
+
+
+def _in_place(kept: list[Message]) -> list[Message | dict[str, Any]]:
+    """The records a compaction keeps: each as it is, but a copy (a uid of its own) of one
+    whose values a kept record refers to, so the reference still finds them, archived, at
+    the message id it names."""
+    referenced = {uid for message in kept for uid, _ in (rec.part_of(message) or {}).get("refs", {}).values()}
+    return [rec.record_message(f"lg-kept:{uuid.uuid4().hex}", message.display_kind, rec.part_of(message))
+            if message.uid in referenced else message for message in kept]
 
 
 def _collect(writes: dict[str, dict[tuple[str, int], dict[str, Any]]], part: dict[str, Any]) -> None:

@@ -388,3 +388,27 @@ def test_of_a_checkpoint_and_its_writes_the_one_landing_second_finds_the_writes_
     # appended before the record, but done after it: the write's own put_writes finds it
     assert arrivals.writes(key, [(2, {"uid": "w2"}), (4, {"uid": "w3"})]) == [{"uid": "w2"}]
     assert arrivals.writes(("langgraph:t", "", "another"), [(5, {"uid": "w4"})]) == []
+
+
+def test_a_thread_archived_twice_reads_every_shared_value_at_its_message_id(store):
+    """A compaction renumbers the records it keeps; the values other checkpoints share
+    by message id are still read there, archived, not looked for along the thread."""
+    saver = SessiondbSaver(store=store)
+    graph = chat_graph(saver, [AIMessage(f"answer {i}") for i in range(5)])
+    config = {"configurable": {"thread_id": "t"}}
+    for i in range(5):
+        graph.invoke({"messages": [HumanMessage(f"question {i}")]}, {"configurable": {"thread_id": "t", "run_id": f"run-{i}"}})
+    kept = [t for t in saver.list(config) if t.metadata["run_id"] != "run-4"]
+    saver.delete_for_runs(["run-4"])
+    tuples = list(saver.list(config))
+    assert [t.checkpoint for t in tuples] == [t.checkpoint for t in kept]
+    assert any(r.content[0]["refs"] for r in store.transcript(session_id_of("t")) if r.display_kind == "langgraph.checkpoint")
+    for t in tuples:  # one page from the thread's end, then each shared value at its message id
+        read = counting_reads(store)
+        assert saver.get_tuple(t.config) == t
+        assert all(rows == 1 for rows in read[1:]) and len(read) <= 1 + len(t.checkpoint["channel_values"])
+        del store.transcript  # counting no more
+    saver.prune(["t"])
+    assert [t.checkpoint for t in saver.list(config)] == [kept[0].checkpoint]
+    state = graph.get_state(config).values
+    assert state["turns"] == 4 and [m.content for m in state["messages"]][-1] == "answer 3"
