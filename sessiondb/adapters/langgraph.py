@@ -7,9 +7,14 @@ the public Store API only, so it works on every backend and across processes.
 Reads walk the session newest first, a page at a time: the latest checkpoint, and the
 parent a new checkpoint is written on, are at the end of the session, so the graph's own
 reads cost what was written since, not the thread's length. A value a checkpoint shares
-with an older one is fetched by that record's message id (one indexed read). Pending
-writes may land before or after their checkpoint's record (a graph stores them
-concurrently); the walk collects them until the checkpoint before it.
+with an older one is fetched by that record's message id (one indexed read), archived
+or not. Pending writes may land before their checkpoint's record (a graph stores them
+concurrently): the walk collects them until the checkpoint before it, and those that
+land earlier still are stored again after the record (langgraph_records.Arrivals). A
+delta channel's history is one walk back along the parent chain.
+
+`prune` and `delete_for_runs` archive the records they take out in one compaction of
+the thread's session: the store never deletes single messages.
 """
 
 from __future__ import annotations
