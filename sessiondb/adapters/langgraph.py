@@ -76,7 +76,8 @@ class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
         part = {"ns": ns, "id": checkpoint["id"], "parent": parent_id, "checkpoint": rec.dump(self.serde, bare),
                 "metadata": rec.dump(self.serde, get_checkpoint_metadata(config, metadata)),
                 "blobs": blobs, "refs": refs}
-        stored = self.store.append(sid, rec.record_message(rec.checkpoint_uid(ns, checkpoint["id"]), rec.CHECKPOINT, part))
+        record = rec.record_message(rec.checkpoint_uid(ns, checkpoint["id"]), rec.CHECKPOINT, part)
+        stored = self.store.append(sid, record)
         self._after(sid, self._arrivals.checkpoint((sid, ns, checkpoint["id"]), stored[0].id))
         return _config(thread_id, ns, checkpoint["id"])
 
@@ -337,7 +338,8 @@ class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
                 history[channel]["seed"] = value
             for w in _ordered(writes.get(found.part["id"], {})):
                 if w["channel"] in collecting:
-                    history[w["channel"]]["writes"].append((w["task_id"], w["channel"], rec.load(self.serde, w["value"])))
+                    value = rec.load(self.serde, w["value"])
+                    history[w["channel"]]["writes"].append((w["task_id"], w["channel"], value))
         return history
 
     def _chain(self, sid: str, ns: str, checkpoint_id: str | None, channels: Sequence[str], *,
@@ -475,7 +477,8 @@ def _holds(part: dict[str, Any], channel: str) -> bool:
     return channel in part["blobs"] or channel in part["refs"]
 
 
-def _survivors(records: list[tuple[Message, dict[str, Any]]], keeps: Callable[[tuple[str, str]], bool]) -> list[Message] | None:
+def _survivors(records: list[tuple[Message, dict[str, Any]]],
+               keeps: Callable[[tuple[str, str]], bool]) -> list[Message] | None:
     """Of a thread's records (newest first), those of the checkpoints `keeps`, oldest first:
     a checkpoint's record and its writes. None when that is all of them."""
     kept = [message for message, part in reversed(records)
