@@ -336,7 +336,9 @@ from sessiondb.adapters.langgraph import SessiondbSaver
 
 name, count = sys.argv[1], int(sys.argv[2])
 with SessiondbSaver({location!r}, **{options!r}) as saver:
-    config = {{"configurable": {{"thread_id": "shared", "checkpoint_ns": name}}}}
+    print("ready", flush=True)
+    sys.stdin.readline()  # both start putting together
+    config = {{"configurable": {{"thread_id": "shared"}}}}
     for step in range(count):
         checkpoint = empty_checkpoint()
         checkpoint["channel_values"], checkpoint["channel_versions"] = {{"step": step}}, {{"step": step + 1}}
@@ -346,22 +348,30 @@ with SessiondbSaver({location!r}, **{options!r}) as saver:
 
 
 def test_two_processes_putting_on_one_thread_keep_every_checkpoint_in_its_order(store_place):
-    """Each writer builds its own chain (a namespace of its own) on one thread, at once."""
+    """Each writer builds its own chain of checkpoints on one thread, at once."""
     location, options = store_place
     program = WRITER_OF_A_CHAIN.format(location=location, options=options)
-    procs = [subprocess.Popen([sys.executable, "-c", program, name, "40"], stderr=subprocess.PIPE, text=True)
-             for name in ("a", "b")]
+    procs = [subprocess.Popen([sys.executable, "-c", program, name, "40"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for name in ("a", "b")]
+    for proc in procs:
+        assert proc.stdout.readline() == "ready\n", proc.stderr.read()
+    for proc in procs:
+        proc.stdin.write("go\n")
+        proc.stdin.close()
     for proc in procs:
         assert proc.wait(timeout=240) == 0, proc.stderr.read()
     with SessiondbSaver(location=location, **options) as saver:
+        everything = list(saver.list({"configurable": {"thread_id": "shared"}}))
+        assert len(everything) == 80
         for name in ("a", "b"):
-            chain = list(saver.list({"configurable": {"thread_id": "shared", "checkpoint_ns": name}}))
+            chain = [t for t in everything if t.metadata["writer"] == name]
             # newest first: every step, once, in the order it was put, each on its parent
             assert [t.metadata["step"] for t in chain] == list(range(39, -1, -1))
             assert [t.checkpoint["channel_values"] for t in chain] == [{"step": s} for s in range(39, -1, -1)]
             assert all(t.parent_config == older.config for t, older in zip(chain, chain[1:]))
             assert [t.pending_writes for t in chain] == [
                 [(f"task-{s}", "log", f"{name} {s} a"), (f"task-{s}", "log", f"{name} {s} b")] for s in range(39, -1, -1)]
+            assert saver.get_tuple(chain[0].config) == chain[0]
         rows = saver.store.transcript(session_id_of("shared"))
         assert len(rows) == 2 * 40 * 3 == len({r.uid for r in rows})
 
