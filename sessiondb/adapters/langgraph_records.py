@@ -128,7 +128,7 @@ class Arrivals:
     checkpoint this saver did not put (one read from the store) are after its record
     already; their entries are forgotten after `KEEP` others."""
 
-    KEEP = 256
+    KEEP = 1024  # more than the steps a process has in flight at once
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
