@@ -7,21 +7,27 @@ the public Store API only, so it works on every backend and across processes.
 Reads walk the session newest first, a page at a time: the latest checkpoint, and the
 parent a new checkpoint is written on, are at the end of the session, so the graph's own
 reads cost what was written since, not the thread's length. A value a checkpoint shares
-with an older one is fetched by that record's message id (one indexed read). Pending
-writes may land before or after their checkpoint's record (a graph stores them
-concurrently); the walk collects them until the checkpoint before it.
+with an older one is fetched by that record's message id (one indexed read), archived
+or not. Pending writes may land before their checkpoint's record (a graph stores them
+concurrently): the walk collects them until the checkpoint before it, and those that
+land earlier still are stored again after the record (langgraph_records.Arrivals). A
+delta channel's history is one walk back along the parent chain.
+
+`prune` and `delete_for_runs` archive the records they take out in one compaction of
+the thread's session: the store never deletes single messages.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from typing import Any, AsyncIterator, Iterator, Sequence
+import uuid
+from typing import Any, AsyncIterator, Callable, Iterator, Mapping, Sequence
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP, BaseCheckpointSaver, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple,
-    get_checkpoint_metadata, writes_sort_key,
+    DeltaChannelHistory, get_checkpoint_metadata, writes_sort_key,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
@@ -46,6 +52,7 @@ class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
                  serde: SerializerProtocol | None = None, **open_options: Any) -> None:
         super().__init__(serde=serde)
         self._binding = StoreBinding(store, location, **open_options)
+        self._arrivals = rec.Arrivals()
 
     # --- writing -------------------------------------------------------------------------
 
@@ -69,7 +76,9 @@ class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
         part = {"ns": ns, "id": checkpoint["id"], "parent": parent_id, "checkpoint": rec.dump(self.serde, bare),
                 "metadata": rec.dump(self.serde, get_checkpoint_metadata(config, metadata)),
                 "blobs": blobs, "refs": refs}
-        self.store.append(sid, rec.record_message(rec.checkpoint_uid(ns, checkpoint["id"]), rec.CHECKPOINT, part))
+        record = rec.record_message(rec.checkpoint_uid(ns, checkpoint["id"]), rec.CHECKPOINT, part)
+        stored = self.store.append(sid, record)
+        self._after(sid, self._arrivals.checkpoint((sid, ns, checkpoint["id"]), stored[0].id))
         return _config(thread_id, ns, checkpoint["id"])
 
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
@@ -89,15 +98,22 @@ class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
             return
         sid = self._session(thread_id)
         try:
-            self.store.append(sid, records)
+            landed = [*zip(self.store.append(sid, records), records)]
         except MessageConflict:
             # A task's write stored before with another value: the first stays, as in every
             # saver of this SDK, and the others of the batch are stored.
+            landed = []
             for record in records:
                 try:
-                    self.store.append(sid, record)
+                    landed.append((self.store.append(sid, record)[0], record))
                 except MessageConflict:
                     pass
+        self._after(sid, self._arrivals.writes((sid, ns, checkpoint_id), [(row.id, record) for row, record in landed]))
+
+    def _after(self, sid: str, early: list[dict[str, Any]]) -> None:
+        """Store again, after their checkpoint's record, writes that landed before it (Arrivals)."""
+        if early:
+            self.store.append(sid, [rec.again(record) for record in early])
 
     def delete_thread(self, thread_id: str) -> None:
         try:
@@ -121,10 +137,101 @@ class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
                 part = rec.part_of(message)
                 if part is None:
                     continue
-                if "refs" in part:  # a shared value lives at the copy of its record
-                    part = {**part, "refs": {ch: [uid, moved.get(uid, at)] for ch, (uid, at) in part["refs"].items()}}
+                if "refs" in part:
+                    part = self._rehomed(source, part, moved)
                 stored = self.store.append(target, rec.record_message(message.uid, message.display_kind, part))
                 moved[message.uid] = stored[0].id
+
+    def _rehomed(self, source: str, part: dict[str, Any], moved: Mapping[str, int]) -> dict[str, Any]:
+        """A checkpoint record as its copy keeps it: a shared value lives at the copy of its
+        record, or inline when that record was not copied (archived by a prune)."""
+        blobs, refs = dict(part["blobs"]), {}
+        for channel, (uid, at) in part["refs"].items():
+            if uid in moved:
+                refs[channel] = [uid, moved[uid]]
+            else:
+                blobs[channel] = self._fetch(source, uid, at)["blobs"][channel]
+        return {**part, "blobs": blobs, "refs": refs}
+
+    # --- pruning: archived in one compaction of the thread's session -----------------------
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """`keep_latest`: archive every checkpoint of the threads but the latest of each
+        namespace (with its writes, and the ancestors its delta channels are rebuilt from);
+        `delete`: delete the threads."""
+        if strategy not in ("keep_latest", "delete"):
+            raise InvalidInput(f"prune's strategy is 'keep_latest' or 'delete', not {strategy!r}")
+        for thread_id in thread_ids:
+            if strategy == "delete":
+                self.delete_thread(thread_id)
+            else:
+                sid = rec.session_id_of(thread_id)
+                self._archive(sid, lambda upto: self._latest_only(sid, upto), {"strategy": strategy})
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Archive the checkpoints the runs made (their metadata's `run_id`), with their
+        writes, in every thread of the store: a walk of every thread."""
+        runs = {str(run_id) for run_id in run_ids}
+        if not runs:
+            return
+        for thread_id in [*self._threads()]:
+            sid = rec.session_id_of(thread_id)
+            self._archive(sid, lambda upto: self._without_runs(sid, runs, upto), {"run_ids": sorted(runs)})
+
+    def _archive(self, sid: str, keep: Callable[[int | None], list[Message] | None], note: dict[str, Any]) -> None:
+        """Archive the thread's records that `keep` leaves out, in one compaction of its session.
+
+        `keep(upto)` returns the records to keep of those up to message id `upto` (all: None),
+        oldest first, or None when it would keep them all. The store never deletes single
+        messages: a compaction archives them (they leave every read at once) and is atomic,
+        and what is appended meanwhile, above the lease's watermark, stays as it is. The
+        records kept are moved after a marker that says what was archived, which renumbers
+        them: one whose values others refer to (by message id) is kept as a copy instead,
+        its record archived where it is (_in_place)."""
+        if keep(None) is None:  # nothing to archive: no lease, no write
+            return
+        try:
+            lease = self.store.begin_compaction(sid, holder="langgraph saver")
+        except NotFound:
+            return
+        try:
+            kept = keep(lease.watermark)
+            if kept is None:
+                self.store.abort_compaction(lease)
+                return
+            marker = rec.record_message(f"lg-archived:{uuid.uuid4().hex}", rec.ARCHIVED, note)
+            self.store.commit_compaction(lease, [marker, *_in_place(kept)])
+        except BaseException:
+            self.store.abort_compaction(lease)
+            raise
+
+    def _latest_only(self, sid: str, upto: int | None) -> list[Message] | None:
+        records = [*self._walk(sid, before=None if upto is None else upto + 1)]
+        kept: set[tuple[str, str]] = set()
+        namespaces: set[str] = set()
+        for _, part in records:  # newest first: the first checkpoint of a namespace is its latest
+            if part["type"] == rec.CHECKPOINT and part["ns"] not in namespaces:
+                namespaces.add(part["ns"])
+                kept.add((part["ns"], part["id"]))
+                kept.update((part["ns"], found.part["id"]) for found, _ in self._delta_chain(sid, part, upto))
+        return _survivors(records, kept.__contains__)
+
+    def _delta_chain(self, sid: str, part: dict[str, Any], upto: int | None) -> list[tuple[rec.Stored, frozenset[str]]]:
+        """The ancestors a checkpoint's delta channels are rebuilt from (LangGraph counts the
+        updates since each one's snapshot in the metadata)."""
+        counters = rec.load(self.serde, part["metadata"]).get("counters_since_delta_snapshot") or {}
+        channels = [ch for ch in counters if not _holds(part, ch)]
+        if not channels:
+            return []
+        return self._chain(sid, part["ns"], part["id"], channels, before=None if upto is None else upto + 1)[0]
+
+    def _without_runs(self, sid: str, runs: set[str], upto: int | None) -> list[Message] | None:
+        records = [*self._walk(sid, before=None if upto is None else upto + 1)]
+        doomed = {(part["ns"], part["id"]) for _, part in records if part["type"] == rec.CHECKPOINT
+                  and rec.load(self.serde, part["metadata"]).get("run_id") in runs}
+        if not doomed:
+            return None
+        return _survivors(records, lambda owner: owner not in doomed)
 
     # --- reading -------------------------------------------------------------------------
 
@@ -189,19 +296,77 @@ class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
     def _tuple(self, sid: str, thread_id: str, found: rec.Stored, writes: dict[tuple[str, int], dict[str, Any]],
                shared: dict[str, Any]) -> CheckpointTuple:
         part, ns = found.part, found.part["ns"]
-        values = {ch: rec.load(self.serde, typed) for ch, typed in part["blobs"].items()}
-        for channel, (uid, message_id) in part["refs"].items():
-            holder = shared.get(uid) or self._fetch(sid, uid, message_id)
-            shared[uid] = holder
-            values[channel] = rec.load(self.serde, holder["blobs"][channel])
-        ordered = sorted(writes.values(), key=lambda w: writes_sort_key(w["task_path"], w["task_id"], w["idx"]))
         return CheckpointTuple(
             config=_config(thread_id, ns, part["id"]),
-            checkpoint={**rec.load(self.serde, part["checkpoint"]), "channel_values": values},
+            checkpoint={**rec.load(self.serde, part["checkpoint"]), "channel_values": self._values(sid, found, shared)},
             metadata=rec.load(self.serde, part["metadata"]),
             parent_config=_config(thread_id, ns, part["parent"]) if part["parent"] else None,
-            pending_writes=[(w["task_id"], w["channel"], rec.load(self.serde, w["value"])) for w in ordered],
+            pending_writes=[(w["task_id"], w["channel"], rec.load(self.serde, w["value"])) for w in _ordered(writes)],
         )
+
+    def _values(self, sid: str, found: rec.Stored, shared: dict[str, Any],
+                channels: Sequence[str] | None = None) -> dict[str, Any]:
+        """A checkpoint's channel values (only `channels`, if given); `shared` caches the
+        records holding referenced values, by uid."""
+        part = found.part
+        values = {ch: rec.load(self.serde, typed) for ch, typed in part["blobs"].items()
+                  if channels is None or ch in channels}
+        for channel, (uid, message_id) in part["refs"].items():
+            if channels is None or channel in channels:
+                holder = shared.get(uid) or self._fetch(sid, uid, message_id)
+                shared[uid] = holder
+                values[channel] = rec.load(self.serde, holder["blobs"][channel])
+        return values
+
+    def get_delta_channel_history(self, *, config: RunnableConfig,
+                                  channels: Sequence[str]) -> Mapping[str, DeltaChannelHistory]:
+        """Per delta channel: the writes of the checkpoint's ancestors, oldest first, back to
+        the nearest one that holds a value of the channel (the seed; its own writes included).
+
+        One walk of the thread from its end for every channel (the base class reads each
+        ancestor with get_tuple, a walk each)."""
+        if not channels:
+            return {}
+        thread_id, ns, checkpoint_id = _address(config)
+        sid = rec.session_id_of(thread_id)
+        members, writes = self._chain(sid, ns, checkpoint_id, channels)
+        history: dict[str, DeltaChannelHistory] = {ch: {"writes": []} for ch in channels}
+        shared: dict[str, Any] = {}
+        for found, collecting in reversed(members):  # oldest first
+            seeded = [ch for ch in collecting if _holds(found.part, ch)]
+            for channel, value in self._values(sid, found, shared, seeded).items():
+                history[channel]["seed"] = value
+            for w in _ordered(writes.get(found.part["id"], {})):
+                if w["channel"] in collecting:
+                    value = rec.load(self.serde, w["value"])
+                    history[w["channel"]]["writes"].append((w["task_id"], w["channel"], value))
+        return history
+
+    def _chain(self, sid: str, ns: str, checkpoint_id: str | None, channels: Sequence[str], *,
+               before: int | None = None) -> tuple[list[tuple[rec.Stored, frozenset[str]]], dict[str, Any]]:
+        """The ancestors of a checkpoint (the latest: None) on its parent chain, newest first,
+        each with the channels still collecting writes there; the walk stops, per channel, at
+        the first that holds a value of it. With the writes seen on the way, by checkpoint id."""
+        remaining = set(channels)
+        writes: dict[str, dict[tuple[str, int], dict[str, Any]]] = {}
+        members: list[tuple[rec.Stored, frozenset[str]]] = []
+        wanted, at_target, done = checkpoint_id, True, False
+        for message, part in self._walk(sid, before=before):
+            if part["ns"] != ns:
+                continue
+            if part["type"] == rec.WRITE:
+                _collect(writes, part)
+                continue
+            if done:
+                break  # the checkpoint before the last one needed: every write of that one has been seen
+            if wanted is not None and part["id"] != wanted:
+                continue
+            if not at_target:
+                members.append((rec.Stored(message.uid, message.id, part), frozenset(remaining)))
+                remaining -= {ch for ch in remaining if _holds(part, ch)}
+            at_target, wanted = False, part["parent"]
+            done = wanted is None or not remaining
+        return members, writes
 
     def _find(self, sid: str, ns: str, checkpoint_id: str) -> rec.Stored | None:
         for message, part in self._walk(sid):
@@ -210,21 +375,24 @@ class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
         return None
 
     def _fetch(self, sid: str, uid: str, message_id: int) -> dict[str, Any]:
-        """The record `uid`, read at its message id; walked to when the id changed (a copy)."""
-        found = self.store.transcript(sid, after=message_id - 1, limit=1)
+        """The record `uid`, read at its message id, archived or not (an archived record still
+        holds the values the checkpoints kept after it share); walked to when the id changed
+        (a copy of the thread, or a record appended while a prune ran, which renumbers it)."""
+        found = self.store.transcript(sid, after=message_id - 1, limit=1, include_compacted=True)
         if found and found[0].uid == uid and (part := rec.part_of(found[0])) is not None:
             return part
-        for message, part in self._walk(sid):
+        for message, part in self._walk(sid, archived=True):
             if message.uid == uid:
                 return part
         raise NotFound(f"the checkpoint record {uid} of session {sid} is not stored; the thread is incomplete")
 
-    def _walk(self, sid: str) -> Iterator[tuple[Message, dict[str, Any]]]:
-        """The records of a thread's session, newest first."""
-        before = None
+    def _walk(self, sid: str, *, before: int | None = None,
+              archived: bool = False) -> Iterator[tuple[Message, dict[str, Any]]]:
+        """The records of a thread's session, newest first (below message id `before`; those
+        a prune archived too, if `archived`)."""
         while True:
             try:
-                page = self.store.transcript(sid, order="desc", limit=PAGE, before=before)
+                page = self.store.transcript(sid, order="desc", limit=PAGE, before=before, include_compacted=archived)
             except NotFound:
                 return
             for message in page:
@@ -277,6 +445,16 @@ class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
 
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await asyncio.to_thread(self.delete_for_runs, run_ids)
+
+    async def aget_delta_channel_history(self, *, config: RunnableConfig,
+                                         channels: Sequence[str]) -> Mapping[str, DeltaChannelHistory]:
+        return await asyncio.to_thread(lambda: self.get_delta_channel_history(config=config, channels=channels))
+
 
 def _address(config: RunnableConfig) -> tuple[str, str, str | None]:
     conf = config.get("configurable") or {}
@@ -287,6 +465,34 @@ def _address(config: RunnableConfig) -> tuple[str, str, str | None]:
 
 def _config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
     return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}}
+
+
+def _ordered(writes: Mapping[tuple[str, int], dict[str, Any]]) -> list[dict[str, Any]]:
+    """A checkpoint's writes in the order a super-step applies them (writes_sort_key)."""
+    return sorted(writes.values(), key=lambda w: writes_sort_key(w["task_path"], w["task_id"], w["idx"]))
+
+
+def _holds(part: dict[str, Any], channel: str) -> bool:
+    """Whether a checkpoint record holds a value of `channel` (inline or by reference)."""
+    return channel in part["blobs"] or channel in part["refs"]
+
+
+def _survivors(records: list[tuple[Message, dict[str, Any]]],
+               keeps: Callable[[tuple[str, str]], bool]) -> list[Message] | None:
+    """Of a thread's records (newest first), those of the checkpoints `keeps`, oldest first:
+    a checkpoint's record and its writes. None when that is all of them."""
+    kept = [message for message, part in reversed(records)
+            if keeps((part["ns"], part["id"] if part["type"] == rec.CHECKPOINT else part["checkpoint_id"]))]
+    return kept if len(kept) < len(records) else None
+
+
+def _in_place(kept: list[Message]) -> list[Message | dict[str, Any]]:
+    """The records a compaction keeps: each as it is, but a copy (a uid of its own) of one
+    whose values a kept record refers to, so the reference still finds them, archived, at
+    the message id it names."""
+    referenced = {uid for message in kept for uid, _ in (rec.part_of(message) or {}).get("refs", {}).values()}
+    return [rec.record_message(f"lg-kept:{uuid.uuid4().hex}", message.display_kind, rec.part_of(message))
+            if message.uid in referenced else message for message in kept]
 
 
 def _collect(writes: dict[str, dict[tuple[str, int], dict[str, Any]]], part: dict[str, Any]) -> None:

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -32,6 +34,7 @@ SOURCE = "langgraph"
 TOOL = "langgraph"
 CHECKPOINT = "langgraph.checkpoint"
 WRITE = "langgraph.write"
+ARCHIVED = "langgraph.archived"  # the marker a prune leaves: what it archived (never read back)
 
 
 def session_id_of(thread_id: Any) -> str:
@@ -53,6 +56,12 @@ def write_uid(ns: str, checkpoint_id: str, task_id: str, idx: int, value: tuple[
     # written again with another value by the task's next attempt, which is kept beside it.
     extra = value if idx < 0 else ()
     return f"lg-write:{_digest(ns, checkpoint_id, task_id, str(idx), *extra)}"
+
+
+def again(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A write record stored a second time, after its checkpoint's record (Arrivals): the
+    same record under a uid of its own, so storing it again stores nothing twice either."""
+    return {**record, "uid": f"{record['uid']}:again"}
 
 
 def _digest(*parts: str) -> str:
@@ -105,3 +114,46 @@ class Stored:
 
 
 _ABSENT = object()
+
+
+class Arrivals:
+    """Where a saver's checkpoint records landed, and the writes that landed before theirs.
+
+    LangGraph stores a step's checkpoint and its tasks' writes at once, from a pool of
+    threads or tasks, so a write may be appended before the record of its checkpoint, and
+    even before its parent's: a read looks for a checkpoint's writes after the checkpoint
+    before it, and would miss it (a delta channel rebuilt from its writes would lose one).
+    Of a checkpoint's put and a put_writes, the one that finishes second finds here that
+    writes landed before the record and has them stored again, after it. Writes to a
+    checkpoint this saver did not put (one read from the store) are after its record
+    already; their entries are forgotten after `KEEP` others."""
+
+    KEEP = 1024  # more than the steps a process has in flight at once
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._records: OrderedDict[tuple[str, ...], int] = OrderedDict()  # checkpoint -> its message id
+        self._writes: OrderedDict[tuple[str, ...], list[tuple[int, dict[str, Any]]]] = OrderedDict()
+
+    def checkpoint(self, key: tuple[str, ...], message_id: int) -> list[dict[str, Any]]:
+        """The checkpoint's record landed at `message_id`: its writes that landed before it."""
+        with self._lock:
+            _keep(self._records, key, message_id, self.KEEP)
+            early = self._writes.pop(key, [])
+        return [record for at, record in early if at < message_id]
+
+    def writes(self, key: tuple[str, ...], landed: list[tuple[int, dict[str, Any]]]) -> list[dict[str, Any]]:
+        """Writes landed (message id, record): those before their checkpoint's record."""
+        with self._lock:
+            at = self._records.get(key)
+            if at is None:
+                _keep(self._writes, key, [*self._writes.get(key, ()), *landed], self.KEEP)
+                return []
+        return [record for row_id, record in landed if row_id < at]
+
+
+def _keep(entries: OrderedDict, key: Any, value: Any, most: int) -> None:
+    entries[key] = value
+    entries.move_to_end(key)
+    while len(entries) > most:
+        entries.popitem(last=False)

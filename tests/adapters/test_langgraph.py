@@ -16,13 +16,16 @@ from typing import Annotated, TypedDict
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.channels.delta import DeltaChannel
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.conformance import checkpointer_test, validate
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 
 import sessiondb
 from sessiondb.adapters.langgraph import SessiondbSaver
-from sessiondb.adapters.langgraph_records import session_id_of
+from sessiondb.adapters.langgraph_records import Arrivals, session_id_of
 
 
 def test_the_conformance_suite_passes(store):
@@ -35,7 +38,7 @@ def test_the_conformance_suite_passes(store):
     assert not failures, failures
     assert report.passed_all_base()
     assert {name for name, r in report.results.items() if r.passed} == {
-        "put", "put_writes", "get_tuple", "list", "delete_thread", "copy_thread"}
+        "put", "put_writes", "get_tuple", "list", "delete_thread", "copy_thread", "prune", "delete_for_runs"}
 
 
 class Chat(TypedDict):
@@ -239,3 +242,183 @@ def test_a_config_without_a_thread_is_refused(store):
     with pytest.raises(sessiondb.InvalidInput, match="checkpoint_id"):
         saver.put_writes({"configurable": {"thread_id": "t"}}, [("x", 1)], "task")
     assert store.list_sessions().items == []
+
+
+def appended(state: list, batches: list) -> list:
+    return [*state, *(item for batch in batches for item in batch)]
+
+
+class Notes(TypedDict):
+    notes: Annotated[list, DeltaChannel(appended, snapshot_frequency=4)]
+
+
+def notes_graph(saver):
+    """A graph whose `notes` channel is a delta channel: its checkpoints store a snapshot every
+    4th update and nothing else of it; a read rebuilds it from the writes since."""
+    builder = StateGraph(Notes)
+    builder.add_node("note", lambda state: {"notes": [f"note {len(state['notes'])}"]})
+    builder.add_edge(START, "note")
+    builder.add_edge("note", END)
+    return builder.compile(checkpointer=saver)
+
+
+def take_notes(graph, thread_id: str, turns: range) -> list:
+    config = {"configurable": {"thread_id": thread_id}}
+    for turn in turns:
+        state = graph.invoke({"notes": [f"turn {turn}"]}, config)
+    return state["notes"]
+
+
+def test_a_delta_channel_is_rebuilt_as_the_sdk_own_saver_rebuilds_it(store):
+    saver = SessiondbSaver(store=store)
+    ours, theirs = notes_graph(saver), notes_graph(InMemorySaver())
+    assert take_notes(ours, "t", range(7)) == take_notes(theirs, "t", range(7))
+    latest = saver.get_tuple({"configurable": {"thread_id": "t"}})
+    assert "notes" not in latest.checkpoint["channel_values"]  # rebuilt from the history, not stored
+    # the history is one walk back from the thread's end (and the seed read where it is held),
+    # not a walk per ancestor as the base class's get_tuple after get_tuple
+    thread = len(store.transcript(session_id_of("t")))
+    read = counting_reads(store)
+    history = saver.get_delta_channel_history(config=latest.config, channels=["notes"])
+    assert "seed" in history["notes"] and history["notes"]["writes"]
+    assert sum(read) <= thread + 1
+    read.clear()
+    assert BaseCheckpointSaver.get_delta_channel_history(saver, config=latest.config, channels=["notes"]) == history
+    assert sum(read) > 2 * thread
+
+
+def test_prune_keeps_the_latest_checkpoint_and_what_its_delta_channels_need(store):
+    saver = SessiondbSaver(store=store)
+    graph, control = notes_graph(saver), notes_graph(InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    take_notes(graph, "t", range(7))  # 14 updates of the notes: the latest checkpoint is no snapshot
+    take_notes(control, "t", range(7))
+    before = len(store.transcript(session_id_of("t")))
+    saver.prune(["t"])
+    kept = list(saver.list(config))
+    latest = kept[0]
+    # the ancestors back to the notes' last snapshot stay, every other checkpoint is archived
+    assert 1 < len(kept) < 21
+    assert "notes" in kept[-1].checkpoint["channel_values"]
+    assert len(store.transcript(session_id_of("t"))) < before
+    assert len(store.transcript(session_id_of("t"), include_compacted=True)) == before + 1  # archived, and the marker
+    assert graph.get_state(config).values == control.get_state(config).values
+    assert take_notes(graph, "t", range(7, 10)) == take_notes(control, "t", range(7, 10))
+    assert saver.get_tuple(latest.config).checkpoint == latest.checkpoint
+    # a copy of the pruned thread holds every value it needs, the archived ones inline
+    saver.copy_thread("t", "copy")
+    assert [t.checkpoint for t in saver.list({"configurable": {"thread_id": "copy"}})] == [
+        t.checkpoint for t in saver.list(config)]
+    saver.prune(["t", "copy"], strategy="delete")
+    assert list(saver.list(None)) == []
+    with pytest.raises(sessiondb.NotFound):
+        store.get_session(session_id_of("t"))
+
+
+def test_delete_for_runs_archives_those_runs_and_the_thread_goes_on(store):
+    saver = SessiondbSaver(store=store)
+    graph = chat_graph(saver, [AIMessage(f"answer {i}") for i in range(3)])
+    config = {"configurable": {"thread_id": "t"}}
+    for i, run in enumerate(["run-a", "run-b"]):
+        # a run's id, as LangGraph's server gives it, is in every checkpoint's metadata
+        graph.invoke({"messages": [HumanMessage(f"question {i}")]}, {"configurable": {"thread_id": "t", "run_id": run}})
+    assert Counter(t.metadata["run_id"] for t in saver.list(config)) == {"run-a": 3, "run-b": 3}
+    saver.delete_for_runs(["run-a"])
+    assert [t.metadata["run_id"] for t in saver.list(config)] == ["run-b"] * 3
+    state = graph.invoke({"messages": [HumanMessage("question 2")]}, config)
+    assert state["turns"] == 3 and len(state["messages"]) == 6
+
+
+WRITER_OF_A_CHAIN = """
+import sys
+from langgraph.checkpoint.base import empty_checkpoint
+from sessiondb.adapters.langgraph import SessiondbSaver
+
+name, count = sys.argv[1], int(sys.argv[2])
+with SessiondbSaver({location!r}, **{options!r}) as saver:
+    print("ready", flush=True)
+    sys.stdin.readline()  # both start putting together
+    config = {{"configurable": {{"thread_id": "shared"}}}}
+    for step in range(count):
+        checkpoint = empty_checkpoint()
+        checkpoint["channel_values"], checkpoint["channel_versions"] = {{"step": step}}, {{"step": step + 1}}
+        config = saver.put(config, checkpoint, {{"source": "loop", "step": step, "writer": name}}, {{"step": step + 1}})
+        saver.put_writes(config, [("log", f"{{name}} {{step}} a"), ("log", f"{{name}} {{step}} b")], f"task-{{step}}")
+"""
+
+
+def test_two_processes_putting_on_one_thread_keep_every_checkpoint_in_its_order(store_place):
+    """Each writer builds its own chain of checkpoints on one thread, at once."""
+    location, options = store_place
+    program = WRITER_OF_A_CHAIN.format(location=location, options=options)
+    procs = [subprocess.Popen([sys.executable, "-c", program, name, "40"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for name in ("a", "b")]
+    for proc in procs:
+        assert proc.stdout.readline() == "ready\n", proc.stderr.read()
+    for proc in procs:
+        proc.stdin.write("go\n")
+        proc.stdin.close()
+    for proc in procs:
+        assert proc.wait(timeout=240) == 0, proc.stderr.read()
+    with SessiondbSaver(location=location, **options) as saver:
+        everything = list(saver.list({"configurable": {"thread_id": "shared"}}))
+        assert len(everything) == 80
+        for name in ("a", "b"):
+            chain = [t for t in everything if t.metadata["writer"] == name]
+            # newest first: every step, once, in the order it was put, each on its parent
+            assert [t.metadata["step"] for t in chain] == list(range(39, -1, -1))
+            assert [t.checkpoint["channel_values"] for t in chain] == [{"step": s} for s in range(39, -1, -1)]
+            assert all(t.parent_config == older.config for t, older in zip(chain, chain[1:]))
+            assert [t.pending_writes for t in chain] == [
+                [(f"task-{s}", "log", f"{name} {s} a"), (f"task-{s}", "log", f"{name} {s} b")] for s in range(39, -1, -1)]
+            assert saver.get_tuple(chain[0].config) == chain[0]
+        rows = saver.store.transcript(session_id_of("shared"))
+        assert len(rows) == 2 * 40 * 3 == len({r.uid for r in rows})
+
+
+def test_a_write_stored_before_its_checkpoint_and_its_parent_is_read_with_it(store):
+    """LangGraph stores a step's checkpoint and its tasks' writes at once, from a pool of
+    threads: here the write of the second checkpoint lands first of all."""
+    saver = SessiondbSaver(store=store)
+    base = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    first, second = ({"v": 1, "id": f"1ef{n:033d}", "ts": "2026-12-01T10:00:00+00:00", "channel_values": {},
+                      "channel_versions": {}, "versions_seen": {}} for n in (1, 2))
+    saver.put_writes({"configurable": {**base["configurable"], "checkpoint_id": second["id"]}},
+                     [("notes", "early")], "task-1")
+    stored = saver.put(saver.put(base, first, {"step": 0}, {}), second, {"step": 1}, {})
+    assert saver.get_tuple(stored).pending_writes == [("task-1", "notes", "early")]
+    assert saver.get_delta_channel_history(config=saver.put(stored, {**first, "id": f"1ef{3:033d}"}, {}, {}),
+                                           channels=["notes"])["notes"]["writes"] == [("task-1", "notes", "early")]
+
+
+def test_of_a_checkpoint_and_its_writes_the_one_landing_second_finds_the_writes_stored_before_the_record():
+    arrivals, key = Arrivals(), ("langgraph:t", "", "checkpoint-b")
+    assert arrivals.writes(key, [(1, {"uid": "w1"})]) == []  # its record has not landed yet
+    assert arrivals.checkpoint(key, 3) == [{"uid": "w1"}]
+    # appended before the record, but done after it: the write's own put_writes finds it
+    assert arrivals.writes(key, [(2, {"uid": "w2"}), (4, {"uid": "w3"})]) == [{"uid": "w2"}]
+    assert arrivals.writes(("langgraph:t", "", "another"), [(5, {"uid": "w4"})]) == []
+
+
+def test_a_thread_archived_twice_reads_every_shared_value_at_its_message_id(store):
+    """A compaction renumbers the records it keeps; the values other checkpoints share
+    by message id are still read there, archived, not looked for along the thread."""
+    saver = SessiondbSaver(store=store)
+    graph = chat_graph(saver, [AIMessage(f"answer {i}") for i in range(5)])
+    config = {"configurable": {"thread_id": "t"}}
+    for i in range(5):
+        graph.invoke({"messages": [HumanMessage(f"question {i}")]}, {"configurable": {"thread_id": "t", "run_id": f"run-{i}"}})
+    kept = [t for t in saver.list(config) if t.metadata["run_id"] != "run-4"]
+    saver.delete_for_runs(["run-4"])
+    tuples = list(saver.list(config))
+    assert [t.checkpoint for t in tuples] == [t.checkpoint for t in kept]
+    assert any(r.content[0]["refs"] for r in store.transcript(session_id_of("t")) if r.display_kind == "langgraph.checkpoint")
+    for t in tuples:  # one page from the thread's end, then each shared value at its message id
+        read = counting_reads(store)
+        assert saver.get_tuple(t.config) == t
+        assert all(rows == 1 for rows in read[1:]) and len(read) <= 1 + len(t.checkpoint["channel_values"])
+        del store.transcript  # counting no more
+    saver.prune(["t"])
+    assert [t.checkpoint for t in saver.list(config)] == [kept[0].checkpoint]
+    state = graph.get_state(config).values
+    assert state["turns"] == 4 and [m.content for m in state["messages"]][-1] == "answer 3"

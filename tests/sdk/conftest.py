@@ -1,5 +1,5 @@
-"""What the vendored SDK suites share: their `async def` tests run as the SDKs' own
-runners (pytest-asyncio) run them."""
+"""What every vendored SDK suite under tests/sdk needs: its `async def` tests run in an
+event loop of their own, as pytest-asyncio does upstream."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import pytest
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "asyncio: the SDK's async tests (pytest-asyncio there; run here below)")
+    config.addinivalue_line("markers", "asyncio: the SDKs' async tests (pytest-asyncio there; run here below)")
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem):
-    """Run the SDK's `async def` tests in an event loop of their own, as pytest-asyncio does."""
+    """Run the SDKs' `async def` tests in an event loop of their own, as pytest-asyncio does."""
     if inspect.iscoroutinefunction(pyfuncitem.obj):
         names = pyfuncitem._fixtureinfo.argnames
         asyncio.run(pyfuncitem.obj(**{name: pyfuncitem.funcargs[name] for name in names}))
