@@ -24,10 +24,22 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q --ignore=tests/sdk
 
+# ADK's tests are fetched, not kept in this repository: each file at the commit
+# tests/sdk/adk/upstream.txt pins (tests/sdk/adk/README.md).
+ADK_TESTS := tests/sdk/adk/upstream
+
 # The SDKs' own session tests with only the fixture swapped, each on the SDK's own class
 # (the control) and on sessiondb over SQLite and PostgreSQL (tests/sdk, docs/adapters/sdk-suites.md).
-test-sdk: $(STAMP)
+test-sdk: $(STAMP) $(ADK_TESTS)/.fetched
 	$(BIN)/python -m pytest -q tests/sdk
+
+$(ADK_TESTS)/.fetched: tests/sdk/adk/upstream.txt
+	mkdir -p $(ADK_TESTS)
+	grep -v '^#' $< | while read -r commit path; do \
+	  curl -fsSL --retry 3 -o "$(ADK_TESTS)/$${path##*/}" \
+	    "https://raw.githubusercontent.com/google/adk-python/$$commit/$$path" || exit 1; \
+	done
+	touch $@
 
 test-long: $(STAMP)
 	$(BIN)/python -m pytest -q -m long --ignore=tests/reliability --ignore=tests/postgres --ignore=tests/sdk

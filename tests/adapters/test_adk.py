@@ -158,25 +158,26 @@ def test_sessions_are_listed_per_app_and_user_and_deleted(where):
             a1 = await sessions.get_session(app_name=APP, user_id="ana", session_id="a1")
             await sessions.append_event(a1, Event(invocation_id="inv", author="user",
                                                   content=types.Content(role="user", parts=[types.Part(text="hi")])))
-            for app, user in ((APP, "ana"), (APP, "ben")):  # ids are unique across the store
-                with pytest.raises(AlreadyExistsError):
-                    await sessions.create_session(app_name=app, user_id=user, session_id="a1")
+            with pytest.raises(AlreadyExistsError):  # an id is unique per app and user...
+                await sessions.create_session(app_name=APP, user_id="ana", session_id="a1")
+            await sessions.create_session(app_name=APP, user_id="ben", session_id="a1")  # ...not per store
             with pytest.raises(sessiondb.InvalidInput, match="not a valid session id"):
                 await sessions.create_session(app_name=APP, user_id="ana", session_id="a/b")
-            listed = {u: [(s.id, s.state, s.events) for s in
+            listed = {u: [(s.user_id, s.id, s.state, s.events) for s in
                           (await sessions.list_sessions(app_name=APP, user_id=u)).sessions] for u in ("ana", None)}
-            strangers = [await sessions.get_session(app_name=APP, user_id="ben", session_id="a1"),
-                         await sessions.get_session(app_name="other-app", user_id="ana", session_id="a1")]
-            await sessions.delete_session(app_name=APP, user_id="ben", session_id="a1")  # not ben's: kept
+            bens = await sessions.get_session(app_name=APP, user_id="ben", session_id="a1")
+            strangers = [await sessions.get_session(app_name="other-app", user_id="ana", session_id="a1")]
+            await sessions.delete_session(app_name=APP, user_id="ben", session_id="a1")  # ben's own
             kept = await sessions.get_session(app_name=APP, user_id="ana", session_id="a1")
             await sessions.delete_session(app_name=APP, user_id="ana", session_id="a1")
             gone = await sessions.get_session(app_name=APP, user_id="ana", session_id="a1")
-            return listed, strangers, kept, gone
+            return listed, bens, strangers, kept, gone
 
-    listed, strangers, kept, gone = asyncio.run(scenario())
-    assert listed["ana"] == [("a1", {"app:theme": "dark"}, [])]
-    assert listed[None] == [("b1", {"app:theme": "dark"}, []), ("a1", {"app:theme": "dark"}, [])]  # oldest update first
-    assert strangers == [None, None]
+    listed, bens, strangers, kept, gone = asyncio.run(scenario())
+    theme = {"app:theme": "dark"}
+    assert listed["ana"] == [("ana", "a1", theme, [])]
+    assert listed[None] == [("ben", "b1", theme, []), ("ana", "a1", theme, []), ("ben", "a1", theme, [])]  # oldest update first
+    assert (bens.user_id, bens.events) == ("ben", []) and strangers == [None]
     assert [e.content.parts[0].text for e in kept.events] == ["hi"] and gone is None
     with store_of(where) as store, pytest.raises(sessiondb.NotFound):
         store.get_session("a1")
@@ -351,11 +352,12 @@ def test_memory_finds_an_earlier_sessions_words(where):
             other = await kept_elsewhere.create_session(app_name=APP, user_id="ana", session_id="elsewhere")
             await kept_elsewhere.append_event(other, event(1, "Pack the umbrella for Porto"))
             await memory.add_session_to_memory(other)
-            impostor = await kept_elsewhere.create_session(app_name=APP, user_id="ben", session_id=earlier.id)
-            with pytest.raises(AlreadyExistsError):  # an id that is another user's conversation is refused
-                await memory.add_session_to_memory(impostor)
+            namesake = await kept_elsewhere.create_session(app_name=APP, user_id="ben", session_id=earlier.id)
+            await kept_elsewhere.append_event(namesake, event(2, "Pack the scarf for Oslo"))
+            await memory.add_session_to_memory(namesake)  # ana's session id, ben's own session
             found = {(u, q): (await memory.search_memory(app_name=APP, user_id=u, query=q)).memories
-                     for u, q in (("ana", "kyoto"), ("ana", "lisbon"), ("ben", "kyoto"), ("ana", "umbrella"))}
+                     for u, q in (("ana", "kyoto"), ("ana", "lisbon"), ("ben", "kyoto"), ("ana", "umbrella"),
+                                  ("ben", "scarf"), ("ana", "scarf"))}
             return earlier, found
 
     earlier, found = asyncio.run(scenario())
@@ -367,6 +369,8 @@ def test_memory_finds_an_earlier_sessions_words(where):
         datetime.fromtimestamp(e.timestamp, timezone.utc).isoformat() for e in earlier.events if e.id in {m.id for m in kyoto}}
     assert found["ana", "lisbon"] == [] and found["ben", "kyoto"] == []  # another user's words stay theirs
     assert [m.content.parts[0].text for m in found["ana", "umbrella"]] == ["Pack the umbrella for Porto"]
+    assert [m.content.parts[0].text for m in found["ben", "scarf"]] == ["Pack the scarf for Oslo"]
+    assert found["ana", "scarf"] == []
     with store_of(where) as store:
         assert len(store.transcript(earlier.id)) == 4
     with pytest.raises(sessiondb.InvalidInput, match="limit"):
