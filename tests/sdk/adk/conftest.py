@@ -119,6 +119,25 @@ def pytest_generate_tests(metafunc):
         raise pytest.UsageError(f"ADK's {name} is not classified in tests/sdk/adk/conftest.py")
 
 
+_RANKING = ("recall ranks by bm25 (rare words count most, a match gains from its neighbours), not by how many of "
+            "the query's words an event holds")
+#: Upstream tests sessiondb's adapter fails, with why (docs/adapters/sdk-suites.md). Marked as expected
+#: failures, strictly: one that starts to pass fails the run until it is taken off this list.
+KNOWN_GAPS = {
+    "test_search_memory_ranks_by_number_of_matching_words": _RANKING,
+    "test_search_memory_returns_at_most_ten_memories":
+        "SessiondbMemoryService returns up to `limit` (default 20) memories, not 10, and recall orders equal "
+        "matches newest first",
+}
+_TRIGRAMS = "recall matches CJK text by its trigrams: a two-character word (太郎) finds nothing"
+
+
+def known_gap(name: str, params: dict) -> str | None:
+    if name == "test_search_memory_non_latin" and params.get("query") == "太郎":
+        return _TRIGRAMS
+    return KNOWN_GAPS.get(name)
+
+
 #: Upstream tests that need a module the `adk` extra does not install, skipped where it is missing.
 NEEDS = {"test_vertex_ai_session_service_raises_not_implemented_for_get_user_state": "agentplatform"}
 
@@ -127,6 +146,9 @@ NEEDS = {"test_vertex_ai_session_service_raises_not_implemented_for_get_user_sta
 def implementation(request, tmp_path):
     if request.node.originalname in NEEDS:
         pytest.importorskip(NEEDS[request.node.originalname])
+    gap = known_gap(request.node.originalname, request.node.callspec.params)
+    if gap and request.param in SESSIONDB:
+        request.node.add_marker(pytest.mark.xfail(reason=f"known gap: {gap}", strict=True))
     options = {}
     if request.param == "sessiondb-postgresql":
         options = {"url": request.getfixturevalue("pg_server").url(), "schema": request.getfixturevalue("pg_schema")}
