@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -27,6 +29,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from adk_agent import APP, ScriptedModel, ask, runner  # noqa: E402  (tests/adapters/adk_agent.py)
 
 WORKER = Path(__file__).with_name("adk_worker.py")
+APPENDER = Path(__file__).with_name("adk_appender.py")
+#: This checkout first on a child's path: the venv's editable install may point at another one.
+CHILD_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]),
+                                                                      os.environ.get("PYTHONPATH")]))}
 
 
 @pytest.fixture(autouse=True)
@@ -263,6 +269,37 @@ def test_a_session_changed_elsewhere_is_stale(where):
     assert "lost" not in reread.state
 
 
+def test_of_two_stale_copies_appending_at_once_through_one_service_exactly_one_is_stored(where):
+    # Each writer's stale check, once it has read the store, waits for the other writer to
+    # have read it too: if the check and the write were two steps, both would pass and both
+    # events be stored. The wait is a bound on a hang (the other writer may be held off, as
+    # it must be), never a latency claim.
+    both_read = threading.Barrier(2, timeout=1)
+
+    async def scenario():
+        async with service(where) as sessions:
+            await sessions.create_session(app_name=APP, user_id="ana", session_id="raced")
+            read = sessions._newest
+
+            def newest_then_wait(session_id, count=1):
+                found = read(session_id, count)
+                if count > 1:  # the stale check's read
+                    with contextlib.suppress(threading.BrokenBarrierError):
+                        both_read.wait()
+                return found
+
+            sessions._newest = newest_then_wait
+            loaded = await sessions.get_session(app_name=APP, user_id="ana", session_id="raced")
+            copies = [loaded.model_copy(deep=True) for _ in range(2)]
+            results = await asyncio.gather(*(sessions.append_event(copy, event(n)) for n, copy in enumerate(copies, 1)),
+                                           return_exceptions=True)
+            return results, await sessions.get_session(app_name=APP, user_id="ana", session_id="raced")
+
+    results, reread = asyncio.run(scenario())
+    assert sorted(type(r).__name__ for r in results) == ["Event", "StaleSessionError"]
+    assert [e.id for e in reread.events] == [next(r.id for r in results if isinstance(r, Event))]
+
+
 def test_eight_runs_from_two_processes_lose_and_repeat_nothing(where):
     location, options = where
 
@@ -292,6 +329,34 @@ def test_eight_runs_from_two_processes_lose_and_repeat_nothing(where):
     assert sorted(m.text for m in rows if m.role == "assistant" and m.text) == sorted(
         f"The forecast: sunny in {c}." for c in cities)
     assert {f"state:asked_{c}" for c in cities} <= set(user_state)  # every run's user: key, from both processes
+
+
+def test_two_processes_appending_to_one_session_keep_every_event_once_in_each_writer_s_order(tmp_path):
+    path, count = str(tmp_path / "agents.db"), 40
+
+    async def create():
+        async with SessiondbSessionService(path) as sessions:
+            return (await sessions.create_session(app_name="travel", user_id="ana")).id
+
+    session_id = asyncio.run(create())
+    writers = {name: subprocess.Popen([sys.executable, str(APPENDER), path, session_id, name, str(count)],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=CHILD_ENV)
+               for name in ("north", "south")}
+    acknowledged = {}
+    for name, writer in writers.items():
+        out, err = writer.communicate(timeout=240)
+        assert writer.returncode == 0, err
+        acknowledged[name] = json.loads(out)
+
+    async def read():
+        async with SessiondbSessionService(path) as sessions:
+            return await sessions.get_session(app_name="travel", user_id="ana", session_id=session_id)
+
+    stored = [e.id for e in asyncio.run(read()).events]
+    assert sorted(stored) == sorted(f"{name}-{i}" for name in writers for i in range(count))  # each once
+    for name in writers:
+        mine = [i for i in stored if i.startswith(f"{name}-")]
+        assert mine == acknowledged[name] == [f"{name}-{i}" for i in range(count)]  # in the order it wrote
 
 
 @pytest.mark.parametrize("mode", ["in_place", "rotate"])
@@ -375,6 +440,32 @@ def test_memory_finds_an_earlier_sessions_words(where):
         assert len(store.transcript(earlier.id)) == 4
     with pytest.raises(sessiondb.InvalidInput, match="limit"):
         SessiondbMemoryService(location, limit=0, **open_options)
+
+
+def test_events_added_to_memory_are_added_once_each_to_the_session_named(where):
+    location, open_options = where
+
+    async def scenario():
+        async with service(where) as sessions, SessiondbMemoryService(location, **open_options) as memory:
+            trip = await sessions.create_session(app_name=APP, user_id="ana", session_id="trip")
+            await sessions.append_event(trip, event(1, "Book the ferry to Capri"))
+            await memory.add_events_to_memory(app_name=APP, user_id="ana", session_id="trip",
+                                              events=[event(2, "Pack the sunscreen"), event(1, "Other words, same id")])
+            await memory.add_events_to_memory(app_name=APP, user_id="ana", events=[event(3, "Renew the passport")])
+            await memory.add_events_to_memory(app_name=APP, user_id="ben", events=[event(3, "Renew the visa")])
+            trip = await sessions.get_session(app_name=APP, user_id="ana", session_id="trip")
+            found = {(u, q): [m.content.parts[0].text for m in
+                              (await memory.search_memory(app_name=APP, user_id=u, query=q)).memories]
+                     for u, q in (("ana", "ferry"), ("ana", "passport"), ("ben", "passport"), ("ben", "visa"))}
+            return trip, found
+
+    trip, found = asyncio.run(scenario())
+    # appended to the session named, not replacing it; an id stored already keeps its first words
+    assert [said(e.content.parts[0]) for e in trip.events] == ["Book the ferry to Capri", "Pack the sunscreen"]
+    assert found["ana", "ferry"] == ["Book the ferry to Capri"]
+    # events given without a session are the user's own, in the app
+    assert found["ana", "passport"] == ["Renew the passport"] and found["ben", "passport"] == []
+    assert found["ben", "visa"] == ["Renew the visa"]
 
 
 def test_memory_answers_the_model_s_own_phrasing_as_the_sdk_s_memory_does(where):
