@@ -24,6 +24,7 @@ from google.genai import types
 
 import sessiondb
 from sessiondb.adapters.adk import SessiondbMemoryService, SessiondbSessionService
+from sessiondb.adapters.adk_events import message_of
 
 sys.path.insert(0, str(Path(__file__).parent))
 from adk_agent import APP, ScriptedModel, ask, runner  # noqa: E402  (tests/adapters/adk_agent.py)
@@ -187,6 +188,30 @@ def test_sessions_are_listed_per_app_and_user_and_deleted(where):
     assert [e.content.parts[0].text for e in kept.events] == ["hi"] and gone is None
     with store_of(where) as store, pytest.raises(sessiondb.NotFound):
         store.get_session("a1")
+
+
+def test_a_store_written_before_ids_were_per_user_reads_as_it_did(where):
+    # Then every conversation was stored under its ADK id, with no other mark: such a store
+    # needs no migration, and a namesake created now is stored beside it.
+    with store_of(where) as store:
+        store.create_session("adk", session_id="s1", user_id="ana", metadata={"app_name": APP})
+        store.append("s1", message_of(event(1, "Book the ferry")))
+
+    async def scenario():
+        async with service(where) as sessions:
+            old = await sessions.get_session(app_name=APP, user_id="ana", session_id="s1")
+            await sessions.create_session(app_name=APP, user_id="ben", session_id="s1")
+            await sessions.append_event(old, event(2))
+            listed = (await sessions.list_sessions(app_name=APP, user_id=None)).sessions
+            return (old, [(s.user_id, s.id) for s in listed],
+                    await sessions.get_session(app_name=APP, user_id="ben", session_id="s1"))
+
+    old, listed, bens = asyncio.run(scenario())
+    assert [e.id for e in old.events] == ["event-1", "event-2"]
+    assert listed == [("ana", "s1"), ("ben", "s1")]  # by last update: its events are stamped in 1970
+    assert (bens.user_id, bens.events) == ("ben", [])
+    with store_of(where) as store:
+        assert [m.uid for m in store.transcript("s1")] == ["event-1", "event-2"]  # still under its own id
 
 
 def test_an_event_reads_back_equal(where):
