@@ -14,9 +14,9 @@ from google.adk.sessions.session import Session
 from typing_extensions import override
 
 from ..errors import InvalidInput, MessageConflict, SessionExists
+from ..model import Session as StoredSession
 from ..store.aio import AsyncStore
 from ..store.contract import Store
-from . import adk_state as state
 from .adk_events import event_of, message_of
 from .adk_store import SOURCE, OnStore, belongs
 
@@ -32,10 +32,10 @@ class SessiondbMemoryService(OnStore, BaseMemoryService):
     so `add_session_to_memory` only checks that; a session kept elsewhere is copied in
     (idempotently, by event id). `add_events_to_memory` adds events to the session named
     (created when new; events given without a session go to one of the user's own), each
-    event id once: an id already stored keeps what was stored first. `search_memory` runs sessiondb's recall (store.recall:
-    the query is the model's own phrasing, so any of its content words may match,
-    stemmed, rare words counting most) over the user's conversations in the app and
-    returns up to `limit` events, best first.
+    event id once: an id already stored keeps what was stored first. `search_memory`
+    runs sessiondb's recall (store.recall: the query is the model's own phrasing, so any
+    of its content words may match, stemmed, rare words counting most) over the user's
+    conversations in the app and returns up to `limit` events, best first.
     """
 
     def __init__(self, location: str | os.PathLike[str] | None = None, *, store: Store | AsyncStore | None = None,
@@ -70,7 +70,8 @@ class SessiondbMemoryService(OnStore, BaseMemoryService):
         stored = self._conversation(app_name, user_id, session_id) or self._claimed(app_name, user_id, session_id)
         self._keep(stored.id, messages)
 
-    def _claimed(self, app_name: str, user_id: str, session_id: str):
+    def _claimed(self, app_name: str, user_id: str, session_id: str) -> StoredSession:
+        """The conversation of an ADK session this service is the first to store."""
         try:
             return self._claim(app_name, user_id, session_id, {})
         except SessionExists:  # created by another writer since it was looked up

@@ -183,7 +183,8 @@ def test_sessions_are_listed_per_app_and_user_and_deleted(where):
     listed, bens, strangers, kept, gone = asyncio.run(scenario())
     theme = {"app:theme": "dark"}
     assert listed["ana"] == [("ana", "a1", theme, [])]
-    assert listed[None] == [("ben", "b1", theme, []), ("ana", "a1", theme, []), ("ben", "a1", theme, [])]  # oldest update first
+    # oldest update first
+    assert listed[None] == [("ben", "b1", theme, []), ("ana", "a1", theme, []), ("ben", "a1", theme, [])]
     assert (bens.user_id, bens.events) == ("ben", []) and strangers == [None]
     assert [e.content.parts[0].text for e in kept.events] == ["hi"] and gone is None
     with store_of(where) as store, pytest.raises(sessiondb.NotFound):

@@ -25,7 +25,8 @@ UPSTREAM = Path(__file__).resolve().parent / "upstream"
 SESSIONS, MEMORY = "test_session_service.py", "test_in_memory_memory_service.py"
 
 if not all((UPSTREAM / name).exists() for name in (SESSIONS, MEMORY)):
-    raise pytest.UsageError(f"ADK's tests are not in {UPSTREAM}: `make test-sdk` fetches them (tests/sdk/adk/README.md)")
+    raise pytest.UsageError(f"ADK's tests are not in {UPSTREAM}: `make test-sdk` fetches them "
+                            "(tests/sdk/adk/README.md)")
 
 #: Session tests that build DatabaseSessionService through get_session_service to test what
 #: every session service promises (its stale-session check).
