@@ -44,6 +44,9 @@ __all__ = ["SessiondbMemoryService", "SessiondbSessionService"]
 #: retry of an event whose first delivery was stored is a re-delivery, never stale).
 _RECENT = 20
 _PAGE = 500
+#: How many locks a service's stale checks take turns on, a session always on the same one:
+#: appends to one session take turns, appends to others mostly do not.
+_STRIPES = 64
 
 _STALE = ("The session has been modified in storage since it was loaded. "
           "Please reload the session before appending more events.")
@@ -69,7 +72,7 @@ class SessiondbSessionService(OnStore, BaseSessionService):
         self._check_stale = check_stale
         # Of two appends from stale copies of one session through this service, exactly one
         # is stored: the check and the write are one step here (see _refuse_if_stale).
-        self._checking = threading.Lock() if check_stale else contextlib.nullcontext()
+        self._checking = [threading.Lock() for _ in range(_STRIPES)] if check_stale else None
 
     # --- sessions ----------------------------------------------------------------------
 
@@ -204,7 +207,8 @@ class SessiondbSessionService(OnStore, BaseSessionService):
         stored = self._conversation(session.app_name, session.user_id, session.id)
         if stored is None:
             raise SessionNotFoundError(f"Session {session.id} not found.")
-        with self._checking:
+        checking = self._checking[hash(stored.id) % _STRIPES] if self._checking else contextlib.nullcontext()
+        with checking:
             if self._check_stale:
                 self._refuse_if_stale(stored, session, event)
             try:
