@@ -4,8 +4,9 @@
                     session_service=SessiondbSessionService("agents.db"),
                     memory_service=SessiondbMemoryService("agents.db"))
 
-An ADK session is a sessiondb session of source "adk" with the same id, the ADK user as
-its user_id and the app's name in its metadata; each event is one message
+An ADK session is a sessiondb session of source "adk" (under the same id, or a derived
+one when another session holds it: sessiondb.adapters.adk_store), the ADK user as its
+user_id and the app's name in its metadata; each event is one message
 (sessiondb.adapters.adk_events), each state scope one session's metadata
 (sessiondb.adapters.adk_state); the memory service is sessiondb.adapters.adk_memory.
 Every method runs the blocking store on a worker thread, so the event loop never waits
@@ -14,7 +15,9 @@ on the disk or the server.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 from typing import Any
 
 from google.adk.errors import StaleSessionError
@@ -26,14 +29,14 @@ from google.adk.sessions.session import Session
 from typing_extensions import override
 
 from ..errors import MessageConflict, NotFound, SessionExists
-from ..model import COMPRESSION
+from ..model import COMPRESSION, Message
 from ..model import Session as StoredSession
 from ..store.aio import AsyncStore
 from ..store.contract import Store
 from . import adk_state as state
 from .adk_events import event_of, message_of
 from .adk_memory import SessiondbMemoryService
-from .adk_store import SOURCE, OnStore, belongs
+from .adk_store import SOURCE, OnStore, adk_id, belongs
 
 __all__ = ["SessiondbMemoryService", "SessiondbSessionService"]
 
@@ -41,6 +44,9 @@ __all__ = ["SessiondbMemoryService", "SessiondbSessionService"]
 #: retry of an event whose first delivery was stored is a re-delivery, never stale).
 _RECENT = 20
 _PAGE = 500
+#: How many locks a service's stale checks take turns on, a session always on the same one:
+#: appends to one session take turns, appends to others mostly do not.
+_STRIPES = 64
 
 _STALE = ("The session has been modified in storage since it was loaded. "
           "Please reload the session before appending more events.")
@@ -55,12 +61,18 @@ class SessiondbSessionService(OnStore, BaseSessionService):
     object that missed events another writer stored since it was read (StaleSessionError:
     reload it with get_session). With False, several runs may write one session at once:
     every event is kept once, in commit order.
+
+    `last_update_time` is the timestamp of the session's last event (its creation time
+    while it has none), as in the SDK's own services.
     """
 
     def __init__(self, location: str | os.PathLike[str] | None = None, *, store: Store | AsyncStore | None = None,
                  check_stale: bool = True, **open_options: Any) -> None:
         super().__init__(location, store, open_options)
         self._check_stale = check_stale
+        # Of two appends from stale copies of one session through this service, exactly one
+        # is stored: the check and the write are one step here (see _refuse_if_stale).
+        self._checking = [threading.Lock() for _ in range(_STRIPES)] if check_stale else None
 
     # --- sessions ----------------------------------------------------------------------
 
@@ -72,14 +84,12 @@ class SessiondbSessionService(OnStore, BaseSessionService):
     def _create(self, app_name: str, user_id: str, initial: dict[str, Any] | None, session_id: str | None) -> Session:
         scopes = state.split(initial)
         try:
-            stored = self._store.create_session(
-                SOURCE, session_id=session_id.strip() if session_id else None, user_id=user_id,
-                metadata={state.APP_KEY: app_name, **state.as_metadata(scopes["session"])})
+            stored = self._claim(app_name, user_id, session_id or None, state.as_metadata(scopes["session"]))
         except SessionExists:
             raise AlreadyExistsError(f"Session with id {session_id} already exists.") from None
         state.write(self._store, scopes["app"], app_name)
         state.write(self._store, scopes["user"], app_name, user_id)
-        return self._session_of(stored, [], marker="")
+        return self._session_of(stored, [], newest=None, marker="")
 
     @override
     async def get_session(self, *, app_name: str, user_id: str, session_id: str,
@@ -96,7 +106,8 @@ class SessiondbSessionService(OnStore, BaseSessionService):
         events: list[Event] = []
         if config.num_recent_events != 0:
             events = self._recent_events(tip, config.num_recent_events, config.after_timestamp)
-        return self._session_of(stored, events, marker=newest[0].uid if newest else "")
+        return self._session_of(stored, events, newest=newest[0] if newest else None,
+                                marker=newest[0].uid if newest else "")
 
     def _recent_events(self, tip: str, wanted: int | None, after: float | None) -> list[Event]:
         """The newest `wanted` events (all when None) stamped at `after` or later, oldest first."""
@@ -114,18 +125,20 @@ class SessiondbSessionService(OnStore, BaseSessionService):
                 return newest_first[::-1]
             before = page[-1].id
 
-    def _session_of(self, stored: StoredSession, events: list[Event], *, marker: str | None,
-                    app_state: dict[str, Any] | None = None, user_state: dict[str, Any] | None = None) -> Session:
-        """The ADK session of a stored one, its state merged with the app's and the user's
-        (read here unless the caller, listing many sessions, read them once)."""
+    def _session_of(self, stored: StoredSession, events: list[Event], *, newest: Message | None,
+                    marker: str | None, app_state: dict[str, Any] | None = None,
+                    user_state: dict[str, Any] | None = None) -> Session:
+        """The ADK session of a stored one (`newest`: its newest message, None when it has
+        none), its state merged with the app's and the user's (read here unless the
+        caller, listing many sessions, read them once)."""
         app_name, user_id = stored.metadata[state.APP_KEY], stored.user_id or ""
         if app_state is None:
             app_state = state.read(self._store, app_name)
         if user_state is None:
             user_state = state.read(self._store, app_name, user_id)
-        session = Session(id=stored.id, app_name=app_name, user_id=user_id,
+        session = Session(id=adk_id(stored), app_name=app_name, user_id=user_id,
                           state=state.merged(state.of_metadata(stored.metadata), app_state, user_state),
-                          events=events, last_update_time=max(stored.last_activity_at or 0.0, stored.started_at))
+                          events=events, last_update_time=newest.timestamp if newest else stored.started_at)
         session._storage_update_marker = marker  # the newest stored message's uid: the stale check's revision
         return session
 
@@ -144,11 +157,13 @@ class SessiondbSessionService(OnStore, BaseSessionService):
                     continue  # another app's or user's, or a rotation's continuation of a listed one
                 if stored.user_id not in user_states:
                     user_states[stored.user_id] = state.read(self._store, app_name, stored.user_id or "")
-                sessions.append(self._session_of(stored, [], marker=None, app_state=app_state,
-                                                 user_state=user_states[stored.user_id]))
+                newest = self._newest(stored.id)
+                sessions.append(self._session_of(stored, [], newest=newest[0] if newest else None, marker=None,
+                                                 app_state=app_state, user_state=user_states[stored.user_id]))
             if page.cursor is None:
                 break
             cursor = page.cursor
+        # The base class's order: by last update, oldest first (ties as the SDK's in-memory service breaks them).
         sessions.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
         return ListSessionsResponse(sessions=sessions)
 
@@ -192,12 +207,14 @@ class SessiondbSessionService(OnStore, BaseSessionService):
         stored = self._conversation(session.app_name, session.user_id, session.id)
         if stored is None:
             raise SessionNotFoundError(f"Session {session.id} not found.")
-        if self._check_stale:
-            self._refuse_if_stale(session, event)
-        try:
-            self._store.append(stored.id, message)
-        except MessageConflict:
-            raise AlreadyExistsError(f"Event {event.id} already exists with other content.") from None
+        checking = self._checking[hash(stored.id) % _STRIPES] if self._checking else contextlib.nullcontext()
+        with checking:
+            if self._check_stale:
+                self._refuse_if_stale(stored, session, event)
+            try:
+                self._store.append(stored.id, message)
+            except MessageConflict:
+                raise AlreadyExistsError(f"Event {event.id} already exists with other content.") from None
         # After the event: an event refused above applies nothing. A retried event applies
         # its delta again, with the same values.
         if scopes["session"]:
@@ -205,18 +222,21 @@ class SessiondbSessionService(OnStore, BaseSessionService):
         state.write(self._store, scopes["app"], session.app_name)
         state.write(self._store, scopes["user"], session.app_name, session.user_id)
 
-    def _refuse_if_stale(self, session: Session, event: Event) -> None:
+    def _refuse_if_stale(self, stored: StoredSession, session: Session, event: Event) -> None:
         """StaleSessionError when the store holds events this session object never saw.
 
         The session's revision is the uid of the newest message it saw stored (set by every
         read and append of this service; for a session built elsewhere, its last event).
-        The check reads before the write: two writers checking in the same instant can both
+        The check reads before the write, under this service's lock: of two stale writers
+        through one service exactly one wins. The store has no conditional append (store
+        this message only if the session's newest uid is still the revision), so writers
+        in two processes (or through two services) checking in the same instant can both
         pass, and then both events are kept.
         """
         marker = session._storage_update_marker
         if marker is None:
             marker = session.events[-1].id if session.events else ""
-        recent = [m.uid for m in self._newest(session.id, _RECENT)]
+        recent = [m.uid for m in self._newest(stored.id, _RECENT)]
         if event.id in recent:
             return  # a re-delivery of an event already stored: stores nothing again
         if (recent[0] if recent else "") != marker:

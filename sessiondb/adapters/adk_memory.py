@@ -4,20 +4,25 @@ from __future__ import annotations
 
 import os
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 from google.adk.errors.already_exists_error import AlreadyExistsError
+from google.adk.events.event import Event
 from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemoryResponse
 from google.adk.memory.memory_entry import MemoryEntry
 from google.adk.sessions.session import Session
 from typing_extensions import override
 
-from ..errors import InvalidInput, SessionExists
+from ..errors import InvalidInput, MessageConflict, SessionExists
+from ..model import Session as StoredSession
 from ..store.aio import AsyncStore
 from ..store.contract import Store
-from . import adk_state as state
 from .adk_events import event_of, message_of
 from .adk_store import SOURCE, OnStore, belongs
+
+#: The ADK session id under which add_events_to_memory keeps events given without one (the
+#: SDK's in-memory service's name for that bucket).
+UNSESSIONED = "__unknown_session_id__"
 
 
 class SessiondbMemoryService(OnStore, BaseMemoryService):
@@ -25,10 +30,12 @@ class SessiondbMemoryService(OnStore, BaseMemoryService):
 
     The events of a session written through SessiondbSessionService are already stored,
     so `add_session_to_memory` only checks that; a session kept elsewhere is copied in
-    (idempotently, by event id). `search_memory` runs sessiondb's recall (store.recall:
-    the query is the model's own phrasing, so any of its content words may match,
-    stemmed, rare words counting most) over the user's conversations in the app and
-    returns up to `limit` events, best first.
+    (idempotently, by event id). `add_events_to_memory` adds events to the session named
+    (created when new; events given without a session go to one of the user's own), each
+    event id once: an id already stored keeps what was stored first. `search_memory`
+    runs sessiondb's recall (store.recall: the query is the model's own phrasing, so any
+    of its content words may match, stemmed, rare words counting most) over the user's
+    conversations in the app and returns up to `limit` events, best first.
     """
 
     def __init__(self, location: str | os.PathLike[str] | None = None, *, store: Store | AsyncStore | None = None,
@@ -44,16 +51,48 @@ class SessiondbMemoryService(OnStore, BaseMemoryService):
 
     def _remember(self, session: Session) -> None:
         events = [e for e in session.events if not e.partial]
-        if self._conversation(session.app_name, session.user_id, session.id) is None:
-            try:
-                self._store.create_session(SOURCE, session_id=session.id, user_id=session.user_id,
-                                           metadata={state.APP_KEY: session.app_name})
-            except SessionExists:
-                raise AlreadyExistsError(f"Session id {session.id} is taken by another app or user.") from None
-        elif not events or [m.uid for m in self._newest(session.id)] == [events[-1].id]:
+        stored = self._conversation(session.app_name, session.user_id, session.id)
+        if stored is None:
+            stored = self._claimed(session.app_name, session.user_id, session.id)
+        elif not events or [m.uid for m in self._newest(stored.id)] == [events[-1].id]:
             return  # stored as it was appended: nothing to do
-        if events:
-            self._store.append(session.id, [message_of(e) for e in events])  # only the missing ones are written
+        self._keep(stored.id, [message_of(e) for e in events])
+
+    @override
+    async def add_events_to_memory(self, *, app_name: str, user_id: str, events: Sequence[Event],
+                                   session_id: str | None = None,
+                                   custom_metadata: Mapping[str, object] | None = None) -> None:
+        events = [e for e in events if not e.partial]  # serialised on the loop: later changes to them are not kept
+        await self._off_loop(self._add_events, app_name, user_id, [message_of(e) for e in events],
+                             session_id or UNSESSIONED)
+
+    def _add_events(self, app_name: str, user_id: str, messages: list[dict[str, Any]], session_id: str) -> None:
+        stored = self._conversation(app_name, user_id, session_id) or self._claimed(app_name, user_id, session_id)
+        self._keep(stored.id, messages)
+
+    def _claimed(self, app_name: str, user_id: str, session_id: str) -> StoredSession:
+        """The conversation of an ADK session this service is the first to store."""
+        try:
+            return self._claim(app_name, user_id, session_id, {})
+        except SessionExists:  # created by another writer since it was looked up
+            found = self._conversation(app_name, user_id, session_id)
+            if found is None:
+                raise AlreadyExistsError(f"Session id {session_id} is taken.") from None
+            return found
+
+    def _keep(self, stored_id: str, messages: list[dict[str, Any]]) -> None:
+        """Store the events' messages not stored yet (an event id stored with other content
+        keeps the stored one, as the SDK's in-memory service keeps the first)."""
+        if not messages:
+            return
+        try:
+            self._store.append(stored_id, messages)  # one batch: only the missing ones are written
+        except MessageConflict:  # the batch is refused whole: store the others one by one
+            for message in messages:
+                try:
+                    self._store.append(stored_id, message)
+                except MessageConflict:
+                    pass
 
     @override
     async def search_memory(self, *, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:

@@ -1,13 +1,22 @@
 """What both ADK services share: their store, one worker-thread hop per call, and which
-stored sessions are an app's and a user's conversations."""
+stored sessions are an app's and a user's conversations.
+
+An ADK session id is unique per app and user, not per store: two users may each have
+`s1`. A conversation is stored under its ADK id when that id is free in the store (every
+conversation stored before this rule was, so those stores read as they did), and under an
+id derived from the app, the user and the ADK id when another session holds it; the
+ADK id then rides in its metadata (ADK_ID_KEY). Reads look under both.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import os
 from typing import Any, Callable, TypeVar
 
-from ..errors import NotFound
+from ..errors import NotFound, SessionExists
 from ..model import Message
 from ..model import Session as StoredSession
 from ..store.aio import AsyncStore
@@ -17,7 +26,21 @@ from .binding import StoreBinding
 
 #: The source of the sessions that hold ADK conversations.
 SOURCE = "adk"
+#: The metadata key with the ADK session id of a conversation stored under a derived id.
+ADK_ID_KEY = "adk_session_id"
 T = TypeVar("T")
+
+
+def derived_id(app_name: str, user_id: str, session_id: str) -> str:
+    """The id a conversation is stored under when its ADK id is held by another session
+    (a digest: any ADK id, however long, gives a valid sessiondb id)."""
+    digest = hashlib.sha256(json.dumps([app_name, user_id, session_id]).encode()).hexdigest()[:32]
+    return f"adk-session-{digest}"
+
+
+def adk_id(stored: StoredSession) -> str:
+    """The ADK session id of a stored conversation."""
+    return stored.metadata.get(ADK_ID_KEY, stored.id)
 
 
 def belongs(stored: StoredSession, app_name: str, user_id: str | None) -> bool:
@@ -51,11 +74,32 @@ class OnStore:
 
     def _conversation(self, app_name: str, user_id: str, session_id: str) -> StoredSession | None:
         """The stored session behind an ADK session of this app and user, or None."""
+        session_id = session_id.strip()  # the SDK's services ignore padding
+        for candidate in (session_id, derived_id(app_name, user_id, session_id)):
+            try:
+                stored = self._store.get_session(candidate)
+            except NotFound:
+                continue
+            if belongs(stored, app_name, user_id) and adk_id(stored) == session_id:
+                return stored
+        return None
+
+    def _claim(self, app_name: str, user_id: str, session_id: str | None,
+               metadata: dict[str, Any]) -> StoredSession:
+        """Create the conversation of a new ADK session (its id minted when None): under its
+        own id when free, else under the derived one. SessionExists when this app and user
+        already have a session of that id."""
+        metadata = {state.APP_KEY: app_name, **metadata}
+        if session_id is None:
+            return self._store.create_session(SOURCE, user_id=user_id, metadata=metadata)
+        session_id = session_id.strip()
         try:
-            stored = self._store.get_session(session_id.strip())  # the SDK's services ignore padding
-        except NotFound:
-            return None
-        return stored if belongs(stored, app_name, user_id) else None
+            return self._store.create_session(SOURCE, session_id=session_id, user_id=user_id, metadata=metadata)
+        except SessionExists:
+            if self._conversation(app_name, user_id, session_id) is not None:
+                raise
+        return self._store.create_session(SOURCE, session_id=derived_id(app_name, user_id, session_id),
+                                          user_id=user_id, metadata={**metadata, ADK_ID_KEY: session_id})
 
     def _newest(self, session_id: str, count: int = 1) -> list[Message]:
         """The conversation's newest messages, newest first, wherever a rotation moved it."""

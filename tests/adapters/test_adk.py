@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -22,11 +24,16 @@ from google.genai import types
 
 import sessiondb
 from sessiondb.adapters.adk import SessiondbMemoryService, SessiondbSessionService
+from sessiondb.adapters.adk_events import message_of
 
 sys.path.insert(0, str(Path(__file__).parent))
 from adk_agent import APP, ScriptedModel, ask, runner  # noqa: E402  (tests/adapters/adk_agent.py)
 
 WORKER = Path(__file__).with_name("adk_worker.py")
+APPENDER = Path(__file__).with_name("adk_appender.py")
+#: This checkout first on a child's path: the venv's editable install may point at another one.
+CHILD_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]),
+                                                                      os.environ.get("PYTHONPATH")]))}
 
 
 @pytest.fixture(autouse=True)
@@ -158,28 +165,54 @@ def test_sessions_are_listed_per_app_and_user_and_deleted(where):
             a1 = await sessions.get_session(app_name=APP, user_id="ana", session_id="a1")
             await sessions.append_event(a1, Event(invocation_id="inv", author="user",
                                                   content=types.Content(role="user", parts=[types.Part(text="hi")])))
-            for app, user in ((APP, "ana"), (APP, "ben")):  # ids are unique across the store
-                with pytest.raises(AlreadyExistsError):
-                    await sessions.create_session(app_name=app, user_id=user, session_id="a1")
+            with pytest.raises(AlreadyExistsError):  # an id is unique per app and user...
+                await sessions.create_session(app_name=APP, user_id="ana", session_id="a1")
+            await sessions.create_session(app_name=APP, user_id="ben", session_id="a1")  # ...not per store
             with pytest.raises(sessiondb.InvalidInput, match="not a valid session id"):
                 await sessions.create_session(app_name=APP, user_id="ana", session_id="a/b")
-            listed = {u: [(s.id, s.state, s.events) for s in
+            listed = {u: [(s.user_id, s.id, s.state, s.events) for s in
                           (await sessions.list_sessions(app_name=APP, user_id=u)).sessions] for u in ("ana", None)}
-            strangers = [await sessions.get_session(app_name=APP, user_id="ben", session_id="a1"),
-                         await sessions.get_session(app_name="other-app", user_id="ana", session_id="a1")]
-            await sessions.delete_session(app_name=APP, user_id="ben", session_id="a1")  # not ben's: kept
+            bens = await sessions.get_session(app_name=APP, user_id="ben", session_id="a1")
+            strangers = [await sessions.get_session(app_name="other-app", user_id="ana", session_id="a1")]
+            await sessions.delete_session(app_name=APP, user_id="ben", session_id="a1")  # ben's own
             kept = await sessions.get_session(app_name=APP, user_id="ana", session_id="a1")
             await sessions.delete_session(app_name=APP, user_id="ana", session_id="a1")
             gone = await sessions.get_session(app_name=APP, user_id="ana", session_id="a1")
-            return listed, strangers, kept, gone
+            return listed, bens, strangers, kept, gone
 
-    listed, strangers, kept, gone = asyncio.run(scenario())
-    assert listed["ana"] == [("a1", {"app:theme": "dark"}, [])]
-    assert listed[None] == [("b1", {"app:theme": "dark"}, []), ("a1", {"app:theme": "dark"}, [])]  # oldest update first
-    assert strangers == [None, None]
+    listed, bens, strangers, kept, gone = asyncio.run(scenario())
+    theme = {"app:theme": "dark"}
+    assert listed["ana"] == [("ana", "a1", theme, [])]
+    # oldest update first
+    assert listed[None] == [("ben", "b1", theme, []), ("ana", "a1", theme, []), ("ben", "a1", theme, [])]
+    assert (bens.user_id, bens.events) == ("ben", []) and strangers == [None]
     assert [e.content.parts[0].text for e in kept.events] == ["hi"] and gone is None
     with store_of(where) as store, pytest.raises(sessiondb.NotFound):
         store.get_session("a1")
+
+
+def test_a_store_written_before_ids_were_per_user_reads_as_it_did(where):
+    # Then every conversation was stored under its ADK id, with no other mark: such a store
+    # needs no migration, and a namesake created now is stored beside it.
+    with store_of(where) as store:
+        store.create_session("adk", session_id="s1", user_id="ana", metadata={"app_name": APP})
+        store.append("s1", message_of(event(1, "Book the ferry")))
+
+    async def scenario():
+        async with service(where) as sessions:
+            old = await sessions.get_session(app_name=APP, user_id="ana", session_id="s1")
+            await sessions.create_session(app_name=APP, user_id="ben", session_id="s1")
+            await sessions.append_event(old, event(2))
+            listed = (await sessions.list_sessions(app_name=APP, user_id=None)).sessions
+            return (old, [(s.user_id, s.id) for s in listed],
+                    await sessions.get_session(app_name=APP, user_id="ben", session_id="s1"))
+
+    old, listed, bens = asyncio.run(scenario())
+    assert [e.id for e in old.events] == ["event-1", "event-2"]
+    assert listed == [("ana", "s1"), ("ben", "s1")]  # by last update: its events are stamped in 1970
+    assert (bens.user_id, bens.events) == ("ben", [])
+    with store_of(where) as store:
+        assert [m.uid for m in store.transcript("s1")] == ["event-1", "event-2"]  # still under its own id
 
 
 def test_an_event_reads_back_equal(where):
@@ -262,6 +295,37 @@ def test_a_session_changed_elsewhere_is_stale(where):
     assert "lost" not in reread.state
 
 
+def test_of_two_stale_copies_appending_at_once_through_one_service_exactly_one_is_stored(where):
+    # Each writer's stale check, once it has read the store, waits for the other writer to
+    # have read it too: if the check and the write were two steps, both would pass and both
+    # events be stored. The wait is a bound on a hang (the other writer may be held off, as
+    # it must be), never a latency claim.
+    both_read = threading.Barrier(2, timeout=1)
+
+    async def scenario():
+        async with service(where) as sessions:
+            await sessions.create_session(app_name=APP, user_id="ana", session_id="raced")
+            read = sessions._newest
+
+            def newest_then_wait(session_id, count=1):
+                found = read(session_id, count)
+                if count > 1:  # the stale check's read
+                    with contextlib.suppress(threading.BrokenBarrierError):
+                        both_read.wait()
+                return found
+
+            sessions._newest = newest_then_wait
+            loaded = await sessions.get_session(app_name=APP, user_id="ana", session_id="raced")
+            copies = [loaded.model_copy(deep=True) for _ in range(2)]
+            results = await asyncio.gather(*(sessions.append_event(copy, event(n)) for n, copy in enumerate(copies, 1)),
+                                           return_exceptions=True)
+            return results, await sessions.get_session(app_name=APP, user_id="ana", session_id="raced")
+
+    results, reread = asyncio.run(scenario())
+    assert sorted(type(r).__name__ for r in results) == ["Event", "StaleSessionError"]
+    assert [e.id for e in reread.events] == [next(r.id for r in results if isinstance(r, Event))]
+
+
 def test_eight_runs_from_two_processes_lose_and_repeat_nothing(where):
     location, options = where
 
@@ -291,6 +355,34 @@ def test_eight_runs_from_two_processes_lose_and_repeat_nothing(where):
     assert sorted(m.text for m in rows if m.role == "assistant" and m.text) == sorted(
         f"The forecast: sunny in {c}." for c in cities)
     assert {f"state:asked_{c}" for c in cities} <= set(user_state)  # every run's user: key, from both processes
+
+
+def test_two_processes_appending_to_one_session_keep_every_event_once_in_each_writer_s_order(tmp_path):
+    path, count = str(tmp_path / "agents.db"), 40
+
+    async def create():
+        async with SessiondbSessionService(path) as sessions:
+            return (await sessions.create_session(app_name="travel", user_id="ana")).id
+
+    session_id = asyncio.run(create())
+    writers = {name: subprocess.Popen([sys.executable, str(APPENDER), path, session_id, name, str(count)],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=CHILD_ENV)
+               for name in ("north", "south")}
+    acknowledged = {}
+    for name, writer in writers.items():
+        out, err = writer.communicate(timeout=240)
+        assert writer.returncode == 0, err
+        acknowledged[name] = json.loads(out)
+
+    async def read():
+        async with SessiondbSessionService(path) as sessions:
+            return await sessions.get_session(app_name="travel", user_id="ana", session_id=session_id)
+
+    stored = [e.id for e in asyncio.run(read()).events]
+    assert sorted(stored) == sorted(f"{name}-{i}" for name in writers for i in range(count))  # each once
+    for name in writers:
+        mine = [i for i in stored if i.startswith(f"{name}-")]
+        assert mine == acknowledged[name] == [f"{name}-{i}" for i in range(count)]  # in the order it wrote
 
 
 @pytest.mark.parametrize("mode", ["in_place", "rotate"])
@@ -351,11 +443,12 @@ def test_memory_finds_an_earlier_sessions_words(where):
             other = await kept_elsewhere.create_session(app_name=APP, user_id="ana", session_id="elsewhere")
             await kept_elsewhere.append_event(other, event(1, "Pack the umbrella for Porto"))
             await memory.add_session_to_memory(other)
-            impostor = await kept_elsewhere.create_session(app_name=APP, user_id="ben", session_id=earlier.id)
-            with pytest.raises(AlreadyExistsError):  # an id that is another user's conversation is refused
-                await memory.add_session_to_memory(impostor)
+            namesake = await kept_elsewhere.create_session(app_name=APP, user_id="ben", session_id=earlier.id)
+            await kept_elsewhere.append_event(namesake, event(2, "Pack the scarf for Oslo"))
+            await memory.add_session_to_memory(namesake)  # ana's session id, ben's own session
             found = {(u, q): (await memory.search_memory(app_name=APP, user_id=u, query=q)).memories
-                     for u, q in (("ana", "kyoto"), ("ana", "lisbon"), ("ben", "kyoto"), ("ana", "umbrella"))}
+                     for u, q in (("ana", "kyoto"), ("ana", "lisbon"), ("ben", "kyoto"), ("ana", "umbrella"),
+                                  ("ben", "scarf"), ("ana", "scarf"))}
             return earlier, found
 
     earlier, found = asyncio.run(scenario())
@@ -367,10 +460,38 @@ def test_memory_finds_an_earlier_sessions_words(where):
         datetime.fromtimestamp(e.timestamp, timezone.utc).isoformat() for e in earlier.events if e.id in {m.id for m in kyoto}}
     assert found["ana", "lisbon"] == [] and found["ben", "kyoto"] == []  # another user's words stay theirs
     assert [m.content.parts[0].text for m in found["ana", "umbrella"]] == ["Pack the umbrella for Porto"]
+    assert [m.content.parts[0].text for m in found["ben", "scarf"]] == ["Pack the scarf for Oslo"]
+    assert found["ana", "scarf"] == []
     with store_of(where) as store:
         assert len(store.transcript(earlier.id)) == 4
     with pytest.raises(sessiondb.InvalidInput, match="limit"):
         SessiondbMemoryService(location, limit=0, **open_options)
+
+
+def test_events_added_to_memory_are_added_once_each_to_the_session_named(where):
+    location, open_options = where
+
+    async def scenario():
+        async with service(where) as sessions, SessiondbMemoryService(location, **open_options) as memory:
+            trip = await sessions.create_session(app_name=APP, user_id="ana", session_id="trip")
+            await sessions.append_event(trip, event(1, "Book the ferry to Capri"))
+            await memory.add_events_to_memory(app_name=APP, user_id="ana", session_id="trip",
+                                              events=[event(2, "Pack the sunscreen"), event(1, "Other words, same id")])
+            await memory.add_events_to_memory(app_name=APP, user_id="ana", events=[event(3, "Renew the passport")])
+            await memory.add_events_to_memory(app_name=APP, user_id="ben", events=[event(3, "Renew the visa")])
+            trip = await sessions.get_session(app_name=APP, user_id="ana", session_id="trip")
+            found = {(u, q): [m.content.parts[0].text for m in
+                              (await memory.search_memory(app_name=APP, user_id=u, query=q)).memories]
+                     for u, q in (("ana", "ferry"), ("ana", "passport"), ("ben", "passport"), ("ben", "visa"))}
+            return trip, found
+
+    trip, found = asyncio.run(scenario())
+    # appended to the session named, not replacing it; an id stored already keeps its first words
+    assert [said(e.content.parts[0]) for e in trip.events] == ["Book the ferry to Capri", "Pack the sunscreen"]
+    assert found["ana", "ferry"] == ["Book the ferry to Capri"]
+    # events given without a session are the user's own, in the app
+    assert found["ana", "passport"] == ["Renew the passport"] and found["ben", "passport"] == []
+    assert found["ben", "visa"] == ["Renew the visa"]
 
 
 def test_memory_answers_the_model_s_own_phrasing_as_the_sdk_s_memory_does(where):

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "adapters"
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs" / "adapters"
 ENVIRONMENTS = Path(__file__).resolve().parent / "doc_environments"
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 PAGES = sorted(DOCS.glob("*.md"))
@@ -49,7 +50,9 @@ def test_the_page_example_runs(page, tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     with environment_of(page, tmp_path) as extra:
-        env = {**os.environ, "SESSIONDB_HOME": str(home), **extra}
+        # This checkout first on the path: the venv's editable install may point at another one.
+        path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+        env = {**os.environ, "SESSIONDB_HOME": str(home), "PYTHONPATH": path, **extra}
         done = subprocess.run([sys.executable, "-c", program], cwd=home, env=env,
                               capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, f"{page.name}'s example failed:\n{done.stdout}\n{done.stderr}"
