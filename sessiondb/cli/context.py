@@ -19,7 +19,7 @@ from .. import open_store, profiles
 from ..errors import SessionDBError, StorageError, StoreHeld, classify
 from ..guidance import command_for, error_code, for_error
 from ..store.contract import Store
-from ..store.locations import holds_profiles, shown_location
+from ..store.locations import holds_profiles, locate, shown_location
 
 T = TypeVar("T")
 
@@ -55,9 +55,10 @@ class CliContext:
             return self.store if self.store is not None and holds_profiles(self.store) else None
 
     def require_profile(self, profile: str | None = None) -> None:
-        """Refuse, saying how to create it, a named profile that does not exist."""
+        """Refuse, saying how to create it, a named profile (or a store file) that does not exist."""
         if self._one_file:
-            return  # a store file is one store: -p is refused when it is opened
+            self._require_file()  # -p is refused when a store file is opened: it is one store
+            return
         with self.refusals():
             profiles.require(profile or self.profile, self.home, given_home=self.home is not None,
                              url=self.server, command=None if self.server is None else self._bare_command)
@@ -68,6 +69,31 @@ class CliContext:
             self.require_profile(profile)
         with self.refusals():
             return open_store(**self.where(profile))
+
+    def _require_file(self) -> None:
+        """A store file named by --store (or $SESSIONDB_URL) must exist, as a profile must:
+        a mistyped path is refused rather than becoming an empty store."""
+        with self.refusals():
+            place = locate(self.store)
+        if place.kind == "sqlite" and not place.target.exists():
+            raise CliError(f"no store at {place.target}: check the path; an import creates a new store file "
+                           f"(`{self._bare_command} sessions import FILE`, or `import --from TOOL`)", "not_found")
+
+    @contextmanager
+    def importing(self, *, dry_run: bool = False) -> Iterator[Store]:
+        """The store an import writes into. A profile that does not exist yet is created for
+        it, and deleted again unless the import wrote: a dry run, or an import that was
+        refused, leaves no profile behind."""
+        created = not self.profile_exists(self.profile)
+        try:
+            with self.open(create=True) as store:
+                yield store
+        except click.ClickException:
+            if created:
+                self.delete_profile(self.profile)
+            raise
+        if created and dry_run:
+            self.delete_profile(self.profile)
 
     def where(self, profile: str | None = None) -> dict[str, str | None]:
         """The store chosen, as open_store's and open_doctor's arguments."""

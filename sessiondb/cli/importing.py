@@ -39,7 +39,7 @@ def import_history(ctx: CliContext, source: str, path: str | None, watch: bool, 
     Importing again stores nothing twice. A line or row that cannot be read is skipped
     and reported with its file and line; the rest is imported.
     """
-    with ctx.open() as store:
+    with ctx.importing() as store:
         try:
             root = importers.location(source, path)
             with _progress(as_json) as progress:

@@ -104,20 +104,10 @@ def import_(ctx: CliContext, file: str, dry_run: bool, as_json: bool) -> None:
     The whole file is validated first; any bad record stops the import with its line
     number, before anything is written.
     """
-    # Importing into a profile that does not exist yet creates it, but only for an import
-    # that writes: a dry run or a file the dry run rejects leaves no profile behind.
-    created = not ctx.profile_exists(ctx.profile)
-    try:
-        with ctx.open(create=True) as store:
-            report = _import(ctx, store, file, dry_run=True)
-            if not dry_run:
-                report = _import(ctx, store, file, dry_run=False)
-    except click.ClickException:
-        if created:
-            ctx.delete_profile(ctx.profile)
-        raise
-    if created and dry_run:
-        ctx.delete_profile(ctx.profile)
+    with ctx.importing(dry_run=dry_run) as store:
+        report = _import(ctx, store, file, dry_run=True)
+        if not dry_run:
+            report = _import(ctx, store, file, dry_run=False)
     if as_json:
         render.emit_json({**report.to_dict(), "dry_run": dry_run})
         return
