@@ -180,6 +180,33 @@ class CliContext:
         return CliError(message, error_code(exc, cause), detail)
 
 
+@contextmanager
+def completing(click_ctx: click.Context, *, profile: bool = True) -> Iterator[CliContext | None]:
+    """For shell completion: the CliContext the command line typed so far names (its
+    --home, --store and, with `profile`, -p), or None when its store does not exist.
+    Completion never creates a store and never fails: an error completes nothing."""
+    root = click_ctx.find_root().params
+    home, store = root.get("home"), root.get("store")
+    ctx = CliContext(home=home, profile=root.get("profile") if profile else None, store=None if home else store)
+    try:
+        ctx.require_profile()
+    except Exception:
+        yield None
+        return
+    try:
+        yield ctx
+    except Exception:
+        return  # suppressed: the caller's code after its `with` completes nothing
+
+
+def complete_profile(click_ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """Shell completion of -p: the profiles of the home (or server) the command line names."""
+    with completing(click_ctx, profile=False) as ctx:
+        if ctx is not None:
+            return [name for name in ctx.list_profiles() if name.startswith(incomplete)]
+    return []
+
+
 def keep_old_name(group: click.Group, old: str, command: click.Command) -> None:
     """Serve `command` as `old` too, its name in the previous release, until the next one
     (docs/names.md): hidden from help, with a one-line note on stderr so stdout (and --json)

@@ -14,14 +14,14 @@ import sys
 
 import click
 from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from .. import importers
 from ..errors import SessionDBError
 from ..importers.core import ImportReport
 from . import render
 from .context import CliContext
-from .sessions import json_option
+from .output import JsonOutput, json_option
 
 
 @click.command("import")
@@ -33,7 +33,7 @@ from .sessions import json_option
               help="With --watch: seconds between looks at the source.")
 @json_option
 @click.pass_obj
-def import_history(ctx: CliContext, source: str, path: str | None, watch: bool, interval: float, as_json: bool) -> None:
+def import_history(ctx: CliContext, source: str, path: str | None, watch: bool, interval: float, as_json: JsonOutput | None) -> None:
     """Import another agent tool's history (PATH, or the tool's default location).
 
     Importing again stores nothing twice. A line or row that cannot be read is skipped
@@ -53,7 +53,7 @@ def import_history(ctx: CliContext, source: str, path: str | None, watch: bool, 
         except SessionDBError as exc:
             raise click.ClickException(" ".join(str(exc).split())) from None
     if as_json:
-        render.emit_json(report.to_dict())
+        as_json.emit(report.to_dict())
         return
     for bad in report.malformed:
         where = f"{bad['file']}:{bad['line']}" if bad["line"] is not None else bad["file"]
@@ -78,11 +78,12 @@ def _pass_line(report: ImportReport) -> None:
 
 class _progress:
     """A progress line on stderr when it is a terminal (and not --json): a callback that
-    shows the running counts, or None."""
+    shows the running counts, and the files read of all there are when the tool keeps a
+    file per session (a bar), or None."""
 
     def __init__(self, quiet: bool) -> None:
         self.bar = None if quiet or not sys.stderr.isatty() else Progress(
-            SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
             console=Console(stderr=True, no_color=bool(os.environ.get("NO_COLOR"))), transient=True)
 
     def __enter__(self):
@@ -93,7 +94,8 @@ class _progress:
 
         def update(report: ImportReport) -> None:
             self.bar.update(task, description=f"{report.sessions} session(s), {report.messages} new message(s), "
-                                              f"{report.skipped} already stored")
+                                              f"{report.skipped} already stored",
+                            total=report.files, completed=report.files_read)
 
         return update
 

@@ -31,7 +31,7 @@ from ..store.contract import Store
 from ..store.locations import holds_profiles, shown_location
 from . import render
 from .context import CliContext
-from .sessions import json_option
+from .output import JsonOutput, json_option
 
 
 @dataclass(frozen=True)
@@ -148,7 +148,7 @@ def _move(ctx: CliContext, move: _Move, target_at: str, show: bool, filled: set[
 @json_option
 @click.pass_obj
 def migrate(ctx: CliContext, sources: tuple[str, ...], source_profile: str | None, target_at: str,
-            target_profile: str | None, progress: bool | None, as_json: bool) -> None:
+            target_profile: str | None, progress: bool | None, as_json: JsonOutput | None) -> None:
     """Copy every session, message and usage row of stores into others, resumably.
 
     Run it again after an interruption: what the targets already hold is skipped.
@@ -164,7 +164,7 @@ def migrate(ctx: CliContext, sources: tuple[str, ...], source_profile: str | Non
             _print(done[-1])
     seconds = round(time.monotonic() - started, 3)
     if as_json:
-        render.emit_json({"stores": done, "seconds": seconds})
+        as_json.emit({"stores": done, "seconds": seconds})
     elif len(done) > 1:
         click.echo(f"migrated {len(done)} stores in {seconds:.1f} s")
 

@@ -75,6 +75,9 @@ class Writer:
         elif isinstance(event, Mark):
             self.finish()
             event.apply()  # only now: everything before the mark is stored
+            self.report.files_read += 1
+            if self.progress:
+                self.progress(self.report)
 
     def _refused(self, event: Event, reason: str, where: tuple[str, int | None] | None = None) -> None:
         """Report what the store refused where it came from (its session, when the source names no place)."""
