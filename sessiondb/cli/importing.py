@@ -1,7 +1,8 @@
 """`sessiondb import --from TOOL [PATH] [--watch]`: other agent tools' histories into the store.
 
 The face of `sessiondb.importers.import_from` and `watch`: it parses, calls and renders.
-On a terminal a progress line counts sessions and messages as they are stored; a
+On a terminal a progress line counts sessions and messages as they are stored (and the
+files read of how many there are, for a tool that keeps a file per session); a
 report follows (sessions, messages, skipped, malformed, each malformed line with its
 file and line number on stderr). With --watch it keeps following the source until
 Ctrl-C, printing what each pass that found something stored.
