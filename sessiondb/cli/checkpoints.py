@@ -8,7 +8,6 @@ import click
 
 from ..exports import when
 from ..turns import Checkpoints
-from . import render
 from .context import CliContext
 from .output import JsonOutput, json_option
 from .sessions import chosen, complete_session, resolve, session_ref

@@ -34,7 +34,8 @@ from .output import JsonOutput, json_option
               help="With --watch: seconds between looks at the source.")
 @json_option
 @click.pass_obj
-def import_history(ctx: CliContext, source: str, path: str | None, watch: bool, interval: float, as_json: JsonOutput | None) -> None:
+def import_history(ctx: CliContext, source: str, path: str | None, watch: bool, interval: float,
+                   as_json: JsonOutput | None) -> None:
     """Import another agent tool's history (PATH, or the tool's default location).
 
     Importing again stores nothing twice. A line or row that cannot be read is skipped

@@ -29,7 +29,6 @@ from .. import open_store, profiles
 from ..errors import InvalidInput
 from ..store.contract import Store
 from ..store.locations import holds_profiles, shown_location
-from . import render
 from .context import CliContext
 from .output import JsonOutput, json_option
 

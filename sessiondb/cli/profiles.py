@@ -11,7 +11,6 @@ import click
 
 from ..home import DEFAULT_PROFILE, profile_dir, resolve_home
 from ..store.locations import shown_location
-from . import render
 from .context import CliContext
 from .output import JsonOutput, json_option
 

@@ -288,7 +288,8 @@ def search(ctx: CliContext, query: str, source: str | None, session_ref: str | N
 @json_option
 @click.pass_obj
 def recall(ctx: CliContext, question: str, source: str | None, session_ref: str | None, role: str | None,
-           since: float | None, until: float | None, include_tools: bool, limit: int, as_json: JsonOutput | None) -> None:
+           since: float | None, until: float | None, include_tools: bool, limit: int,
+           as_json: JsonOutput | None) -> None:
     """Ask a question in your own words: the messages that best answer it."""
     with ctx.open() as store:
         session_id = None if session_ref is None else resolve(ctx, store, session_ref).id

@@ -54,8 +54,9 @@ def export(ctx: CliContext, refs: tuple[str, ...], session_refs: tuple[str, ...]
             yield record
 
     with ctx.open() as store:
-        ids = [resolve(ctx, store, ref).id for ref in wanted] + ([chosen(ctx, store, None, True).id] if latest else []) \
-            if wanted or latest else None
+        ids = None  # every session
+        if wanted or latest:
+            ids = [resolve(ctx, store, ref).id for ref in wanted] + ([chosen(ctx, store, None, True).id] if latest else [])
         # A bar only for a file: on stdout the export is the output.
         total = (len(ids) if ids is not None else ctx.call(store.stats).sessions) if output and progress.shown() else None
         bar = progress.progress(f"exporting to {output}", total) if output else nullcontext(lambda: None)

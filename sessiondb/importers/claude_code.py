@@ -7,8 +7,9 @@ after which a user line with `isCompactSummary` holds the summary; `summary` lin
 title, and a `custom-title` line (`/rename`) the title a person chose, which wins. A
 response's `thinking` blocks are kept as its reasoning; tools the API's server runs
 (`server_tool_use`: web search, web fetch, code execution) are tool calls like the
-others, answered by the `*_tool_result` blocks of the same response. A subagent's lines (`isSidechain`, `agentId`, in `<session>/subagents/agent-*.jsonl`
-or inline) become their own session, started from the main one.
+others, answered by the `*_tool_result` blocks of the same response. A subagent's lines
+(`isSidechain`, `agentId`, in `<session>/subagents/agent-*.jsonl` or inline) become their
+own session, started from the main one.
 
 A model response is written as several lines (one per content block) that repeat the
 same `message.id` and usage: the usage is taken from the first of them only, and the last

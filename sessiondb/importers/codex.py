@@ -6,8 +6,8 @@ for what was said and done (messages, function and custom tool calls and their o
 reasoning: the Responses format, see responses.py), `event_msg` for UI events (of which
 only `token_count` is kept: the session's running token totals) and `compacted` for a
 compaction: its summary, or (a compaction by the server, whose summary is empty) the
-history the conversation continues from, `replacement_history`. Earlier releases wrote the meta as a bare first line and the items
-without an envelope; both are read. `$CODEX_HOME` moves the default location.
+history the conversation continues from, `replacement_history`. Earlier releases wrote
+the meta as a bare first line and the items without an envelope; both are read. `$CODEX_HOME` moves the default location.
 
 Rollout items carry no ids, so a message's identity is a fingerprint of its session, its
 line and what it says; rollout files are only ever appended to.
