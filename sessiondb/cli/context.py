@@ -74,10 +74,8 @@ class CliContext:
         """A store file named by --store (or $SESSIONDB_URL) must exist, as a profile must:
         a mistyped path is refused rather than becoming an empty store."""
         with self.refusals():
-            place = locate(self.store)
-        if place.kind == "sqlite" and not place.target.exists():
-            raise CliError(f"no store at {place.target}: check the path; an import creates a new store file "
-                           f"(`{self._bare_command} sessions import FILE`, or `import --from TOOL`)", "not_found")
+            require_store_file(self.store, f"an import creates a new store file (`{self._bare_command} sessions "
+                                           "import FILE`, or `import --from TOOL`)")
 
     @contextmanager
     def importing(self, *, dry_run: bool = False) -> Iterator[Store]:
@@ -178,6 +176,14 @@ class CliContext:
         if isinstance(exc, StoreHeld):
             detail = {"holders": [str(h) for h in exc.holders]}
         return CliError(message, error_code(exc, cause), detail)
+
+
+def require_store_file(location: str, how_to_make: str) -> None:
+    """Refuse a store file's location (a path or a `sqlite:` URL) where no store is,
+    saying `how_to_make` one; a server's URL is never refused here."""
+    place = locate(location)
+    if place.kind == "sqlite" and not place.target.exists():
+        raise CliError(f"no store at {place.target}: check the path; {how_to_make}", "not_found")
 
 
 @contextmanager

@@ -29,7 +29,7 @@ from .. import open_store, profiles
 from ..errors import InvalidInput
 from ..store.contract import Store
 from ..store.locations import holds_profiles, shown_location
-from .context import CliContext
+from .context import CliContext, require_store_file
 from .output import JsonOutput, json_option
 
 
@@ -80,6 +80,7 @@ def _open_source(ctx: CliContext, move: _Move) -> Store:
         if _is_location(move.source):
             if move.source_profile is not None:
                 profiles.require(move.source_profile, url=move.source)
+            require_store_file(move.source, "a store to copy from is read, never made")  # a typo creates nothing
             return open_store(move.source, profile=move.source_profile)
         profiles.require(move.source, ctx.home, given_home=ctx.home is not None)  # a typo creates nothing
         return open_store(home=ctx.home, profile=move.source)

@@ -113,3 +113,9 @@ def test_serve_on_a_busy_port_says_so_before_anything_else(tmp_path):
     assert result.stdout == ""
     assert result.stderr.strip() == (f"Error: cannot serve on 127.0.0.1:{port}: another program is listening on "
                                      "that port; choose another with --port")
+
+
+def test_a_mistyped_path_to_migrate_from_creates_nothing(tmp_path):
+    result = run("migrate", "--from", str(tmp_path / "nope.db"), "--to", str(tmp_path / "new.db"))
+    assert result.exit_code == 1 and f"no store at {tmp_path / 'nope.db'}: check the path" in result.output
+    assert list(tmp_path.iterdir()) == []
