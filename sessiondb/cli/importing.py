@@ -20,7 +20,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from .. import importers
 from ..errors import SessionDBError
 from ..importers.core import ImportReport
-from . import render
 from .context import CliContext
 from .output import JsonOutput, json_option
 

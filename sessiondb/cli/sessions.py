@@ -2,7 +2,8 @@
 
 Each command parses its arguments, makes one library call (plus, for `list`, the first
 words of untitled sessions) and renders the result; `--json` prints the library's own
-objects as JSON. A session is named by its id, a unique id prefix or its exact title.
+objects as JSON. A session is named by its id, a unique id prefix or its exact title, or
+(where one is read) by -c, the most recently active.
 Export and import live in cli/transfer.py and join this group.
 """
 
@@ -23,7 +24,6 @@ from ..usage import profile_usage
 from . import render
 from .context import CliContext, CliError, completing, keep_old_name
 from .output import JsonOutput, emit_rows, json_option, one_format, rows_option
-
 
 
 class TimeParam(click.ParamType):
@@ -177,8 +177,8 @@ def transcript(ctx: CliContext, ref: str | None, latest: bool, include_compacted
 
 keep_old_name(sessions, "show", transcript)
 
-#: A fenced code block: three or more backticks or tildes, an info string, the code, the
-#: same fence again (CommonMark's rule, as llm's -x reads it).
+#: A fenced code block as CommonMark writes one: three or more backticks or tildes, an
+#: info string, the code, the same fence again.
 FENCED = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})[^\n]*\n(?P<code>.*?)^[ \t]*(?P=fence)[ \t]*$", re.M | re.S)
 
 
@@ -208,6 +208,7 @@ def _response(ctx: CliContext, store: Store, session: Session, extract: str | No
         as_json.emit({"session_id": session.id, "message_id": answer.id, "code": code})
     else:
         click.echo(code, nl=False)
+
 
 TRANSCRIPT_PAGE = 500  # messages read from the store at a time
 

@@ -18,7 +18,7 @@ import click
 from ..errors import SessionDBError
 from .. import exports
 from ..files import private_file
-from . import progress, render
+from . import progress
 from .context import CliContext
 from .output import JsonOutput, json_option
 from .sessions import chosen, complete_session, resolve, sessions
