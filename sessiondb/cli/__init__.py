@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
@@ -17,7 +16,7 @@ from .doctor import doctor, recover, restore_captured
 from .gateway import gateway
 from .importing import import_history
 from .migrate import migrate
-from .output import spell_fields
+from .output import emit_error, spell_fields
 from .recall import mcp
 from .profiles import profiles
 from .serve import serve
@@ -41,10 +40,10 @@ class Cli(click.Group):
         try:
             result = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
         except click.ClickException as exc:
-            _emit_error(_code(exc), exc.format_message(), getattr(exc, "detail", ""))
+            emit_error(_code(exc), exc.format_message(), getattr(exc, "detail", ""))
             sys.exit(exc.exit_code)
         except click.Abort:
-            _emit_error("aborted", "aborted: nothing was changed", "")
+            emit_error("aborted", "aborted: nothing was changed", "")
             sys.exit(1)
         sys.exit(result if isinstance(result, int) else 0)
 
@@ -53,10 +52,6 @@ def _code(exc: click.ClickException) -> str:
     if isinstance(exc, CliError):
         return exc.code
     return "usage" if isinstance(exc, click.UsageError) else "refused"
-
-
-def _emit_error(code: str, message: str, detail: Any) -> None:
-    click.echo(json.dumps({"code": code, "message": message, "detail": detail}, ensure_ascii=False))
 
 
 @click.group(cls=Cli, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})

@@ -1,7 +1,8 @@
 """What every command prints for a program: one writer, so `--json` is shaped the same
 everywhere.
 
-`--json` prints the result as indented UTF-8 JSON on stdout; `--json FIELDS` (comma
+`--json` prints the result as indented UTF-8 JSON on stdout (a refusal: the HTTP API's
+error object, on one line); `--json FIELDS` (comma
 separated, as gh takes them) keeps only those fields of each object printed; a field the
 result lacks is refused with the list of the fields it has (`--json help` shows them).
 `--jq EXPR` filters the JSON through a jq program (the `jq` package: the jq C library's
@@ -90,6 +91,12 @@ class JsonOutput:
             return
         for result in _jq(self.jq, value):
             click.echo(result if isinstance(result, str) else json.dumps(result, ensure_ascii=False))
+
+
+def emit_error(code: str, message: str, detail: Any) -> None:
+    """A refusal under --json: the HTTP API's error object, on one line (the last line of
+    stdout, whatever the command printed before it)."""
+    click.echo(json.dumps({"code": code, "message": message, "detail": detail}, ensure_ascii=False))
 
 
 def _picked(value: Any, fields: tuple[str, ...]) -> Any:
