@@ -7,9 +7,10 @@ recorded, so importing twice never counts a model call twice. Running totals (a 
 that keeps per-session counters) are recorded by their growth since the last import,
 remembered in the session's metadata. A batch the store refuses for one message (its
 source changed since it was stored, or it is not valid input) is written one message at
-a time, so that message is reported and the others are kept. Session metadata the store
-refuses as too large is written without its largest values, each reported, so the
-session and its messages are still imported. Whatever else the store refuses as not
+a time, so that message is reported and the others are kept; one refused for half a
+character (an unpaired surrogate) is kept with U+FFFD in its place, and reported. Session
+metadata the store refuses as too large is written without its largest values, each
+reported, so the session and its messages are still imported. Whatever else the store refuses as not
 valid input (a usage with an impossible count, a title too long) is reported with where
 it came from, and the import goes on.
 """
