@@ -22,6 +22,7 @@ from ..store.contract import Store
 from ..store.locations import holds_profiles, locate, shown_location
 
 T = TypeVar("T")
+EMPTY = "memory://"  # a new, empty store of this process's own, for a dry run into a store not made yet
 
 
 class CliError(click.ClickException):
@@ -79,19 +80,23 @@ class CliContext:
 
     @contextmanager
     def importing(self, *, dry_run: bool = False) -> Iterator[Store]:
-        """The store an import writes into. A profile that does not exist yet is created for
-        it, and deleted again unless the import wrote: a dry run, or an import that was
-        refused, leaves no profile behind."""
-        created = not self.profile_exists(self.profile)
+        """The store an import writes into, or (`dry_run`) checks what it would write
+        against. A store that does not exist yet (a new profile, a new store file) is
+        checked against an empty store in memory, so a dry run makes nothing; it is made
+        for an import that writes, and a new profile is deleted again if that import is
+        refused."""
+        new = not self.profile_exists(self.profile)
+        if new and dry_run:
+            with self.refusals(), open_store(EMPTY) as empty:
+                yield empty
+            return
         try:
             with self.open(create=True) as store:
                 yield store
         except click.ClickException:
-            if created:
+            if new and not self._one_file:
                 self.delete_profile(self.profile)
             raise
-        if created and dry_run:
-            self.delete_profile(self.profile)
 
     def where(self, profile: str | None = None) -> dict[str, str | None]:
         """The store chosen, as open_store's and open_doctor's arguments."""
@@ -103,9 +108,11 @@ class CliContext:
             return profiles.list_profiles(self._home_of_profiles, url=self.server)
 
     def profile_exists(self, profile: str | None) -> bool:
-        """Whether the profile's store exists (a store file, given by --store, always does)."""
+        """Whether the profile's store exists (for --store naming one store, that store)."""
         if self._one_file:
-            return True
+            with self.refusals():
+                place = locate(self.store)
+            return place.kind != "sqlite" or place.target.exists()
         with self.refusals():
             return profiles.exists(profile, self._home_of_profiles, url=self.server)
 

@@ -40,9 +40,12 @@ def import_history(ctx: CliContext, source: str, path: str | None, watch: bool, 
     Importing again stores nothing twice. A line or row that cannot be read is skipped
     and reported with its file and line; the rest is imported.
     """
+    try:
+        root = importers.location(source, path)  # before any store is made: a missing history makes none
+    except SessionDBError as exc:
+        raise click.ClickException(" ".join(str(exc).split())) from None
     with ctx.importing() as store:
         try:
-            root = importers.location(source, path)
             with _progress(as_json) as progress:
                 if watch:
                     if not as_json:

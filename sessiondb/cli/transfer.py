@@ -108,9 +108,10 @@ def import_(ctx: CliContext, file: str, dry_run: bool, as_json: JsonOutput | Non
     The whole file is validated first; any bad record stops the import with its line
     number, before anything is written.
     """
-    with ctx.importing(dry_run=dry_run) as store:
+    with ctx.importing(dry_run=True) as store:
         report = _import(ctx, store, file, dry_run=True)
-        if not dry_run:
+    if not dry_run:  # the whole file passed: only now is a new store made
+        with ctx.importing() as store:
             report = _import(ctx, store, file, dry_run=False)
     if as_json:
         as_json.emit({**report.to_dict(), "dry_run": dry_run})

@@ -37,12 +37,20 @@ def test_a_mistyped_store_path_is_refused_and_creates_nothing(tmp_path):
     assert "kept" in run("--store", str(tmp_path / "real.db"), "sessions", "list").output
 
 
-def test_an_import_creates_the_store_file_it_is_given(tmp_path):
+def test_an_import_creates_the_store_file_it_is_given_only_when_it_writes(tmp_path, monkeypatch):
     with sessiondb.open_store(tmp_path / "from.db") as store:
         store.create_session("cli", title="moved")
     exported = tmp_path / "export.jsonl"
     assert run("--store", str(tmp_path / "from.db"), "sessions", "export", "-o", str(exported)).exit_code == 0
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not json\n")
     new = tmp_path / "new.db"
+    assert run("--store", str(new), "sessions", "import", "--dry-run", str(exported)).exit_code == 0
+    assert run("--store", str(new), "sessions", "import", str(bad)).exit_code == 1
+    monkeypatch.setenv("HOME", str(tmp_path / "nobody"))  # no ~/.codex: the default location is missing
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    assert run("--store", str(new), "import", "--from", "codex").exit_code == 1
+    assert not any(p.name.startswith("new.db") for p in tmp_path.iterdir())  # checked against a store in memory
     assert run("--store", str(new), "sessions", "import", str(exported)).exit_code == 0
     assert "moved" in run("--store", str(new), "sessions", "list").output
 
