@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
@@ -11,12 +10,13 @@ from click.core import ParameterSource
 
 from ..store.locations import URL_VARIABLE
 from .checkpoints import checkpoints
-from .context import CliContext, CliError
+from .context import CliContext, CliError, complete_profile
 from .demo import demo
 from .doctor import doctor, recover, restore_captured
 from .gateway import gateway
 from .importing import import_history
 from .migrate import migrate
+from .output import emit_error, spell_fields
 from .recall import mcp
 from .profiles import profiles
 from .serve import serve
@@ -26,22 +26,24 @@ from . import maintenance, transfer as _transfer  # noqa: F401 - transfer adds e
 
 
 class Cli(click.Group):
-    """The root group. With --json anywhere before `--`, a failure is printed as the HTTP
-    API's error object `{"code", "message", "detail"}` on stdout, with the same exit status."""
+    """The root group. With --json (or --jq) anywhere before `--`, a failure is printed as
+    the HTTP API's error object `{"code", "message", "detail"}` on stdout, with the same
+    exit status. A word after `--json` is its FIELDS only when it names fields
+    (output.spell_fields)."""
 
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, **extra: Any) -> Any:
-        argv = list(sys.argv[1:] if args is None else args)
+        argv = spell_fields(list(sys.argv[1:] if args is None else args))
         options = argv[:argv.index("--")] if "--" in argv else argv
-        if not standalone_mode or "--json" not in options:
+        if not standalone_mode or not any(a.startswith(("--json=", "--jq")) for a in options):
             return super().main(argv, prog_name, complete_var, standalone_mode, **extra)
         try:
             result = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
         except click.ClickException as exc:
-            _emit_error(_code(exc), exc.format_message(), getattr(exc, "detail", ""))
+            emit_error(_code(exc), exc.format_message(), getattr(exc, "detail", ""))
             sys.exit(exc.exit_code)
         except click.Abort:
-            _emit_error("aborted", "aborted: nothing was changed", "")
+            emit_error("aborted", "aborted: nothing was changed", "")
             sys.exit(1)
         sys.exit(result if isinstance(result, int) else 0)
 
@@ -52,10 +54,6 @@ def _code(exc: click.ClickException) -> str:
     return "usage" if isinstance(exc, click.UsageError) else "refused"
 
 
-def _emit_error(code: str, message: str, detail: Any) -> None:
-    click.echo(json.dumps({"code": code, "message": message, "detail": detail}, ensure_ascii=False))
-
-
 @click.group(cls=Cli, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="sessiondb", prog_name="sessiondb", message="%(prog)s %(version)s")
 @click.option("--home", type=click.Path(file_okay=False), envvar="SESSIONDB_HOME",
@@ -63,7 +61,7 @@ def _emit_error(code: str, message: str, detail: Any) -> None:
 @click.option("--store", metavar="URL", envvar=URL_VARIABLE,
               help="The store to use instead of the home's: a PostgreSQL URL, whose server holds the "
                    "profiles, or a store file (default: $SESSIONDB_URL, unless --home is given).")
-@click.option("-p", "--profile", default=None,
+@click.option("-p", "--profile", default=None, shell_complete=complete_profile,
               help="The profile whose store to use (default: main); create one with `profiles create`.")
 @click.pass_context
 def main(ctx: click.Context, home: str | None, store: str | None, profile: str | None) -> None:

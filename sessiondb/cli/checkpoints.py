@@ -8,9 +8,9 @@ import click
 
 from ..exports import when
 from ..turns import Checkpoints
-from . import render
 from .context import CliContext
-from .sessions import json_option, resolve
+from .output import JsonOutput, json_option
+from .sessions import chosen, complete_session, resolve, session_ref
 
 
 @click.group()
@@ -19,18 +19,18 @@ def checkpoints() -> None:
 
 
 @checkpoints.command("list")
-@click.argument("session")
+@session_ref
 @json_option
 @click.pass_obj
-def list_checkpoints(ctx: CliContext, session: str, as_json: bool) -> None:
-    """SESSION's checkpoints, oldest first."""
+def list_checkpoints(ctx: CliContext, ref: str | None, latest: bool, as_json: JsonOutput | None) -> None:
+    """A session's checkpoints, oldest first (ID, or -c: the latest session)."""
     with ctx.open() as store:
         cps = Checkpoints(store)
-        sid = resolve(ctx, store, session).id
+        sid = chosen(ctx, store, ref, latest).id
         found, env = ctx.call(cps.list, sid), ctx.call(cps.environment, sid)
     if as_json:
-        render.emit_json({"environment": {"backend": env.backend, "refusal": env.refusal},
-                          "items": [c.to_dict() for c in found]})
+        as_json.emit({"environment": {"backend": env.backend, "refusal": env.refusal},
+                      "items": [c.to_dict() for c in found]}, within="items")
         return
     if not env.on_host:
         click.echo(f"diff and restore are refused: {env.refusal}")
@@ -41,16 +41,16 @@ def list_checkpoints(ctx: CliContext, session: str, as_json: bool) -> None:
 
 
 @checkpoints.command("diff")
-@click.argument("session")
+@click.argument("session", shell_complete=complete_session)
 @click.argument("checkpoint")
 @json_option
 @click.pass_obj
-def diff(ctx: CliContext, session: str, checkpoint: str, as_json: bool) -> None:
+def diff(ctx: CliContext, session: str, checkpoint: str, as_json: JsonOutput | None) -> None:
     """What changed in the tree since CHECKPOINT (a unified diff of text files)."""
     with ctx.open() as store:
         found = ctx.call(Checkpoints(store).diff, resolve(ctx, store, session).id, checkpoint)
     if as_json:
-        render.emit_json(found.to_dict())
+        as_json.emit(found.to_dict())
         return
     for change in found.changes:
         click.echo(change.patch if change.patch else f"{change.change}: {change.path} (binary)\n", nl=False)
@@ -59,17 +59,17 @@ def diff(ctx: CliContext, session: str, checkpoint: str, as_json: bool) -> None:
 
 
 @checkpoints.command("restore")
-@click.argument("session")
+@click.argument("session", shell_complete=complete_session)
 @click.argument("checkpoint")
 @click.option("--force", is_flag=True, help="Overwrite files changed since the agent's own last write.")
 @json_option
 @click.pass_obj
-def restore(ctx: CliContext, session: str, checkpoint: str, force: bool, as_json: bool) -> None:
+def restore(ctx: CliContext, session: str, checkpoint: str, force: bool, as_json: JsonOutput | None) -> None:
     """Put the tree back as CHECKPOINT has it, after checkpointing it as it is now."""
     with ctx.open() as store:
         report = ctx.call(Checkpoints(store).restore, resolve(ctx, store, session).id, checkpoint, force=force)
     if as_json:
-        render.emit_json(report.to_dict())
+        as_json.emit(report.to_dict())
         return
     click.echo(f"restored checkpoint {report.checkpoint}; the tree as it was is checkpoint {report.checkpoint_before}")
     for f in report.files:

@@ -19,9 +19,10 @@ from .. import open_store, profiles
 from ..errors import SessionDBError, StorageError, StoreHeld, classify
 from ..guidance import command_for, error_code, for_error
 from ..store.contract import Store
-from ..store.locations import holds_profiles, shown_location
+from ..store.locations import holds_profiles, locate, shown_location
 
 T = TypeVar("T")
+EMPTY = "memory://"  # a new, empty store of this process's own, for a dry run into a store not made yet
 
 
 class CliError(click.ClickException):
@@ -55,9 +56,10 @@ class CliContext:
             return self.store if self.store is not None and holds_profiles(self.store) else None
 
     def require_profile(self, profile: str | None = None) -> None:
-        """Refuse, saying how to create it, a named profile that does not exist."""
+        """Refuse, saying how to create it, a named profile (or a store file) that does not exist."""
         if self._one_file:
-            return  # a store file is one store: -p is refused when it is opened
+            self._require_file()  # -p is refused when a store file is opened: it is one store
+            return
         with self.refusals():
             profiles.require(profile or self.profile, self.home, given_home=self.home is not None,
                              url=self.server, command=None if self.server is None else self._bare_command)
@@ -69,6 +71,33 @@ class CliContext:
         with self.refusals():
             return open_store(**self.where(profile))
 
+    def _require_file(self) -> None:
+        """A store file named by --store (or $SESSIONDB_URL) must exist, as a profile must:
+        a mistyped path is refused rather than becoming an empty store."""
+        with self.refusals():
+            require_store_file(self.store, f"an import creates a new store file (`{self._bare_command} sessions "
+                                           "import FILE`, or `import --from TOOL`)")
+
+    @contextmanager
+    def importing(self, *, dry_run: bool = False) -> Iterator[Store]:
+        """The store an import writes into, or (`dry_run`) checks what it would write
+        against. A store that does not exist yet (a new profile, a new store file) is
+        checked against an empty store in memory, so a dry run makes nothing; it is made
+        for an import that writes, and a new profile is deleted again if that import is
+        refused."""
+        new = not self.profile_exists(self.profile)
+        if new and dry_run:
+            with self.refusals(), open_store(EMPTY) as empty:
+                yield empty
+            return
+        try:
+            with self.open(create=True) as store:
+                yield store
+        except click.ClickException:
+            if new and not self._one_file:
+                self.delete_profile(self.profile)
+            raise
+
     def where(self, profile: str | None = None) -> dict[str, str | None]:
         """The store chosen, as open_store's and open_doctor's arguments."""
         place = {"home": self.home} if self.store is None else {"location": self.store}
@@ -79,9 +108,11 @@ class CliContext:
             return profiles.list_profiles(self._home_of_profiles, url=self.server)
 
     def profile_exists(self, profile: str | None) -> bool:
-        """Whether the profile's store exists (a store file, given by --store, always does)."""
+        """Whether the profile's store exists (for --store naming one store, that store)."""
         if self._one_file:
-            return True
+            with self.refusals():
+                place = locate(self.store)
+            return place.kind != "sqlite" or place.target.exists()
         with self.refusals():
             return profiles.exists(profile, self._home_of_profiles, url=self.server)
 
@@ -152,6 +183,41 @@ class CliContext:
         if isinstance(exc, StoreHeld):
             detail = {"holders": [str(h) for h in exc.holders]}
         return CliError(message, error_code(exc, cause), detail)
+
+
+def require_store_file(location: str, how_to_make: str) -> None:
+    """Refuse a store file's location (a path or a `sqlite:` URL) where no store is,
+    saying `how_to_make` one; a server's URL is never refused here."""
+    place = locate(location)
+    if place.kind == "sqlite" and not place.target.exists():
+        raise CliError(f"no store at {place.target}: check the path; {how_to_make}", "not_found")
+
+
+@contextmanager
+def completing(click_ctx: click.Context, *, profile: bool = True) -> Iterator[CliContext | None]:
+    """For shell completion: the CliContext the command line typed so far names (its
+    --home, --store and, with `profile`, -p), or None when its store does not exist.
+    Completion never creates a store and never fails: an error completes nothing."""
+    root = click_ctx.find_root().params
+    home, store = root.get("home"), root.get("store")
+    ctx = CliContext(home=home, profile=root.get("profile") if profile else None, store=None if home else store)
+    try:
+        ctx.require_profile()
+    except Exception:
+        yield None
+        return
+    try:
+        yield ctx
+    except Exception:
+        return  # suppressed: the caller's code after its `with` completes nothing
+
+
+def complete_profile(click_ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """Shell completion of -p: the profiles of the home (or server) the command line names."""
+    with completing(click_ctx, profile=False) as ctx:
+        if ctx is not None:
+            return [name for name in ctx.list_profiles() if name.startswith(incomplete)]
+    return []
 
 
 def keep_old_name(group: click.Group, old: str, command: click.Command) -> None:

@@ -9,7 +9,6 @@ brings back what retired-WAL captures and the spool hold (store/captured.py).
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from contextlib import nullcontext
@@ -24,6 +23,7 @@ from ..store.optional import Doctor, Salvageable
 from ..store.locations import open_doctor
 from . import progress, render
 from .context import CliContext, CliError
+from .output import JsonOutput, json_option
 
 
 def _doctor(ctx: CliContext) -> Doctor:
@@ -110,9 +110,9 @@ def _file_state(report: Any) -> None:
               "checkpoint; never while another process holds a store file (a store on a server is "
               "repaired beside its writers).")
 @click.option("--deep", is_flag=True, help="Run the full integrity check, however long it takes.")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@json_option
 @click.pass_obj
-def doctor(ctx: CliContext, fix: bool, deep: bool, as_json: bool) -> None:
+def doctor(ctx: CliContext, fix: bool, deep: bool, as_json: JsonOutput | None) -> None:
     """Examine the store (and with --fix, repair what can be repaired in place)."""
     store = _doctor(ctx)
     try:
@@ -128,7 +128,7 @@ def doctor(ctx: CliContext, fix: bool, deep: bool, as_json: bool) -> None:
         raise error from None
     report.steps = [ctx.respelled(step) for step in report.steps]
     if as_json:
-        click.echo(json.dumps(report.to_dict()))
+        as_json.emit(report.to_dict())
     else:
         _render(report)
     sys.exit(0 if report.healthy else 1)
@@ -139,8 +139,8 @@ def doctor(ctx: CliContext, fix: bool, deep: bool, as_json: bool) -> None:
               help="The damaged database file (never modified).")
 @click.option("--output", type=click.Path(dir_okay=False), help="The new database to write (must not exist).")
 @click.option("--inspect-only", is_flag=True, help="Only report what could be salvaged; write nothing.")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def recover(source: str, output: str | None, inspect_only: bool, as_json: bool) -> None:
+@json_option
+def recover(source: str, output: str | None, inspect_only: bool, as_json: JsonOutput | None) -> None:
     """Rebuild a new store from whatever is readable in a damaged one."""
     if output is None and not inspect_only:
         raise click.UsageError("say where the recovered store goes (--output NEW), or pass --inspect-only")
@@ -153,7 +153,7 @@ def recover(source: str, output: str | None, inspect_only: bool, as_json: bool) 
     except SessionDBError as exc:
         raise CliError(" ".join(str(exc).split()), error_code(exc, classify(exc))) from None
     if as_json:
-        click.echo(json.dumps(report.to_dict()))
+        as_json.emit(report.to_dict())
     else:
         verb = "readable" if inspect_only else "kept"
         click.echo(f"source   {report.source} (not modified)")
@@ -173,16 +173,16 @@ def recover(source: str, output: str | None, inspect_only: bool, as_json: bool) 
                    "(a file since copied or moved over it).")
 @click.option("--into", metavar="PATH", type=click.Path(dir_okay=False),
               help="Bring everything into this store instead (created if new), whatever generation it came from.")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@json_option
 @click.pass_obj
-def restore_captured(ctx: CliContext, other_generations: bool, into: str | None, as_json: bool) -> None:
+def restore_captured(ctx: CliContext, other_generations: bool, into: str | None, as_json: JsonOutput | None) -> None:
     """Bring back every message captured in a retired WAL or kept in the spool; running it
     again stores nothing twice."""
     ctx.require_profile()
     with ctx.refusals():
         report = restore(**ctx.where(), into=into, other_generations=other_generations)
     if as_json:
-        click.echo(json.dumps(report.to_dict()))
+        as_json.emit(report.to_dict())
     else:
         _render_restore(report)
     sys.exit(0 if report.complete else 1)

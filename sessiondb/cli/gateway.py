@@ -7,7 +7,6 @@ fresh directory unless told where, and prints what it wrote and what recovery fo
 
 from __future__ import annotations
 
-import json
 import logging
 import tempfile
 from dataclasses import asdict
@@ -22,8 +21,8 @@ from ..gateway import Gateway
 from ..gateway import simulate as sim
 from ..home import resolve_home
 from .context import CliContext
+from .output import JsonOutput, json_option
 
-json_option = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 
 
 @click.group()
@@ -35,7 +34,7 @@ def gateway() -> None:
 @click.option("--routes", "show_routes", is_flag=True, help="List every routing entry, not only the counts.")
 @json_option
 @click.pass_obj
-def status(ctx: CliContext, show_routes: bool, as_json: bool) -> None:
+def status(ctx: CliContext, show_routes: bool, as_json: JsonOutput | None) -> None:
     """Routing entries by turn state, and messages waiting in the spool, per profile."""
     if ctx.store is not None:
         raise click.UsageError("the gateway runs on the profiles of a home (--home), not on --store or $SESSIONDB_URL")
@@ -45,7 +44,7 @@ def status(ctx: CliContext, show_routes: bool, as_json: bool) -> None:
     except SessionDBError as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:
-        click.echo(json.dumps(report, indent=2))
+        as_json.emit(report)
         return
     console = Console()
     table = Table(title=f"sessiondb gateway: {report['home']}")
@@ -90,7 +89,7 @@ class _Counter(logging.Handler):
               help="The stores' durability.")
 @json_option
 def simulate(profiles: int, chats: int, messages: int, kill_after: float | None, into: str | None, seed: int,
-             durability: str, as_json: bool) -> None:
+             durability: str, as_json: JsonOutput | None) -> None:
     """Drive a gateway like a busy messaging fleet and check every message is in its owner's store."""
     home = Path(into) if into else Path(tempfile.mkdtemp(prefix="sessiondb-fleet-"))
     plan = sim.Plan(home=str(resolve_home(home)), profiles=profiles, chats=chats, messages=messages, seed=seed,
@@ -116,7 +115,7 @@ def simulate(profiles: int, chats: int, messages: int, kill_after: float | None,
     result = {"home": plan.home, "plan": asdict(plan), "wrote": figures, "recovery": recovery,
               "verified": checked, "status": state["profiles"], "log": counter.counts}
     if as_json:
-        click.echo(json.dumps(result, indent=2))
+        as_json.emit(result)
         return
     _render(result)
     if checked["misplaced"] or checked["duplicates"] or checked["lost"]:

@@ -1,7 +1,8 @@
 """`sessiondb import --from TOOL [PATH] [--watch]`: other agent tools' histories into the store.
 
 The face of `sessiondb.importers.import_from` and `watch`: it parses, calls and renders.
-On a terminal a progress line counts sessions and messages as they are stored; a
+On a terminal a progress line counts sessions and messages as they are stored (and the
+files read of how many there are, for a tool that keeps a file per session); a
 report follows (sessions, messages, skipped, malformed, each malformed line with its
 file and line number on stderr). With --watch it keeps following the source until
 Ctrl-C, printing what each pass that found something stored.
@@ -14,14 +15,13 @@ import sys
 
 import click
 from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from .. import importers
 from ..errors import SessionDBError
 from ..importers.core import ImportReport
-from . import render
 from .context import CliContext
-from .sessions import json_option
+from .output import JsonOutput, json_option
 
 
 @click.command("import")
@@ -33,15 +33,19 @@ from .sessions import json_option
               help="With --watch: seconds between looks at the source.")
 @json_option
 @click.pass_obj
-def import_history(ctx: CliContext, source: str, path: str | None, watch: bool, interval: float, as_json: bool) -> None:
+def import_history(ctx: CliContext, source: str, path: str | None, watch: bool, interval: float,
+                   as_json: JsonOutput | None) -> None:
     """Import another agent tool's history (PATH, or the tool's default location).
 
     Importing again stores nothing twice. A line or row that cannot be read is skipped
     and reported with its file and line; the rest is imported.
     """
-    with ctx.open() as store:
+    try:
+        root = importers.location(source, path)  # before any store is made: a missing history makes none
+    except SessionDBError as exc:
+        raise click.ClickException(" ".join(str(exc).split())) from None
+    with ctx.importing() as store:
         try:
-            root = importers.location(source, path)
             with _progress(as_json) as progress:
                 if watch:
                     if not as_json:
@@ -53,7 +57,7 @@ def import_history(ctx: CliContext, source: str, path: str | None, watch: bool, 
         except SessionDBError as exc:
             raise click.ClickException(" ".join(str(exc).split())) from None
     if as_json:
-        render.emit_json(report.to_dict())
+        as_json.emit(report.to_dict())
         return
     for bad in report.malformed:
         where = f"{bad['file']}:{bad['line']}" if bad["line"] is not None else bad["file"]
@@ -78,11 +82,12 @@ def _pass_line(report: ImportReport) -> None:
 
 class _progress:
     """A progress line on stderr when it is a terminal (and not --json): a callback that
-    shows the running counts, or None."""
+    shows the running counts, and the files read of all there are when the tool keeps a
+    file per session (a bar), or None."""
 
     def __init__(self, quiet: bool) -> None:
         self.bar = None if quiet or not sys.stderr.isatty() else Progress(
-            SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
             console=Console(stderr=True, no_color=bool(os.environ.get("NO_COLOR"))), transient=True)
 
     def __enter__(self):
@@ -93,7 +98,8 @@ class _progress:
 
         def update(report: ImportReport) -> None:
             self.bar.update(task, description=f"{report.sessions} session(s), {report.messages} new message(s), "
-                                              f"{report.skipped} already stored")
+                                              f"{report.skipped} already stored",
+                            total=report.files, completed=report.files_read)
 
         return update
 

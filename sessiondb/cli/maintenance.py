@@ -11,13 +11,14 @@ import click
 
 from . import render
 from .context import CliContext
+from .output import JsonOutput, json_option
 
 DAY = 86400
 
 
-def _report(report, as_json: bool) -> None:
+def _report(report, as_json: JsonOutput | None) -> None:
     if as_json:
-        render.emit_json(report.__dict__)
+        as_json.emit(report.__dict__)
         return
     for warning in report.warnings:
         click.echo(f"warning: {warning}", err=True)
@@ -31,7 +32,7 @@ def _report(report, as_json: bool) -> None:
 
 
 def _maintenance_options(command):
-    command = click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")(command)
+    command = json_option(command)
     command = click.option("--dry-run", is_flag=True, help="Preview only; never refused.")(command)
     command = click.option("--force", is_flag=True, help="Run even while other processes hold the store.")(command)
     return command
@@ -40,7 +41,7 @@ def _maintenance_options(command):
 @click.command()
 @_maintenance_options
 @click.pass_obj
-def optimize(ctx: CliContext, force: bool, dry_run: bool, as_json: bool) -> None:
+def optimize(ctx: CliContext, force: bool, dry_run: bool, as_json: JsonOutput | None) -> None:
     """Merge the search index, refresh statistics and checkpoint the WAL."""
     with ctx.open() as store:
         _report(ctx.call(store.optimize, force=force, dry_run=dry_run), as_json)
@@ -49,7 +50,7 @@ def optimize(ctx: CliContext, force: bool, dry_run: bool, as_json: bool) -> None
 @click.command()
 @_maintenance_options
 @click.pass_obj
-def vacuum(ctx: CliContext, force: bool, dry_run: bool, as_json: bool) -> None:
+def vacuum(ctx: CliContext, force: bool, dry_run: bool, as_json: JsonOutput | None) -> None:
     """Rewrite the store compactly, returning free pages to the disk."""
     with ctx.open() as store:
         _report(ctx.call(store.vacuum, force=force, dry_run=dry_run), as_json)
@@ -66,7 +67,7 @@ def vacuum(ctx: CliContext, force: bool, dry_run: bool, as_json: bool) -> None:
 @_maintenance_options
 @click.pass_obj
 def prune(ctx: CliContext, older_than: float | None, never_active: bool, include_pinned: bool,
-          include_archived: bool, yes: bool, force: bool, dry_run: bool, as_json: bool) -> None:
+          include_archived: bool, yes: bool, force: bool, dry_run: bool, as_json: JsonOutput | None) -> None:
     """Delete old or never-used sessions with their messages."""
     if older_than is None and not never_active:
         raise click.UsageError("say what to prune: --older-than DAYS, --never-active, or both")
@@ -84,13 +85,13 @@ def prune(ctx: CliContext, older_than: float | None, never_active: bool, include
 
 @click.command()
 @click.argument("destination", type=click.Path(dir_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@json_option
 @click.pass_obj
-def backup(ctx: CliContext, destination: str, as_json: bool) -> None:
+def backup(ctx: CliContext, destination: str, as_json: JsonOutput | None) -> None:
     """Write a consistent copy of the store to DESTINATION while writers keep running."""
     with ctx.open() as store:
         size = ctx.call(store.backup, destination)
     if as_json:
-        render.emit_json({"store": store.location, "backup": destination, "bytes": size})
+        as_json.emit({"store": store.location, "backup": destination, "bytes": size})
     else:
         click.echo(f"backed up {store.location} to {destination} ({render.size(size)})")

@@ -29,9 +29,8 @@ from .. import open_store, profiles
 from ..errors import InvalidInput
 from ..store.contract import Store
 from ..store.locations import holds_profiles, shown_location
-from . import render
-from .context import CliContext
-from .sessions import json_option
+from .context import CliContext, require_store_file
+from .output import JsonOutput, json_option
 
 
 @dataclass(frozen=True)
@@ -81,6 +80,7 @@ def _open_source(ctx: CliContext, move: _Move) -> Store:
         if _is_location(move.source):
             if move.source_profile is not None:
                 profiles.require(move.source_profile, url=move.source)
+            require_store_file(move.source, "a store to copy from is read, never made")  # a typo creates nothing
             return open_store(move.source, profile=move.source_profile)
         profiles.require(move.source, ctx.home, given_home=ctx.home is not None)  # a typo creates nothing
         return open_store(home=ctx.home, profile=move.source)
@@ -148,7 +148,7 @@ def _move(ctx: CliContext, move: _Move, target_at: str, show: bool, filled: set[
 @json_option
 @click.pass_obj
 def migrate(ctx: CliContext, sources: tuple[str, ...], source_profile: str | None, target_at: str,
-            target_profile: str | None, progress: bool | None, as_json: bool) -> None:
+            target_profile: str | None, progress: bool | None, as_json: JsonOutput | None) -> None:
     """Copy every session, message and usage row of stores into others, resumably.
 
     Run it again after an interruption: what the targets already hold is skipped.
@@ -164,7 +164,7 @@ def migrate(ctx: CliContext, sources: tuple[str, ...], source_profile: str | Non
             _print(done[-1])
     seconds = round(time.monotonic() - started, 3)
     if as_json:
-        render.emit_json({"stores": done, "seconds": seconds})
+        as_json.emit({"stores": done, "seconds": seconds})
     elif len(done) > 1:
         click.echo(f"migrated {len(done)} stores in {seconds:.1f} s")
 

@@ -11,9 +11,8 @@ import click
 
 from ..home import DEFAULT_PROFILE, profile_dir, resolve_home
 from ..store.locations import shown_location
-from . import render
 from .context import CliContext
-from .sessions import json_option
+from .output import JsonOutput, json_option
 
 
 @click.group()
@@ -24,7 +23,7 @@ def profiles() -> None:
 @profiles.command("list")
 @json_option
 @click.pass_obj
-def list_profiles(ctx: CliContext, as_json: bool) -> None:
+def list_profiles(ctx: CliContext, as_json: JsonOutput | None) -> None:
     """`main` (the home's own store), then every named profile, with its store's path (on
     a server, with --store or $SESSIONDB_URL: the server's profiles)."""
     names = ctx.list_profiles()
@@ -34,7 +33,7 @@ def list_profiles(ctx: CliContext, as_json: bool) -> None:
         home = resolve_home(ctx.home)
         rows = [{"name": n, "path": str(profile_dir(home, n) / "state.db")} for n in names]
     if as_json:
-        render.emit_json(rows)
+        as_json.emit(rows)
         return
     for row in rows:
         click.echo(f"{row['name']:<20} {row.get('path', row.get('server'))}")
@@ -44,11 +43,11 @@ def list_profiles(ctx: CliContext, as_json: bool) -> None:
 @click.argument("name")
 @json_option
 @click.pass_obj
-def create(ctx: CliContext, name: str, as_json: bool) -> None:
+def create(ctx: CliContext, name: str, as_json: JsonOutput | None) -> None:
     """Create profile NAME: its directory and an empty store (on a server: its schema)."""
     location = ctx.create_profile(name)
     if as_json:
-        render.emit_json({"name": name, "path": location})
+        as_json.emit({"name": name, "path": location})
     else:
         click.echo(f"created profile {name}: {location}")
 
@@ -58,7 +57,7 @@ def create(ctx: CliContext, name: str, as_json: bool) -> None:
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @json_option
 @click.pass_obj
-def delete(ctx: CliContext, name: str, yes: bool, as_json: bool) -> None:
+def delete(ctx: CliContext, name: str, yes: bool, as_json: JsonOutput | None) -> None:
     """Delete profile NAME with every session in it (asks first unless --yes).
 
     Refused while another process holds the profile's store (on a server: while another
@@ -70,6 +69,6 @@ def delete(ctx: CliContext, name: str, yes: bool, as_json: bool) -> None:
         click.confirm(f"Delete profile {name} and every session in it? This cannot be undone", abort=True, err=True)
     gone = ctx.delete_profile(name)
     if as_json:
-        render.emit_json({"deleted": name, "path": gone})
+        as_json.emit({"deleted": name, "path": gone})
     else:
         click.echo(f"deleted profile {name} ({gone})")

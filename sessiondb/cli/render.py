@@ -8,7 +8,6 @@ interpreted as rich markup.
 from __future__ import annotations
 
 import io
-import json
 import os
 import re
 import sys
@@ -26,6 +25,7 @@ from ..model import Message, SearchHit, Session, StoreStats
 
 HIGHLIGHT = re.compile(r"<mark>(.*?)</mark>", re.S)
 TOOL_OUTPUT_SHOWN = 2000  # characters of a tool message `show` prints
+SHORT_TEXT = 20  # columns of a short free-text cell (a source, a provider) before its ellipsis
 PIPE_WIDTH = 4096  # columns when stdout is not a terminal
 
 
@@ -49,10 +49,6 @@ def _is_terminal(stream: Any) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
-
-
-def emit_json(value: Any) -> None:
-    click.echo(json.dumps(value, ensure_ascii=False, indent=2))
 
 
 def ago(ts: float | None, now: float | None = None) -> str:
@@ -88,14 +84,28 @@ def label(session: Session, first_words: str | None = None) -> str:
 # --- sessions ---------------------------------------------------------------------------
 
 
+def room(wanted: list[int], fixed: list[int]) -> list[int]:
+    """Widths for a table's free-text columns, which want at most `wanted`, beside columns
+    of `fixed` widths that are never cut: on a narrow terminal the free text gives way
+    (cut with an ellipsis) so that ids and figures stay whole."""
+    separators = 3 * (len(wanted) + len(fixed) - 1)
+    left = console().width - sum(fixed) - separators
+    if sum(wanted) <= left:
+        return wanted
+    return [max(4, want * left // sum(wanted)) for want in wanted]
+
+
 def session_table(rows: list[tuple[Session, str | None]]) -> None:
     table = Table(show_edge=False, pad_edge=False)
-    table.add_column("title", overflow="ellipsis", no_wrap=True, max_width=48)
-    table.add_column("source", no_wrap=True)
+    show_flags = any(flags(s) for s, _ in rows)
+    id_width = max((len(s.id) for s, _ in rows), default=2)
+    fixed = [len("last active"), len("messages"), id_width] + ([len("pinned archived hidden")] if show_flags else [])
+    title, source = room([48, SHORT_TEXT], fixed)
+    table.add_column("title", overflow="ellipsis", no_wrap=True, max_width=title)
+    table.add_column("source", overflow="ellipsis", no_wrap=True, max_width=source)
     table.add_column("last active", no_wrap=True)
     table.add_column("messages", justify="right", no_wrap=True)
-    table.add_column("id", no_wrap=True, min_width=max((len(s.id) for s, _ in rows), default=2))
-    show_flags = any(flags(s) for s, _ in rows)
+    table.add_column("id", no_wrap=True, min_width=id_width)
     if show_flags:
         table.add_column("flags", no_wrap=True)
     for session, words in rows:
@@ -233,8 +243,15 @@ def usage(report: Any) -> None:
         return
     rows = getattr(report, "models", None) or report.rows
     table = Table(show_edge=False, pad_edge=False)
-    for name in ("model", "provider", "calls", "input", "output", "cost"):
-        table.add_column(name, justify="left" if name in ("model", "provider") else "right", no_wrap=True)
+    figures = [[f"{row.calls:,}", f"{row.input_tokens:,}", f"{row.output_tokens:,}", f"${row.cost_usd:,.4f}"]
+               for row in [*rows, totals]]
+    widths = [max(len(name), *(len(f[i]) for f in figures)) for i, name in enumerate(("calls", "input", "output",
+                                                                                      "cost"))]
+    model, provider = room([40, SHORT_TEXT], widths)
+    table.add_column("model", overflow="ellipsis", no_wrap=True, max_width=model)
+    table.add_column("provider", overflow="ellipsis", no_wrap=True, max_width=provider)
+    for name in ("calls", "input", "output", "cost"):
+        table.add_column(name, justify="right", no_wrap=True)
     for row in rows:
         table.add_row(Text(row.model), Text(row.provider), f"{row.calls:,}", f"{row.input_tokens:,}",
                       f"{row.output_tokens:,}", f"${row.cost_usd:,.4f}")

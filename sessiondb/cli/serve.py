@@ -10,6 +10,8 @@ server nor shown in `ps`.
 
 from __future__ import annotations
 
+import errno
+import socket
 import sys
 from pathlib import Path
 from urllib.parse import quote
@@ -74,6 +76,8 @@ def serve(ctx: CliContext, host: str, port: int, token: str | None, token_file: 
             refuse_real_home_under_test(home / "state.db")
     except SessionDBError as exc:
         raise click.ClickException(str(exc)) from None
+    listening = _bound(host, port)  # a busy port is said first, before any link is printed
+    port = listening.getsockname()[1]  # the one the system chose for --port 0
     token = _token(token, token_file, home)
 
     import uvicorn
@@ -89,8 +93,20 @@ def serve(ctx: CliContext, host: str, port: int, token: str | None, token_file: 
     sys.stdout.flush()
     server = uvicorn.Server(config(app, host=host, port=port, header_timeout=header_timeout,
                                    max_connections=max_connections))
+    server.run(sockets=[listening])
+
+
+def _bound(host: str, port: int) -> socket.socket:
+    """A socket bound to the address (uvicorn listens on it), or the refusal saying why not."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: a restart reuses the port
     try:
-        server.run()
-    except SystemExit:  # uvicorn exits when it cannot bind; it has logged why
-        raise click.ClickException(f"could not serve on {host}:{port}: is the port in use? "
-                                   "choose another with --port") from None
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        busy = exc.errno == errno.EADDRINUSE
+        raise click.ClickException(
+            f"cannot serve on {host}:{port}: " + ("another program is listening on that port; choose another "
+                                                 "with --port" if busy else f"{exc.strerror or exc}")) from None
+    return sock

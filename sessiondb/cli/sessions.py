@@ -2,7 +2,8 @@
 
 Each command parses its arguments, makes one library call (plus, for `list`, the first
 words of untitled sessions) and renders the result; `--json` prints the library's own
-objects as JSON. A session is named by its id, a unique id prefix or its exact title.
+objects as JSON. A session is named by its id, a unique id prefix or its exact title, or
+(where one is read) by -c, the most recently active.
 Export and import live in cli/transfer.py and join this group.
 """
 
@@ -15,14 +16,14 @@ from datetime import datetime
 from typing import Any, Callable, Iterator
 
 import click
+from click.shell_completion import CompletionItem
 
 from ..model import Message, Role, Session
 from ..store.contract import Store
 from ..usage import profile_usage
 from . import render
-from .context import CliContext, keep_old_name
-
-json_option = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+from .context import CliContext, CliError, completing, keep_old_name
+from .output import JsonOutput, emit_rows, json_option, one_format, rows_option
 
 
 class TimeParam(click.ParamType):
@@ -55,6 +56,39 @@ def resolve(ctx: CliContext, store: Store, ref: str) -> Session:
     return ctx.call(store.find_session, ref)
 
 
+def session_ref(command: Callable[..., None]) -> Callable[..., None]:
+    """The session a command reads: ID, or -c/--latest for the most recently active one
+    (llm's `-c`); the command gets `ref` and `latest`, for `chosen`."""
+    command = click.option("-c", "--latest", is_flag=True,
+                           help="The most recently active session, instead of ID.")(command)
+    return click.argument("ref", metavar="[ID]", required=False, shell_complete=complete_session)(command)
+
+
+def chosen(ctx: CliContext, store: Store, ref: str | None, latest: bool, *, implied: bool = False) -> Session:
+    """The session `session_ref` named; without ID or -c, the latest only when `implied`."""
+    if ref is not None and latest:
+        raise click.UsageError("give a session's ID or -c (the latest session), not both")
+    if ref is not None:
+        return resolve(ctx, store, ref)
+    if not (latest or implied):
+        raise click.UsageError("give a session's ID, or -c for the latest session")
+    newest = ctx.call(store.list_sessions, limit=1).items
+    if not newest:
+        raise CliError("no sessions yet, so none is the latest", "not_found")
+    return newest[0]
+
+
+def complete_session(click_ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """Shell completion of a session ID: the ids of the store the command line names
+    (with its --home, --store and -p), most recently active first, each with its title."""
+    with completing(click_ctx) as ctx:
+        if ctx is not None:
+            with ctx.open() as store:
+                page = store.list_sessions(limit=200)
+            return [CompletionItem(s.id, help=s.title or None) for s in page.items if s.id.startswith(incomplete)]
+    return []
+
+
 @click.group()
 def sessions() -> None:
     """List, read, search, export and manage sessions."""
@@ -69,16 +103,21 @@ def sessions() -> None:
 @click.option("--hidden", is_flag=True, help="Include hidden sessions.")
 @click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True, help="At most this many.")
 @json_option
+@rows_option
 @click.pass_obj
 def list_sessions(ctx: CliContext, source: str | None, since: float | None, until: float | None, pinned: bool,
-                  archived: bool, hidden: bool, limit: int, as_json: bool) -> None:
+                  archived: bool, hidden: bool, limit: int, as_json: JsonOutput | None, rows: str | None) -> None:
     """Sessions, most recently active first."""
+    one_format(as_json, rows)
     with ctx.open() as store:
         page = ctx.call(store.list_sessions, source=source, since=since, until=until,
                         pinned=True if pinned else None, include_archived=archived, include_hidden=hidden,
                         limit=limit)
         if as_json:
-            render.emit_json([s.to_dict() for s in page.items])
+            as_json.emit([s.to_dict() for s in page.items])
+            return
+        if rows:
+            emit_rows((s.to_dict() for s in page.items), rows)
             return
         if not page.items:
             click.echo("no sessions")
@@ -94,23 +133,37 @@ def _first_words(ctx: CliContext, store: Store, session: Session) -> str | None:
 
 
 @sessions.command()
-@click.argument("ref", metavar="ID")
+@session_ref
 @click.option("--include-compacted", is_flag=True, help="Also show messages archived by compaction.")
 @click.option("--last", type=click.IntRange(1), metavar="N", help="Only the last N messages.")
 @click.option("--limit", type=click.IntRange(1), metavar="N", help="At most N messages, from the first shown.")
 @click.option("--since", type=TIME, help="Only messages at or after TIME.")
+@click.option("-r", "--response", is_flag=True, help="Only the latest response's text (of the latest session "
+              "without ID).")
+@click.option("-x", "--extract", "extract", flag_value="first",
+              help="Only the first fenced code block of the latest response.")
+@click.option("--xl", "--extract-last", "extract", flag_value="last",
+              help="Only the last fenced code block of the latest response.")
 @json_option
 @click.pass_obj
-def transcript(ctx: CliContext, ref: str, include_compacted: bool, last: int | None, limit: int | None,
-               since: float | None, as_json: bool) -> None:
-    """Show a session's transcript. ID is its id, a unique id prefix or its exact title.
+def transcript(ctx: CliContext, ref: str | None, latest: bool, include_compacted: bool, last: int | None,
+               limit: int | None, since: float | None, response: bool, extract: str | None,
+               as_json: JsonOutput | None) -> None:
+    """Show a session's transcript. ID is its id, a unique id prefix or its exact title;
+    -c is the most recently active session.
 
     On a terminal the transcript goes through a pager ($PAGER, else less).
     """
     with ctx.open() as store:
-        session = resolve(ctx, store, ref)
+        session = chosen(ctx, store, ref, latest, implied=response or extract is not None)
+        if response or extract:
+            _response(ctx, store, session, extract, as_json)
+            return
         messages = _messages(ctx, store, session.id, include_compacted, last, limit, since)
-        if as_json:  # streamed: a long transcript is never held whole
+        if as_json and not as_json.whole:
+            as_json.emit({"session": session.to_dict(), "messages": [m.to_dict() for m in messages]},
+                         within="messages")
+        elif as_json:  # streamed: a long transcript is never held whole
             click.echo('{"session": ' + json.dumps(session.to_dict(), ensure_ascii=False) + ', "messages": [')
             for i, m in enumerate(messages):
                 click.echo(("  " if i == 0 else ", ") + json.dumps(m.to_dict(), ensure_ascii=False))
@@ -123,6 +176,39 @@ def transcript(ctx: CliContext, ref: str, include_compacted: bool, last: int | N
 
 
 keep_old_name(sessions, "show", transcript)
+
+#: A fenced code block as CommonMark writes one: three or more backticks or tildes, an
+#: info string, the code, the same fence again.
+FENCED = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})[^\n]*\n(?P<code>.*?)^[ \t]*(?P=fence)[ \t]*$", re.M | re.S)
+
+
+def _response(ctx: CliContext, store: Store, session: Session, extract: str | None,
+              as_json: JsonOutput | None) -> None:
+    """The latest response of `session` (its newest assistant message with text), or the
+    first or last fenced code block of it."""
+    answer, cursor = None, None
+    while answer is None and (batch := ctx.call(store.transcript, session.id, order="desc", limit=TRANSCRIPT_PAGE,
+                                                before=cursor)):
+        answer = next((m for m in batch if m.role == Role.ASSISTANT.value and m.text.strip()), None)
+        cursor = batch[-1].id
+    if answer is None:
+        raise CliError(f"session {session.id} has no response yet", "not_found")
+    if extract is None:
+        if as_json:
+            as_json.emit(answer.to_dict())
+        else:
+            click.echo(answer.text)
+        return
+    blocks = [m.group("code") for m in FENCED.finditer(answer.text)]
+    if not blocks:
+        raise CliError(f"the latest response of session {session.id} (#{answer.id}) has no fenced code block",
+                       "not_found")
+    code = blocks[0] if extract == "first" else blocks[-1]
+    if as_json:
+        as_json.emit({"session_id": session.id, "message_id": answer.id, "code": code})
+    else:
+        click.echo(code, nl=False)
+
 
 TRANSCRIPT_PAGE = 500  # messages read from the store at a time
 
@@ -159,7 +245,8 @@ def _hit_filters(command: Callable[..., None]) -> Callable[..., None]:
     """The filters `sessions search` and `sessions recall` share, as the store's calls do."""
     for option in reversed((
         click.option("--source", help="Only sessions from this source."),
-        click.option("--session", "session_ref", metavar="ID", help="Only this session (id, prefix or title)."),
+        click.option("--session", "session_ref", metavar="ID", shell_complete=complete_session,
+                     help="Only this session (id, prefix or title)."),
         click.option("--role", type=click.Choice([r.value for r in Role]), help="Only messages with this role."),
         click.option("--since", type=TIME, help="Only messages at or after TIME."),
         click.option("--until", type=TIME, help="Only messages before TIME."),
@@ -175,17 +262,21 @@ def _hit_filters(command: Callable[..., None]) -> Callable[..., None]:
 @click.option("--substring", is_flag=True, help="Match terms as substrings (implied by CJK text).")
 @click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True, help="At most this many hits.")
 @json_option
+@rows_option
 @click.pass_obj
 def search(ctx: CliContext, query: str, source: str | None, session_ref: str | None, role: str | None,
            since: float | None, until: float | None, include_tools: bool, substring: bool, limit: int,
-           as_json: bool) -> None:
+           as_json: JsonOutput | None, rows: str | None) -> None:
     """Find messages: words, "phrases", OR, -word, prefix*."""
+    one_format(as_json, rows)
     with ctx.open() as store:
         session_id = None if session_ref is None else resolve(ctx, store, session_ref).id
         found = ctx.call(store.search, query, source=source, session_id=session_id, role=role, since=since,
                          until=until, include_tools=include_tools, substring=substring, limit=limit)
     if as_json:
-        render.emit_json([hit.to_dict() for hit in found])
+        as_json.emit([hit.to_dict() for hit in found])
+    elif rows:
+        emit_rows((hit.to_dict() for hit in found), rows)
     else:
         render.hits(found)
 
@@ -198,24 +289,25 @@ def search(ctx: CliContext, query: str, source: str | None, session_ref: str | N
 @json_option
 @click.pass_obj
 def recall(ctx: CliContext, question: str, source: str | None, session_ref: str | None, role: str | None,
-           since: float | None, until: float | None, include_tools: bool, limit: int, as_json: bool) -> None:
+           since: float | None, until: float | None, include_tools: bool, limit: int,
+           as_json: JsonOutput | None) -> None:
     """Ask a question in your own words: the messages that best answer it."""
     with ctx.open() as store:
         session_id = None if session_ref is None else resolve(ctx, store, session_ref).id
         found = ctx.call(store.recall, question, source=source, session_id=session_id, role=role, since=since,
                          until=until, include_tools=include_tools, limit=limit)
     if as_json:
-        render.emit_json([hit.to_dict() for hit in found])
+        as_json.emit([hit.to_dict() for hit in found])
     else:
         render.hits(found)
 
 
 @sessions.command("set-title")
-@click.argument("ref", metavar="ID")
+@click.argument("ref", metavar="ID", shell_complete=complete_session)
 @click.argument("title")
 @json_option
 @click.pass_obj
-def set_title(ctx: CliContext, ref: str, title: str, as_json: bool) -> None:
+def set_title(ctx: CliContext, ref: str, title: str, as_json: JsonOutput | None) -> None:
     """Set a session's title (an empty TITLE clears it)."""
     with ctx.open() as store:
         session = ctx.call(store.set_title, resolve(ctx, store, ref).id, title)
@@ -227,10 +319,10 @@ keep_old_name(sessions, "rename", set_title)
 
 
 def _flag_command(name: str, done: str, flag: str, value: bool, doc: str) -> click.Command:
-    @click.argument("ref", metavar="ID")
+    @click.argument("ref", metavar="ID", shell_complete=complete_session)
     @json_option
     @click.pass_obj
-    def command(ctx: CliContext, ref: str, as_json: bool) -> None:
+    def command(ctx: CliContext, ref: str, as_json: JsonOutput | None) -> None:
         with ctx.open() as store:
             session = ctx.call(store.set_flags, resolve(ctx, store, ref).id, **{flag: value})
         _done(session, f"{done} {session.id}", as_json)
@@ -247,19 +339,19 @@ _flag_command("hide", "hid", "hidden", True, "Hide a session from listings; the 
 _flag_command("unhide", "unhid", "hidden", False, "Show a hidden session in listings again.")
 
 
-def _done(session: Session, message: str, as_json: bool) -> None:
+def _done(session: Session, message: str, as_json: JsonOutput | None) -> None:
     if as_json:
-        render.emit_json(session.to_dict())
+        as_json.emit(session.to_dict())
     else:
         click.echo(message)
 
 
 @sessions.command()
-@click.argument("ref", metavar="ID")
+@click.argument("ref", metavar="ID", shell_complete=complete_session)
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @json_option
 @click.pass_obj
-def delete(ctx: CliContext, ref: str, yes: bool, as_json: bool) -> None:
+def delete(ctx: CliContext, ref: str, yes: bool, as_json: JsonOutput | None) -> None:
     """Delete a session with its messages and usage (asks first unless --yes)."""
     with ctx.open() as store:
         session = resolve(ctx, store, ref)
@@ -269,26 +361,28 @@ def delete(ctx: CliContext, ref: str, yes: bool, as_json: bool) -> None:
             click.confirm(f"Delete session {name}? This cannot be undone", abort=True, err=True)
         ctx.call(store.delete_session, session.id)
     if as_json:
-        render.emit_json({"deleted": session.id})
+        as_json.emit({"deleted": session.id})
     else:
         click.echo(f"deleted {session.id}")
 
 
 @sessions.command()
-@click.argument("ref", metavar="[ID]", required=False)
+@session_ref
 @click.option("--since", type=TIME, help="Without ID: only sessions last active at or after TIME.")
 @click.option("--until", type=TIME, help="Without ID: only sessions last active before TIME.")
 @json_option
 @click.pass_obj
-def usage(ctx: CliContext, ref: str | None, since: float | None, until: float | None, as_json: bool) -> None:
-    """Tokens and cost by model: of one session, or (without ID) of the whole profile, by day too."""
+def usage(ctx: CliContext, ref: str | None, latest: bool, since: float | None, until: float | None,
+          as_json: JsonOutput | None) -> None:
+    """Tokens and cost by model: of one session (ID, or -c: the latest), or of the whole
+    profile, by day too."""
     with ctx.open() as store:
-        if ref is None:
+        if ref is None and not latest:
             result = ctx.call(profile_usage, store, since=since, until=until)
         else:
-            result = ctx.call(store.usage, resolve(ctx, store, ref).id)
+            result = ctx.call(store.usage, chosen(ctx, store, ref, latest).id)
     if as_json:
-        render.emit_json(result.to_dict())
+        as_json.emit(result.to_dict())
     else:
         render.usage(result)
 
@@ -296,11 +390,11 @@ def usage(ctx: CliContext, ref: str | None, since: float | None, until: float | 
 @sessions.command()
 @json_option
 @click.pass_obj
-def stats(ctx: CliContext, as_json: bool) -> None:
+def stats(ctx: CliContext, as_json: JsonOutput | None) -> None:
     """How many sessions and messages the store holds, and its size on disk."""
     with ctx.open() as store:
         result = ctx.call(store.stats)
     if as_json:
-        render.emit_json(result.to_dict())
+        as_json.emit(result.to_dict())
     else:
         render.stats(result)

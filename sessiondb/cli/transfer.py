@@ -18,22 +18,24 @@ import click
 from ..errors import SessionDBError
 from .. import exports
 from ..files import private_file
-from . import progress, render
+from . import progress
 from .context import CliContext
-from .sessions import json_option, resolve, sessions
+from .output import JsonOutput, json_option
+from .sessions import chosen, complete_session, resolve, sessions
 
 
 @sessions.command("export")
-@click.argument("refs", metavar="[ID]...", nargs=-1)
-@click.option("--session", "session_refs", metavar="ID", multiple=True,
+@click.argument("refs", metavar="[ID]...", nargs=-1, shell_complete=complete_session)
+@click.option("--session", "session_refs", metavar="ID", multiple=True, shell_complete=complete_session,
               help="A session to export (repeatable); default: every session.")
+@click.option("-c", "--latest", is_flag=True, help="Export the most recently active session (with any named).")
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "md"]), default="jsonl", show_default=True,
               help="jsonl: lossless, for import. md: Markdown, for reading.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write here instead of stdout.")
 @json_option
 @click.pass_obj
-def export(ctx: CliContext, refs: tuple[str, ...], session_refs: tuple[str, ...], fmt: str, output: str | None,
-           as_json: bool) -> None:
+def export(ctx: CliContext, refs: tuple[str, ...], session_refs: tuple[str, ...], latest: bool, fmt: str,
+           output: str | None, as_json: JsonOutput | None) -> None:
     """Export sessions: every column, every message in every state, lineage and usage.
 
     Streamed in constant memory, never capped. With -o and --json, print a JSON summary.
@@ -52,7 +54,9 @@ def export(ctx: CliContext, refs: tuple[str, ...], session_refs: tuple[str, ...]
             yield record
 
     with ctx.open() as store:
-        ids = [resolve(ctx, store, ref).id for ref in wanted] if wanted else None
+        ids = None  # every session
+        if wanted or latest:
+            ids = [resolve(ctx, store, ref).id for ref in wanted] + ([chosen(ctx, store, None, True).id] if latest else [])
         # A bar only for a file: on stdout the export is the output.
         total = (len(ids) if ids is not None else ctx.call(store.stats).sessions) if output and progress.shown() else None
         bar = progress.progress(f"exporting to {output}", total) if output else nullcontext(lambda: None)
@@ -66,7 +70,7 @@ def export(ctx: CliContext, refs: tuple[str, ...], session_refs: tuple[str, ...]
             target = _write_file(Path(output), lines)
     summary = {"output": str(target), "format": fmt, **counts}
     if as_json:
-        render.emit_json(summary)
+        as_json.emit(summary)
     else:
         click.echo(f"exported {counts['sessions']} session(s), {counts['messages']} message(s) to {target}")
 
@@ -98,28 +102,19 @@ def _write_file(target: Path, lines) -> Path:
 @click.option("--dry-run", is_flag=True, help="Validate and count only; write nothing.")
 @json_option
 @click.pass_obj
-def import_(ctx: CliContext, file: str, dry_run: bool, as_json: bool) -> None:
+def import_(ctx: CliContext, file: str, dry_run: bool, as_json: JsonOutput | None) -> None:
     """Import a sessiondb JSONL export. Sessions already stored gain only what they lack.
 
     The whole file is validated first; any bad record stops the import with its line
     number, before anything is written.
     """
-    # Importing into a profile that does not exist yet creates it, but only for an import
-    # that writes: a dry run or a file the dry run rejects leaves no profile behind.
-    created = not ctx.profile_exists(ctx.profile)
-    try:
-        with ctx.open(create=True) as store:
-            report = _import(ctx, store, file, dry_run=True)
-            if not dry_run:
-                report = _import(ctx, store, file, dry_run=False)
-    except click.ClickException:
-        if created:
-            ctx.delete_profile(ctx.profile)
-        raise
-    if created and dry_run:
-        ctx.delete_profile(ctx.profile)
+    with ctx.importing(dry_run=True) as store:
+        report = _import(ctx, store, file, dry_run=True)
+    if not dry_run:  # the whole file passed: only now is a new store made
+        with ctx.importing() as store:
+            report = _import(ctx, store, file, dry_run=False)
     if as_json:
-        render.emit_json({**report.to_dict(), "dry_run": dry_run})
+        as_json.emit({**report.to_dict(), "dry_run": dry_run})
         return
     verb = "would import" if dry_run else "imported"
     click.echo(

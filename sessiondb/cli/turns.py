@@ -11,7 +11,8 @@ from ..guidance import explain_turn
 from ..model import Turn
 from . import render
 from .context import CliContext
-from .sessions import json_option, resolve
+from .output import JsonOutput, json_option
+from .sessions import chosen, session_ref
 
 
 def turn_row(turn: Turn) -> dict:
@@ -25,17 +26,17 @@ def turns() -> None:
 
 
 @turns.command("list")
-@click.argument("session")
+@session_ref
 @click.option("--limit", type=click.IntRange(1, 1000), default=100, show_default=True,
               help="The newest this many turns.")
 @json_option
 @click.pass_obj
-def list_turns(ctx: CliContext, session: str, limit: int, as_json: bool) -> None:
-    """SESSION's turns, oldest first (SESSION: an id, a unique id prefix or a title)."""
+def list_turns(ctx: CliContext, ref: str | None, latest: bool, limit: int, as_json: JsonOutput | None) -> None:
+    """A session's turns, oldest first (ID: an id, a unique id prefix or a title; -c: the latest session)."""
     with ctx.open() as store:
-        found = ctx.call(store.turns, resolve(ctx, store, session).id, limit=limit)
+        found = ctx.call(store.turns, chosen(ctx, store, ref, latest).id, limit=limit)
     if as_json:
-        render.emit_json([turn_row(t) for t in found])
+        as_json.emit([turn_row(t) for t in found])
         return
     if not found:
         click.echo("no turns recorded for this session")

@@ -23,6 +23,7 @@ from ..errors import InvalidInput, NotFound
 from ..store.contract import Store
 from . import checkpoint, claude_code, codex, hermes, langchain, llm, openai_agents
 from .core import ImportReport
+from .files import files_under
 from .writer import Writer
 
 SOURCES = {m.NAME: m for m in (claude_code, codex, llm, hermes, openai_agents, langchain)}
@@ -50,6 +51,8 @@ def import_from(store: Store, source: str, path: str | os.PathLike[str] | None =
     """Import everything `source` has at `path` (or its default location); again stores nothing twice."""
     root = location(source, path)
     report = ImportReport(source, str(root))
+    patterns = getattr(SOURCES[source], "PATTERNS", None)  # a tool that keeps a file per session
+    report.files = len(files_under(root, patterns)) if patterns and progress else None
     _pass(store, source, root, {}, report, progress, final=True)
     return report
 

@@ -5,8 +5,9 @@ cwd, git facts, originator), `turn_context` before each turn (cwd, model), `resp
 for what was said and done (messages, function and custom tool calls and their outputs,
 reasoning: the Responses format, see responses.py), `event_msg` for UI events (of which
 only `token_count` is kept: the session's running token totals) and `compacted` for a
-compaction's summary. Earlier releases wrote the meta as a bare first line and the items
-without an envelope; both are read. `$CODEX_HOME` moves the default location.
+compaction: its summary, or (a compaction by the server, whose summary is empty) the
+history the conversation continues from, `replacement_history`. Earlier releases wrote
+the meta as a bare first line and the items without an envelope; both are read. `$CODEX_HOME` moves the default location.
 
 Rollout items carry no ids, so a message's identity is a fingerprint of its session, its
 line and what it says; rollout files are only ever appended to.
@@ -61,11 +62,13 @@ def parse(path: Path, records: Iterable[tuple[int, dict[str, Any]]], state: dict
                 message["display_kind"] = "context"
             message |= {"uid": fingerprint(conv.id, line, message), "timestamp": stamp}
             yield Entry(conv, message, (str(path), line))
-        elif kind == "compacted" and isinstance(payload.get("message"), str):
-            conv = _conversation(path, state)
-            yield Entry(conv, {"uid": fingerprint(conv.id, line, "compacted"), "role": "system",
-                               "content": payload["message"], "display_kind": "compaction_summary",
-                               "timestamp": stamp}, (str(path), line))
+        elif kind == "compacted":
+            content = _compacted(payload)
+            if content:
+                conv = _conversation(path, state)
+                yield Entry(conv, {"uid": fingerprint(conv.id, line, "compacted"), "role": "system",
+                                   "content": content, "display_kind": "compaction_summary",
+                                   "timestamp": stamp}, (str(path), line))
         elif kind == "event_msg" and payload.get("type") == "token_count":
             info = payload.get("info") if isinstance(payload.get("info"), dict) else {}
             total = info.get("total_token_usage")
@@ -76,6 +79,31 @@ def parse(path: Path, records: Iterable[tuple[int, dict[str, Any]]], state: dict
                     "input_tokens": max(0, count(total.get("input_tokens")) - cached), "cache_read_tokens": cached,
                     "output_tokens": count(total.get("output_tokens")),
                     "reasoning_tokens": count(total.get("reasoning_output_tokens"))}, where=(str(path), line))
+
+
+def _compacted(payload: dict[str, Any]) -> str | list[dict[str, Any]] | None:
+    """What a compaction left the conversation with: its summary (`message`, written by a
+    compaction Codex ran itself) or, when the server compacted and `message` is empty, the
+    `replacement_history` Codex resumes from, kept whole: one part per item, with the
+    item's readable text (what search and the transcript show) beside the item as written
+    (an encrypted summary has no readable text but is kept)."""
+    summary = payload.get("message")
+    if isinstance(summary, str) and summary.strip():
+        return summary
+    history = payload.get("replacement_history")
+    if not isinstance(history, list):
+        return None
+    parts = []
+    for item in history:
+        if not isinstance(item, dict):
+            continue
+        said = responses.message(item, {})
+        text = said.get("content") or said.get("reasoning") if said else None
+        part: dict[str, Any] = {"type": "replacement_item", "item": item}
+        if text:
+            part["text"] = f"{said['role']}: {text}"
+        parts.append(part)
+    return parts or None
 
 
 def _conversation(path: Path, state: dict[str, Any]) -> Conversation:

@@ -109,9 +109,13 @@ class ImportReport:
     usage_calls: int = 0  # usage rows recorded
     malformed: list[dict[str, Any]] = field(default_factory=list)  # {"file", "line", "reason"}
     seen: set[str] = field(default_factory=set, repr=False)  # the session ids behind `sessions`
+    #: For progress: the files read so far of `files`, how many the source has when that is
+    #: known before reading (a tool that keeps one file per session); not part of the report.
+    files_read: int = field(default=0, repr=False)
+    files: int | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if k != "seen"}
+        return {k: v for k, v in asdict(self).items() if k not in ("seen", "files_read", "files")}
 
     def saw(self, session_id: str) -> None:
         self.seen.add(session_id)

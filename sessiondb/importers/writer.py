@@ -7,9 +7,10 @@ recorded, so importing twice never counts a model call twice. Running totals (a 
 that keeps per-session counters) are recorded by their growth since the last import,
 remembered in the session's metadata. A batch the store refuses for one message (its
 source changed since it was stored, or it is not valid input) is written one message at
-a time, so that message is reported and the others are kept. Session metadata the store
-refuses as too large is written without its largest values, each reported, so the
-session and its messages are still imported. Whatever else the store refuses as not
+a time, so that message is reported and the others are kept; one refused for half a
+character (an unpaired surrogate) is kept with U+FFFD in its place, and reported. Session
+metadata the store refuses as too large is written without its largest values, each
+reported, so the session and its messages are still imported. Whatever else the store refuses as not
 valid input (a usage with an impossible count, a title too long) is reported with where
 it came from, and the import goes on.
 """
@@ -17,6 +18,7 @@ it came from, and the import goes on.
 from __future__ import annotations
 
 import json
+import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
@@ -40,6 +42,7 @@ class Writer:
         self.seen: dict[str, Conversation] = {}  # the last version of each conversation written
         self.last_id: dict[str, int] = {}  # the session's highest message id, once looked up
         self.metadata: dict[str, dict[str, Any]] = {}
+        self.titles: dict[str, str | None] = {}  # each session's title as stored
         self.pending: dict[str, list[Entry]] = {}
         self.pending_bytes: dict[str, int] = {}  # per session, of the text in `pending`
         self.held = 0  # the sum of pending_bytes
@@ -73,6 +76,9 @@ class Writer:
         elif isinstance(event, Mark):
             self.finish()
             event.apply()  # only now: everything before the mark is stored
+            self.report.files_read += 1
+            if self.progress:
+                self.progress(self.report)
 
     def _refused(self, event: Event, reason: str, where: tuple[str, int | None] | None = None) -> None:
         """Report what the store refused where it came from (its session, when the source names no place)."""
@@ -97,16 +103,18 @@ class Writer:
             except NotFound:
                 session = self._create(conv, where)
             self.metadata[conv.id] = dict(session.metadata)
-            stored_title = session.title
-        else:
-            stored_title = before.title
+            self.titles[conv.id] = session.title
+        stored_title = self.titles[conv.id]
+        given = self.metadata[conv.id].get("title")  # the title the source gave before, if it keeps one there
         changed = {k: v for k, v in conv.metadata.items() if v is not None and self.metadata[conv.id].get(k) != v}
         if changed:
             session = self._fitting(conv, where, changed, lambda fits: self.store.update_metadata(conv.id, fits))
             self.metadata[conv.id] = dict(session.metadata)
-        if conv.title and not stored_title:
+        # A title the source changed (a person renamed the session there) replaces the one
+        # it gave before, never a title set in sessiondb.
+        if conv.title and conv.title != stored_title and (not stored_title or stored_title == given):
             try:
-                self.store.set_title(conv.id, conv.title)
+                self.titles[conv.id] = self.store.set_title(conv.id, conv.title).title
             except TitleConflict:
                 pass  # titles are unique in a store; the source's title stays in the metadata
             except InvalidInput as exc:  # too long for a title: the session is imported without one
@@ -186,15 +194,25 @@ class Writer:
                 recorded = list(pool.map(record, calls))
         self.report.usage_calls += sum(recorded)
 
-    def _one(self, session_id: str, entry: Entry, calls: list[Entry]) -> None:
+    def _one(self, session_id: str, entry: Entry, calls: list[Entry]) -> bool:
+        """Append one message; whether the store took it."""
         try:
             (message,) = self.store.append(session_id, [entry.message])
         except MessageConflict:
             self.report.conflicts += 1
         except InvalidInput as exc:
-            self._refused(entry, str(exc))
+            mended = _mended(entry.message)
+            # Half a character (a string cut inside a surrogate pair) is refused by the store;
+            # the message is kept with U+FFFD in its place, so a tool's call keeps its result.
+            if mended is not None and self._one(session_id, Entry(entry.conversation, mended, entry.where,
+                                                                  entry.usage), calls):
+                self._refused(entry, f"kept with U+FFFD in place of an unpaired surrogate ({exc})")
+            elif mended is None:
+                self._refused(entry, str(exc))
         else:
             self._stored(session_id, entry, message, calls)
+            return True
+        return False
 
     def _stored(self, session_id: str, entry: Entry, message, calls: list[Entry]) -> None:
         if message.id <= self.last_id[session_id]:
@@ -224,6 +242,25 @@ class Writer:
         self.report.usage_calls += 1
         recorded[event.counter] = {k: int(usage.get(k) or 0) for k in USAGE_FIELDS} | {"cost_usd": float(usage.get("cost_usd") or 0)}
         self.metadata[session_id] = dict(self.store.update_metadata(session_id, {RECORDED: recorded}).metadata)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")  # in a str, a surrogate is always unpaired
+
+
+def _mended(value: Any) -> Any:
+    """`value` with every unpaired surrogate in its text replaced by U+FFFD, or None when
+    it holds none."""
+    def mend(item: Any) -> Any:
+        if isinstance(item, str):
+            return _SURROGATE.sub("\ufffd", item)
+        if isinstance(item, dict):
+            return {k: mend(v) for k, v in item.items()}
+        if isinstance(item, list):
+            return [mend(v) for v in item]
+        return item
+
+    mended = mend(value)
+    return None if mended == value else mended
 
 
 def _text_size(message: dict[str, Any]) -> int:

@@ -180,3 +180,26 @@ def test_a_missing_store_is_a_problem_not_a_crash(isolated_home):
     result = run(isolated_home, "doctor", "--json")
     report = json.loads(result.output)
     assert result.exit_code == 1 and report["exists"] is False and report["damage"] == "none"
+
+
+def test_damage_is_said_in_words_with_sqlites_own_text_kept_as_the_detail(store, isolated_home):
+    damaged(store, "garble_table_pages")
+    report = doctor.examine(store)
+    assert report.problems[0].startswith("The store file is damaged: part of its messages table cannot be read"), \
+        report.problems
+    assert not any("Tree " in problem or "page " in problem for problem in report.problems)
+    sqlite_said = [f for f in report.findings if f.startswith("table messages: ")]
+    assert sqlite_said
+    shown = run(isolated_home, "doctor").output
+    assert "problem      The store file is damaged: part of its messages table" in shown
+    assert f"  - {sqlite_said[0]}" in shown
+
+
+def test_the_doctor_on_an_empty_home_names_a_first_step(tmp_path):
+    home = tmp_path / "new-home"
+    shown = run(home, "doctor").output.splitlines()
+    assert shown[0].endswith("state.db does not exist")
+    assert shown[1].startswith(f"first step   To fill it, import a tool's history (`sessiondb --home {home} import "
+                               "--from claude-code`")
+    assert f"`sessiondb --home {home} demo`" in shown[1]
+    assert not home.exists()  # examined, not created

@@ -192,13 +192,37 @@ def test_a_message_the_store_refuses_is_reported_with_its_line_and_the_batch_is_
     written = histories.claude_code(home)
     transcript = next(written.path.rglob(f"{histories.SESSION}.jsonl"))
     line = len(transcript.read_text().splitlines()) + 1
-    with transcript.open("a") as f:  # a lone surrogate: valid JSON, not storable text
-        f.write(json.dumps(histories.claude_line("user", "u-0009", None, {"role": "user", "content": "bad \ud800"})) + "\n")
+    before_1970 = histories.claude_line("user", "u-0009", None, {"role": "user", "content": "from the past"},
+                                        timestamp="1969-12-31T23:59:59.000Z")  # valid JSON, not a time the store keeps
+    with transcript.open("a") as f:
+        f.write(json.dumps(before_1970) + "\n")
     with sessiondb.open_store() as store:
         report = import_from(store, "claude-code")
     refused = [m for m in report.malformed if m["line"] == line]
     assert report.messages == written.messages
-    assert refused and refused[0]["file"] == str(transcript) and "surrogate" in refused[0]["reason"]
+    assert refused and refused[0]["file"] == str(transcript) and "timestamp" in refused[0]["reason"]
+
+
+def test_a_tool_result_holding_half_a_character_is_kept_and_its_call_stays_answered(home):
+    written = histories.claude_code(home)
+    transcript = next(written.path.rglob(f"{histories.SESSION}.jsonl"))
+    line = len(transcript.read_text().splitlines()) + 2
+    call = {"type": "tool_use", "id": "toolu_cut", "name": "Read", "input": {"file_path": "/tmp/emoji.txt"}}
+    cut = {"type": "tool_result", "tool_use_id": "toolu_cut", "content": "a string cut inside an emoji: \ud83d"}
+    with transcript.open("a") as f:  # a lone surrogate: valid JSON, refused by the store as text
+        f.write(json.dumps(histories.claude_line("assistant", "a-0011", None, {
+            "id": "msg_cut", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
+            "content": [call], "stop_reason": "tool_use"})) + "\n")
+        f.write(json.dumps(histories.claude_line("user", "u-0012", "a-0011", {"role": "user", "content": [cut]})) + "\n")
+    with sessiondb.open_store() as store:
+        report = import_from(store, "claude-code")
+        again = import_from(store, "claude-code")
+        (result,) = [m for m in store.transcript(f"claude-code-{histories.SESSION}") if m.tool_call_id == "toolu_cut"]
+    assert result.role == "tool" and result.tool_name == "Read"
+    assert result.text == "a string cut inside an emoji: \ufffd"
+    assert report.messages == written.messages + 2 and again.messages == 0
+    (noted,) = [m for m in report.malformed if m["line"] == line]
+    assert "kept with U+FFFD in place of an unpaired surrogate" in noted["reason"]
 
 
 def test_codex_rollouts_of_earlier_releases_without_an_envelope_are_read(home):

@@ -147,6 +147,7 @@ def test_sessiondb_url_is_the_store_unless_a_home_is_given(pg_database, tmp_path
 
 def test_a_store_file_given_by_store_has_no_profiles(tmp_path):
     path = str(tmp_path / "one.db")
+    sessiondb.open_store(path).close()  # a store file is made by its program (--store creates none)
     assert cli("--store", path, "sessions", "list").output.strip() == "no sessions"
     refused = cli("--store", path, "profiles", "list")
     assert refused.exit_code == 1 and "one store file" in refused.stderr

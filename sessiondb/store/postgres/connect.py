@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import random
 import re
+import socket
 import time
 from typing import Callable, Iterator, TypeVar
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
@@ -256,7 +257,8 @@ def on_own_connection(conninfo: str, location: str, patience: float, work: Calla
 
 
 def connect(conninfo: str, location: str, patience: float) -> psycopg.Connection:
-    """One connection outside the pool, retried while the server is starting or away."""
+    """One connection outside the pool, retried while the server is starting or away, but
+    not while the URL names no host that exists."""
     deadline = time.monotonic() + patience
     while True:
         try:
@@ -264,4 +266,32 @@ def connect(conninfo: str, location: str, patience: float) -> psycopg.Connection
         except psycopg.Error as exc:
             if not retryable(exc) or deadline <= time.monotonic():
                 raise convert(exc, location) from None
+            names = unknown_hosts(conninfo) if exc.sqlstate is None else []
+            if names:
+                named = f"the host name {names[0]!r} in {location} does not" if len(names) == 1 else \
+                    f"none of the host names {', '.join(map(repr, names))} in {location}"
+                raise InvalidInput(f"{named} resolve (DNS has no such name): check the host in the URL") from None
             time.sleep(_BACKOFF[0])
+
+
+#: getaddrinfo's answers that the name does not exist, as opposed to a resolver that
+#: could not answer now (EAI_AGAIN), which is retried like an absent server.
+_NO_SUCH_NAME = frozenset(getattr(socket, name) for name in ("EAI_NONAME", "EAI_NODATA") if hasattr(socket, name))
+
+
+def unknown_hosts(conninfo: str) -> list[str]:
+    """The host names of `conninfo` when none of them exists in DNS, else []. Only names:
+    a URL with an address (`hostaddr`), a socket directory or no host at all is never
+    refused here."""
+    params = conninfo_to_dict(conninfo)
+    hosts = [h for h in str(params.get("host") or "").split(",") if h]
+    if params.get("hostaddr") or not hosts or any(h.startswith(("/", "@")) for h in hosts):
+        return []
+    for host in hosts:
+        try:
+            socket.getaddrinfo(host, None)
+        except socket.gaierror as exc:
+            if exc.errno in _NO_SUCH_NAME:
+                continue
+        return []
+    return hosts

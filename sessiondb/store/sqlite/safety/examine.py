@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,9 @@ def examine(db_path: Path | str, *, deep: bool = False, command: str = "sessiond
     shm_missing = not os.path.exists(f"{db_path}-shm")  # before the check's own connection makes one
     if not db_path.exists():
         report.problems.append(f"{db_path} does not exist")
+        report.steps.append(f"To fill it, import a tool's history (`{command} import --from claude-code`, or "
+                            f"codex, llm, hermes), or try `{command} demo`, which writes a few sessions into "
+                            "the `demo` profile.")
         return report
     report.exists = True
     st = os.stat(db_path)
@@ -296,7 +300,7 @@ def _inspect(conn: apsw.Connection, db_path: Path, report: Report, *, deep: bool
                                "run with --deep for a full check")
     roots = {row[3]: row for row in entries if row[3]}
     for cls, finding in classify_lines(lines, roots, schema_broken=bool(schema_broken)):
-        _damage(report, cls, finding)
+        _damage(report, cls, finding, _in_words(cls, finding))
     _check_search_index(db_path, report, deep=deep)
 
 
@@ -378,11 +382,31 @@ def _disk_steps(db_path: Path, report: Report, command: str) -> list[str]:
     ]
 
 
-def _damage(report: Report, cls: str, finding: str) -> None:
+def _damage(report: Report, cls: str, finding: str, problem: str | None = None) -> None:
+    """Record damage: `finding` as the check said it, `problem` as a person reads it."""
     report.damage = worse(report.damage, cls)
     report.findings.append(finding)
-    if finding not in report.problems:
-        report.problems.append(finding)
+    problem = problem or finding
+    if problem not in report.problems:
+        report.problems.append(problem)
+
+
+_OBJECT = re.compile(r"(search index|index|table) ?([^:\s]*): ")
+
+
+def _in_words(cls: str, finding: str) -> str:
+    """What an integrity-check finding means for a person: which part of the store is
+    damaged and whether sessions may be lost. SQLite's own words stay in the findings."""
+    named = _OBJECT.match(finding)
+    kind, name = (named.group(1), named.group(2)) if named else ("", "")
+    if cls == INDEX:
+        return ("The search index is damaged: every message is intact, but searches may miss some until "
+                "it is rebuilt")
+    if cls == SCHEMA:
+        what = f"The index {name}" if kind == "index" and name else "Part of the store's schema"
+        return f"{what} is damaged: the rows themselves are intact, and the migrations can recreate it"
+    where = f"part of its {name} table" if kind == "table" and name else "some of its pages"
+    return f"The store file is damaged: {where} cannot be read as SQLite wrote it, so some of what it held may be lost"
 
 
 def restore_step(db_path: Path) -> list[str]:
