@@ -115,7 +115,7 @@ def _jq(program: str, value: Any) -> list[Any]:
     try:
         import jq
     except ImportError:
-        raise click.ClickException("--jq needs the jq package: pip install jq") from None
+        raise click.ClickException("--jq needs the jq package: pip install 'sessiondb[jq]'") from None
     try:
         return jq.compile(program).input_value(value).all()
     except ValueError as exc:
