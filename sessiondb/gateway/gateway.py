@@ -27,7 +27,7 @@ from ..model import INTERNAL_NOTIFICATION, Message, Session
 from ..inputs import identity_of, prepare_messages
 from ..store.optional import RouteEntry
 from ..turns.records import end_open_turn
-from ..uids import new_uid
+from ..inputs import new_uid
 from . import recovery
 from .owners import DEFERRABLE, GatewayStore, OwnerUnavailable, Owners
 from .policies import DEFAULT_FRESHNESS, parse_policy
