@@ -34,7 +34,7 @@ from ..inputs import (
     new_session_id, new_uid, prepare_messages, prepare_summary,
 )
 from . import commands as cmd
-from . import append, compaction, handles, lineage, sessions, spool, usage, verify
+from . import compaction, handles, lineage, sessions, spool, usage, verify
 from .backend import Backend
 from .contract import MessageInput
 from .identity import Identity
@@ -252,7 +252,7 @@ class CheckedStore(Transfer, Identity, Turns):
     def _append_batch(self, session_id: str, batch: tuple[NewMessage, ...]) -> list[Message]:
         command = cmd.Append(session_id, batch, self._clock())
         try:
-            return append.run(self._open(), command)
+            return lineage.run_append(self._open(), command)
         except StorageError as exc:
             if exc.cause not in DAMAGE_CAUSES:
                 raise
