@@ -39,7 +39,7 @@ import apsw
 
 from ...errors import DiskFull, StorageError, StoreBusy, StoreClosed
 from .errors import convert
-from .safety.identity import descriptors_of
+from ...files import descriptors_of
 
 T = TypeVar("T")
 Work = Callable[[apsw.Connection], T]
