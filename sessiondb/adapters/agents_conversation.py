@@ -7,7 +7,8 @@ sessions a compaction rotated it into: reads follow `tip()`, writes land at the 
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from functools import partial
+from typing import Any, Callable, Sequence
 
 from ..errors import InvalidInput, NotFound, SessionExists
 from ..model import Message, Role, SearchHit, Session, dump_json
@@ -58,30 +59,30 @@ class StoredConversation:
                 return tip, rows
 
     def add(self, batch: list[tuple[dict[str, Any], str]]) -> None:
-        """Append the (item, JSON text) pairs not yet stored, in one atomic batch."""
-        root = self.root(create=True)
-        tip, tail = self.live(len(batch))
+        """Append the (item, JSON text) pairs not yet stored, in one atomic batch: one store
+        call, which creates the session on first write and reads the conversation's end."""
+        metadata = {} if self.session_id == self.original else {ORIGINAL_ID: self.original}
+        self.store.extend(self.session_id, partial(self._unstored, batch), newest=len(batch),
+                          create={"source": SOURCE, "metadata": metadata})
+
+    def _unstored(self, batch: list[tuple[dict[str, Any], str]], root: Session, tail: list[Message],
+                  history: Callable[[], list[Message]]) -> list[dict[str, Any]]:
+        """The messages storing what `batch` holds beyond the conversation's end (`tail`)."""
         stored = [from_message(m) for m in tail]
         given = [item for item, _text in batch]
         # A batch that starts with the newest stored items is a retry (or the whole history
         # handed back): those are stored already, and what follows them lands after them.
         done = next((k for k in range(min(len(stored), len(given)), 0, -1) if stored[-k:] == given[:k]), 0)
         if not done and len(tail) < len(given):
-            done = self.handed_back(given)
-        messages = self.messages(batch[done:], tail[-1].uid if tail else "", self.epoch(root))
-        if messages:
-            self.store.append((tip or root).id, messages)
+            done = self.handed_back(given, history())
+        return self.messages(batch[done:], tail[-1].uid if tail else "", self.epoch(root))
 
-    def handed_back(self, given: list[dict[str, Any]]) -> int:
-        """How many items at the head of `given` are the whole stored history handed back, as
-        an agent kept it from before compactions (S-47): matched item by item against the
+    @staticmethod
+    def handed_back(given: list[dict[str, Any]], history: list[Message]) -> int:
+        """How many items at the head of `given` are the whole stored `history` handed back,
+        as an agent kept it from before compactions (S-47): matched item by item against the
         lineage, archived items and summaries included (store/alignment.py). A batch that
         does not reach the end of the history is new items, however it starts."""
-        try:
-            history = [m for s in self.store.lineage(self.session_id)
-                       for m in self.store.transcript(s.id, include_compacted=True)]
-        except NotFound:
-            return 0
         items = {m.id: from_message(m) for m in history}
         keys = {mid: dump_json(item, "item") for mid, item in items.items()}
         found = align(history, len(given), lambda i, row: items[row.id] == given[i],

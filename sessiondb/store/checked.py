@@ -18,18 +18,20 @@ import threading
 import time
 from dataclasses import asdict, replace
 from functools import partial
-from typing import Any, Callable, Iterable, Mapping, TypeVar
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 from .. import home as homes
 from .. import query as search_query
 from .. import recall as questions
-from ..errors import DAMAGE_CAUSES, InvalidInput, SessionExists, StorageError, StoreClosed, StoreDamaged
+from ..errors import (
+    DAMAGE_CAUSES, InvalidInput, SessionDBError, SessionExists, StorageError, StoreClosed, StoreDamaged,
+)
 from ..guidance import tell
 from ..model import (
     MAX_TITLE_LENGTH, Lease, Message, MessageLimits, Page, Role, SearchHit, Session, SpoolReport, StoreStats, Usage, VerifyReport,
 )
 from ..inputs import (
-    NewMessage, check_cost, check_count, check_flag, check_label, check_lease, check_limit, check_metadata,
+    MAX_PAGE, NewMessage, check_cost, check_count, check_flag, check_label, check_lease, check_limit, check_metadata,
     check_nonnegative, check_session_id, check_session_ref, check_timestamp, check_ttl, check_unicode, clean_title,
     new_session_id, new_uid, prepare_messages, prepare_summary,
 )
@@ -78,6 +80,9 @@ def _telling(method: Callable[..., Any]) -> Callable[..., Any]:
 MINT_ATTEMPTS = 3  # minted session ids tried before a fourth, whose conflict is raised
 _ROLES = frozenset(r.value for r in Role)
 _MODES = ("in_place", "rotate")
+#: What `extend` may be told to create a missing session with (create_session's arguments but its id).
+_CREATE_KEYS = frozenset({"source", "title", "profile", "session_key", "user_id", "chat_id", "chat_type", "thread_id",
+                          "model", "parent_session_id", "metadata", "parent_relation"})
 
 
 @naming_the_store
@@ -151,11 +156,31 @@ class CheckedStore(Transfer, Identity, Turns):
         parent_relation: str | None = None,
     ) -> Session:
         now = self._clock()
+        given = None if session_id is None else check_session_id(session_id)
+        command = self._creation(
+            source, session_id=given or new_session_id(now), title=title, profile=profile, session_key=session_key,
+            user_id=user_id, chat_id=chat_id, chat_type=chat_type, thread_id=thread_id, model=model,
+            parent_session_id=parent_session_id, metadata=metadata, parent_relation=parent_relation, now=now)
+        for _attempt in range(MINT_ATTEMPTS):
+            try:
+                return self._open().write(partial(sessions.create, values=asdict(command)))
+            except SessionExists:
+                if given is not None:
+                    raise
+                # A minted id met another minted in the same second: mint again.
+                command = replace(command, id=new_session_id(now))
+        return self._open().write(partial(sessions.create, values=asdict(command)))
+
+    def _creation(self, source: str, *, session_id: str, title: str | None = None, profile: str | None = None,
+                  session_key: str | None = None, user_id: str | None = None, chat_id: str | None = None,
+                  chat_type: str | None = None, thread_id: str | None = None, model: str | None = None,
+                  parent_session_id: str | None = None, metadata: Mapping[str, Any] | None = None,
+                  parent_relation: str | None = None, now: float) -> cmd.CreateSession:
+        """create_session's arguments checked, as the command that creates the session."""
         if parent_relation is not None and parent_session_id is None:
             raise InvalidInput("parent_relation needs a parent_session_id")
-        given = None if session_id is None else check_session_id(session_id)
-        command = cmd.CreateSession(
-            id=given or new_session_id(now),
+        return cmd.CreateSession(
+            id=check_session_id(session_id),
             source=check_label(source, "source", required=True),
             profile=homes.validate_profile(profile) if profile is not None else self._profile,
             session_key=check_label(session_key, "session_key"),
@@ -170,15 +195,6 @@ class CheckedStore(Transfer, Identity, Turns):
             started_at=now,
             metadata=check_metadata(metadata, self._limits),
         )
-        for _attempt in range(MINT_ATTEMPTS):
-            try:
-                return self._open().write(partial(sessions.create, values=asdict(command)))
-            except SessionExists:
-                if given is not None:
-                    raise
-                # A minted id met another minted in the same second: mint again.
-                command = replace(command, id=new_session_id(now))
-        return self._open().write(partial(sessions.create, values=asdict(command)))
 
     def get_session(self, session_id: str) -> Session:
         return self._open().read(partial(sessions.get, session_id=check_session_ref(session_id)))
@@ -256,10 +272,52 @@ class CheckedStore(Transfer, Identity, Turns):
         except StorageError as exc:
             if exc.cause not in DAMAGE_CAUSES:
                 raise
-            # The store cannot take writes; the messages are kept, never dropped (S-13..S-15).
-            kept = spool.write(self.backend.spool_anchor, command.session_id, list(command.batch), exc.cause.value,
-                               getattr(self.backend, "generation", None))
-            raise StoreDamaged.spooled(exc, str(kept)) from exc
+            raise self._spooled(exc, session_id, batch) from exc
+
+    def _spooled(self, exc: StorageError, session_id: str, batch: Sequence[NewMessage]) -> StoreDamaged:
+        """The store cannot take writes; the messages are kept, never dropped (S-13..S-15)."""
+        kept = spool.write(self.backend.spool_anchor, session_id, list(batch), exc.cause.value,
+                           getattr(self.backend, "generation", None))
+        return StoreDamaged.spooled(exc, str(kept))
+
+    def extend(self, session_id: str, build: Callable[..., Iterable[MessageInput]], *, newest: int = 1,
+               create: Mapping[str, Any] | None = None) -> list[Message]:
+        """Append what `build` makes of the conversation's end, in one unit of work.
+
+        `build(root, newest, history)` gets the session `session_id` names (created with
+        create_session's keyword arguments `create` if it does not exist), the `newest` newest
+        live messages of its tip, oldest first, and `history()`, which reads every message of
+        its lineage, compacted ones too. What it returns is checked as `append` checks its
+        messages and stored at the tip, after the messages it saw: an adapter whose SDK call
+        is one operation makes one store call. `build` may run more than once (a retried
+        unit of work) and must only compute.
+        """
+        session_id = check_session_ref(session_id)
+        if not callable(build):
+            raise InvalidInput(f"build must be a callable, not {type(build).__name__}")
+        if check_nonnegative(newest, "newest") > MAX_PAGE:
+            raise InvalidInput(f"newest must be at most {MAX_PAGE}")
+        if create is not None and (not isinstance(create, Mapping) or not set(create) <= _CREATE_KEYS):
+            raise InvalidInput(f"create must hold create_session's keyword arguments ({', '.join(sorted(_CREATE_KEYS))})"
+                               f", not {create!r}")
+        now = self._clock()
+        creation = None if create is None else asdict(self._creation(session_id=session_id, now=now, **create))
+
+        def prepared(*end: Any) -> tuple[NewMessage, ...]:
+            made = list(build(*end))  # nothing to add is no append, where append refuses an empty batch
+            return tuple(prepare_messages(made, self._limits)) if made else ()
+        try:
+            return self._open().write(partial(lineage.extend, session_id=session_id, build=prepared, newest=newest,
+                                              creation=creation, now=now))
+        except StorageError as exc:
+            if exc.cause not in DAMAGE_CAUSES:
+                raise
+            try:  # what it would have appended, read as it stands, is kept
+                batch = self._open().read(partial(lineage.extend_unlocked, session_id=session_id, build=prepared,
+                                                  newest=newest))
+            except SessionDBError:
+                raise exc from None
+            raise self._spooled(exc, session_id, batch) from exc
 
     def replay_spool(self) -> SpoolReport:
         """Append every spooled batch of this store, oldest first (see store/spool.py)."""

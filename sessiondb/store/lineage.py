@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
-from ..errors import CompressionClosed, MessageConflict, NotFound, SessionTooLarge, StorageError
+from ..errors import CompressionClosed, MessageConflict, NotFound, SessionExists, SessionTooLarge, StorageError
 from ..inputs import NewMessage, child_session
 from ..model import (
     ACTIVITY_ROLES, BRANCH, COMPRESSION, INTERNAL_NOTIFICATION, MAX_HOPS, Message, MessageState, ModelMessage, Role,
@@ -313,6 +313,53 @@ def run_append(backend: Backend, command: cmd.Append) -> list[Message]:
 def append(rows: Rows, session_id: str, batch: Sequence[NewMessage], now: float) -> list[Message]:
     """The append as one unit of work (see the module docstring)."""
     target, head = land(rows, session_id)
+    return _append_at(rows, target, head, batch, now)
+
+
+#: What `extend` hands its caller's `build`: the conversation's root session, the tip's
+#: newest live messages, and a reader of the whole lineage's messages (compacted ones too).
+Build = Callable[[Session, list[Message], Callable[[], list[Message]]], Sequence[NewMessage]]
+
+
+def extend(rows: Rows, session_id: str, build: Build, newest: int, creation: dict[str, Any] | None,
+           now: float) -> list[Message]:
+    """Append what `build` makes of the conversation's end, in one unit of work: the
+    session `session_id` (created from `creation` if missing), its tip's newest `newest`
+    live messages, read with the tip's row locked, so what `build` saw is still the end
+    when its messages land after it."""
+    root = _root(rows, session_id, creation)
+    target, head = land(rows, session_id)
+    batch = build(root, *_end(rows, session_id, target, newest))
+    return _append_at(rows, target, head, batch, now) if batch else []
+
+
+def extend_unlocked(rows: Rows, session_id: str, build: Build, newest: int) -> Sequence[NewMessage]:
+    """What `extend` would append to the stored session `session_id`, read in a snapshot
+    without writing (a batch the store refused to write is spooled, as an append's is)."""
+    return build(sessions.get(rows, session_id), *_end(rows, session_id, resolve(rows, session_id)[0][-1], newest))
+
+
+def _root(rows: Rows, session_id: str, creation: dict[str, Any] | None) -> Session:
+    try:
+        return sessions.get(rows, session_id)
+    except NotFound:
+        if creation is None:
+            raise
+    try:
+        return sessions.create(rows, creation)
+    except SessionExists:  # another writer created it since: the conversation is theirs and ours
+        return sessions.get(rows, session_id)
+
+
+def _end(rows: Rows, session_id: str, tip_id: str, newest: int) -> tuple[list[Message], Callable[[], list[Message]]]:
+    tail = transcript(rows, tip_id, include_compacted=False, limit=newest, before=None, after=None, order="desc")
+    return tail[::-1], lambda: [m for s in lineage(rows, session_id)
+                                for m in transcript(rows, s.id, include_compacted=True, limit=None, before=None,
+                                                    after=None, order="asc")]
+
+
+def _append_at(rows: Rows, target: str, head: Head, batch: Sequence[NewMessage], now: float) -> list[Message]:
+    """Store `batch` in the locked session `target`, whose head is `head`."""
     if head.parent_relation != COMPRESSION:
         return _store(rows, target, batch, now, head.last_seq)  # the common case
     earlier = stored_earlier(rows, target, batch)
