@@ -435,6 +435,7 @@ def _copy(error: BaseException) -> BaseException:
     fresh.__cause__ = error.__cause__
     return fresh
 
+
 # --- the WAL synced after COMMIT ------------------------------------------------------
 #
 # Making commits durable outside the write lock: the WAL synced after COMMIT, not in it.

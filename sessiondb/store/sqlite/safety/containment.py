@@ -235,6 +235,7 @@ def _identity_of(fd: int) -> tuple[int, int] | None:
         return None
     return (st.st_dev, st.st_ino)
 
+
 # --- file events, so the check can skip its system calls -----------------------------------
 #
 # File events in the store's directory, so the identity check can skip its system calls.
@@ -348,6 +349,7 @@ class FileWatch:
 def concerns(changes: frozenset[str], *keys: str) -> bool:
     """Whether `changes` (from FileWatch.changes) may concern any of `keys`."""
     return changes is EVERYTHING or any(k in changes for k in keys)
+
 
 # --- damage stops writes -------------------------------------------------------------------
 
