@@ -352,7 +352,8 @@ def _root(rows: Rows, session_id: str, creation: dict[str, Any] | None) -> Sessi
 
 
 def _end(rows: Rows, session_id: str, tip_id: str, newest: int) -> tuple[list[Message], Callable[[], list[Message]]]:
-    tail = transcript(rows, tip_id, include_compacted=False, limit=newest, before=None, after=None, order="desc")
+    tail = transcript(rows, tip_id, include_compacted=False, limit=newest, before=None, after=None,
+                      order="desc") if newest else []
     return tail[::-1], lambda: [m for s in lineage(rows, session_id)
                                 for m in transcript(rows, s.id, include_compacted=True, limit=None, before=None,
                                                     after=None, order="asc")]
