@@ -97,3 +97,18 @@ def private_file(destination: Path, mode: str = "w", *, replace: bool = True) ->
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as out:
             yield out
             out.flush()
+
+def descriptors_of(path: str) -> list[int]:
+    """This process's open descriptors whose target is `path` (read from /proc/self/fd)."""
+    found = []
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        return found
+    for name in names:
+        try:
+            if os.readlink(f"/proc/self/fd/{name}") in (path, f"{path} (deleted)"):
+                found.append(int(name))
+        except OSError:
+            continue
+    return found

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import threading
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,14 +22,55 @@ from typing import Any
 from .errors import InvalidInput, MessageConflict, MetadataTooLarge
 from .model import (
     INTERNAL_NOTIFICATION, MAX_COUNT, MAX_NAME_LENGTH, MAX_SESSION_ID_LENGTH, MAX_TIMESTAMP, MAX_TITLE_LENGTH,
-    MAX_UID_LENGTH, Message, MessageLimits, MessageState, ModelMessage, Role, Session, content_text, dump_json,
+    MAX_UID_LENGTH, Lease, Message, MessageLimits, MessageState, ModelMessage, Role, Session, content_text, dump_json,
 )
-from .uids import new_uid
 
 
 def new_session_id(now: float) -> str:
     """A readable, time-sortable id: `20261129_101500_3f9a1c2b`."""
     return f"{datetime.fromtimestamp(now).strftime('%Y%m%d_%H%M%S')}_{uuid.uuid4().hex[:8]}"
+
+
+# --- uids ------------------------------------------------------------------------------
+#
+# Message uids: 128 random bits as 32 hex digits, drawn from the kernel a page at a time.
+#
+# A uid is what makes an append idempotent: two messages of one session with the same uid
+# are one message. So uids must never repeat, in any process, and uuid.uuid4() gives that
+# at the price of a getrandom call per message. That call releases the GIL, and with eight
+# threads appending, each release is a hand-off the committing thread waits behind. Here
+# one call fills a buffer for 256 uids.
+#
+# A forked child must never hand out the uids its parent's buffer still holds (the parent
+# would hand them out too, and a child's message would be taken for a retry of the
+# parent's), so the child drops the buffer before it runs anything else.
+
+_UID_BYTES = 16
+_BUFFER_BYTES = 256 * _UID_BYTES
+
+_lock = threading.Lock()
+_buffer = b""
+_offset = 0
+
+
+def new_uid() -> str:
+    """A fresh uid, unique across processes (128 bits from os.urandom)."""
+    global _buffer, _offset
+    with _lock:
+        if _offset >= len(_buffer):
+            _buffer, _offset = os.urandom(_BUFFER_BYTES), 0
+        start = _offset
+        _offset = start + _UID_BYTES
+        return _buffer[start:start + _UID_BYTES].hex()
+
+
+def _forget_after_fork() -> None:
+    global _buffer, _offset, _lock
+    _lock = threading.Lock()  # the parent may have held it at the fork
+    _buffer, _offset = b"", 0
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 # --- validation of caller input ------------------------------------------------------
@@ -103,6 +146,60 @@ def check_session_id(value: Any, what: str = "session_id") -> str:
         raise InvalidInput(
             f"{what} {value!r} is not a valid session id: use 1-{MAX_SESSION_ID_LENGTH} characters, not blank, "
             "without surrounding spaces, control characters or '/' and '\\'")
+    return value
+
+
+# --- the plain arguments of store calls ------------------------------------------------
+# The small arguments every call shares (ids, flags, counts, limits, leases), each refused
+# with InvalidInput naming the argument.
+
+MAX_PAGE = 1000  # rows a listing or a search returns at most
+MAX_TTL = 7 * 24 * 3600.0  # a compaction lease lasts at most a week between refreshes
+
+
+def check_session_ref(value: Any) -> str:
+    """The id of a stored session, as a call names it: checked as a label, since ids stored
+    before today's rules for new ids (check_session_id) must still name their sessions."""
+    return check_label(value, "session_id", required=True)
+
+
+def check_flag(value: Any, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidInput(f"{what} must be true or false, not {value!r}")
+    return value
+
+
+def check_nonnegative(value: Any, what: str, *, optional: bool = False) -> int | None:
+    """A position or a number of rows: a non-negative integer (None allowed if `optional`)."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInput(f"{what} must be a non-negative integer, not {value!r}")
+    return value
+
+
+def check_limit(value: Any) -> int:
+    value = check_nonnegative(value, "limit")
+    if not 1 <= value <= MAX_PAGE:
+        raise InvalidInput(f"limit must be between 1 and {MAX_PAGE}")
+    return value
+
+
+def check_cost(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0 or value == float("inf"):
+        raise InvalidInput(f"cost_usd must be a non-negative number, not {value!r}")
+    return float(value)
+
+
+def check_ttl(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_TTL:
+        raise InvalidInput(f"ttl must be a number of seconds above 0 and at most {MAX_TTL:.0f}, not {value!r}")
+    return float(value)
+
+
+def check_lease(value: Any) -> Lease:
+    if not isinstance(value, Lease):
+        raise InvalidInput(f"expected the Lease that begin_compaction returned, not {type(value).__name__}")
     return value
 
 

@@ -6,10 +6,13 @@
 The SDK's session id names a sessiondb session (source "openai-agents"), created on the
 first write; an id sessiondb cannot take as it is (a '/', a control character...) is
 mapped to `oa-` and a digest of it, and kept in the session's metadata. Items are stored
-one message each (agents_items.py: readable, searchable, lossless). What sessiondb adds:
+one message each (readable, searchable, lossless: the items section below says how). What sessiondb adds:
 idempotent appends across processes, undo that keeps history (pop_item, clear_session),
 compaction under a lease that loses no concurrent write (run_compaction), search,
 usage and branches. docs/adapters/openai-agents.md says what is guaranteed.
+
+One module, in three parts: an item as a message, the conversation's store work (run on
+a worker thread), and the SDK's Session over them.
 """
 
 from __future__ import annotations
@@ -17,9 +20,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import inspect
+import json
 import os
 from functools import partial
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Mapping, Sequence
 
 from agents.items import TResponseInputItem
 from agents.memory import OpenAIResponsesCompactionArgs, SessionABC, SessionSettings
@@ -30,14 +34,252 @@ from agents.memory.session_settings import coerce_session_settings, resolve_sess
 from agents.models import get_default_model
 from agents.result import RunResult
 
-from ..errors import CompactionBusy, InvalidInput, NotFound, StoreClosed
+from ..errors import CompactionBusy, InvalidInput, NotFound, SessionExists, StoreClosed
+from ..importers import responses
 from ..inputs import check_session_id
-from ..model import SearchHit, Usage
+from ..model import MAX_UID_LENGTH, Message, Role, SearchHit, Session, Usage, content_text, dump_json
 from ..store.aio import AsyncStore
+from ..store.alignment import align
 from ..store.contract import Store
-from .agents_conversation import SOURCE, StoredConversation
-from .agents_items import from_message, normalise
 from .binding import StoreBinding
+
+
+# --- an item as a message ------------------------------------------------------------------
+#
+# The OpenAI Agents SDK's session items as sessiondb messages: readable, searchable, lossless.
+#
+# Each item is one message. Its role and text are what sessiondb shows and searches (the
+# Responses reading that importers/responses.py gives: user, assistant and system
+# messages, tool calls as an assistant's `tool_calls`, their outputs as tool messages,
+# reasoning summaries as `reasoning`); the item itself rides in the content as a part
+# `{"type": "openai_agents_item", "json": <the item exactly as json.dumps wrote it>}`, so
+# that reading it back returns the item byte for byte, key order included. An item sessiondb
+# has no reading of (a compaction item, an MCP listing...) is an assistant message without
+# text. A message written by someone else (the HTTP API, the CLI) has no such part and is
+# read as the plain item of its role and text.
+#
+# Uids (the store's idempotency key, docs/adapters/openai-agents.md):
+# - an item with its own identity, `id` (not the SDK's placeholder) or else `call_id`, is
+#   `oa-<type>-<that id>-` and a fingerprint of the item, wherever and whenever it is added:
+#   the session protocol does not promise unique ids (the SDK's own fake model gives every
+#   message the id "1"), so an id repeated on a different item names a distinct item, while
+#   the same item added again is the same uid;
+# - any other item is `oa-` and a fingerprint of the item with the uid of the item it
+#   follows where it lands (the one before it in its batch, or the newest stored message),
+#   so the same words said in two turns are two messages, and a retry that lands where the
+#   first attempt did computes the same uid.
+# Both take the session's epoch (bumped by pop_item and clear_session) so an item added
+# again after it was undone is stored again instead of matching its undone row.
+
+#: The type of the content part that keeps the item as it was added.
+ITEM_PART = "openai_agents_item"
+#: The id the SDK puts on items whose model gave none: not an identity.
+_PLACEHOLDER_IDS = frozenset({"__fake_id__"})
+
+
+def normalise(item: Any, where: str) -> tuple[dict[str, Any], str]:
+    """The item as JSON will give it back, and its JSON text; InvalidInput for what is not an item."""
+    if not isinstance(item, Mapping):
+        raise InvalidInput(f"{where}: a session item is a dict, not {type(item).__name__}")
+    try:
+        text = json.dumps(item, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"{where}: the item is not JSON-serialisable: {exc}") from None
+    return json.loads(text), text
+
+
+def own_identity(item: Mapping[str, Any]) -> str | None:
+    """The id the item carries itself: `id`, else `call_id` (calls and their outputs)."""
+    for key in ("id", "call_id"):
+        value = item.get(key)
+        if isinstance(value, str) and value and value not in _PLACEHOLDER_IDS:
+            return value
+    return None
+
+
+def item_uid(item: Mapping[str, Any], follows: str, epoch: int) -> str:
+    """The uid of `item` landing after the stored message whose uid is `follows` ('' first)."""
+    suffix = f"~{epoch}" if epoch else ""
+    identity = own_identity(item)
+    if identity is not None:
+        uid = f"oa-{item.get('type') or 'message'}-{identity}-{_digest(dump_json(item, 'item'))[:16]}{suffix}"
+        if len(uid) <= MAX_UID_LENGTH and "\x00" not in uid:
+            return uid
+        return "oa-" + _digest("identity", uid)
+    return "oa-" + _digest(dump_json(item, "item"), follows, str(epoch))
+
+
+def to_message(item: dict[str, Any], text: str, uid: str, names: dict[str, str]) -> dict[str, Any]:
+    """The message that stores `item` (its JSON `text`) under `uid`; `names` maps call ids to
+    tool names, to name the outputs of calls seen before."""
+    message = responses.message(item, names) or {"role": Role.ASSISTANT.value, "content": None}
+    readable = message.get("content")
+    message["content"] = ([{"type": "text", "text": readable}] if readable else []) + [
+        {"type": ITEM_PART, "json": text}]
+    message["uid"] = uid
+    return message
+
+
+def from_message(message: Message) -> dict[str, Any]:
+    """The item a stored message holds: the one added, or the plain item of its role and text."""
+    if isinstance(message.content, list):
+        for part in message.content:
+            if isinstance(part, Mapping) and part.get("type") == ITEM_PART and isinstance(part.get("json"), str):
+                return json.loads(part["json"])
+    text = content_text(message.content)
+    if message.role == Role.TOOL.value and message.tool_call_id:
+        return {"type": "function_call_output", "call_id": message.tool_call_id, "output": text}
+    role = Role.USER.value if message.role == Role.TOOL.value else message.role
+    return {"role": role, "content": text}
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:40]
+
+
+# --- the conversation in the store ---------------------------------------------------------
+#
+# One Agents SDK conversation in a sessiondb store: the blocking work behind SessiondbSession.
+#
+# Every method is one short sequence of Store calls, run by SessiondbSession on a worker
+# thread. The conversation is the sessiondb session named by the SDK's id and the
+# sessions a compaction rotated it into: reads follow `tip()`, writes land at the tip.
+
+SOURCE = "openai-agents"
+#: Session metadata: the SDK's own id (when it was mapped) and the undo epoch.
+ORIGINAL_ID = "openai_agents_session_id"
+EPOCH = "openai_agents_epoch"
+
+
+class StoredConversation:
+    """The conversation `session_id` (sessiondb's id; `original` the SDK's) in `store`."""
+
+    def __init__(self, store: Store, session_id: str, original: str) -> None:
+        self.store, self.session_id, self.original = store, session_id, original
+
+    def root(self, create: bool) -> Session | None:
+        """The session the SDK's id names, created on first write (source openai-agents)."""
+        try:
+            return self.store.get_session(self.session_id)
+        except NotFound:
+            if not create:
+                return None
+        metadata = {} if self.session_id == self.original else {ORIGINAL_ID: self.original}
+        try:
+            return self.store.create_session(SOURCE, session_id=self.session_id, metadata=metadata)
+        except SessionExists:  # another writer created it first
+            return self.store.get_session(self.session_id)
+
+    def epoch(self, root: Session | None = None) -> int:
+        """How many undos the conversation has seen: part of every uid minted after them."""
+        root = root or self.root(create=False)
+        return int(root.metadata.get(EPOCH, 0)) if root else 0
+
+    def live(self, limit: int | None) -> tuple[Session | None, list[Message]]:
+        """The tip and its newest `limit` live messages, read again if a rotation moved them."""
+        while True:
+            try:
+                tip = self.store.tip(self.session_id)
+            except NotFound:
+                return None, []
+            rows = (self.store.transcript(tip.id) if limit is None
+                    else self.store.transcript(tip.id, limit=limit, order="desc")[::-1])
+            if self.store.tip(self.session_id).id == tip.id:
+                return tip, rows
+
+    def add(self, batch: list[tuple[dict[str, Any], str]]) -> None:
+        """Append the (item, JSON text) pairs not yet stored, in one atomic batch: one store
+        call, which creates the session on first write and reads the conversation's end."""
+        metadata = {} if self.session_id == self.original else {ORIGINAL_ID: self.original}
+        self.store.extend(self.session_id, partial(self._unstored, batch), newest=len(batch),
+                          create={"source": SOURCE, "metadata": metadata})
+
+    def _unstored(self, batch: list[tuple[dict[str, Any], str]], root: Session, tail: list[Message],
+                  history: Callable[[], list[Message]]) -> list[dict[str, Any]]:
+        """The messages storing what `batch` holds beyond the conversation's end (`tail`)."""
+        stored = [from_message(m) for m in tail]
+        given = [item for item, _text in batch]
+        # A batch that starts with the newest stored items is a retry (or the whole history
+        # handed back): those are stored already, and what follows them lands after them.
+        done = next((k for k in range(min(len(stored), len(given)), 0, -1) if stored[-k:] == given[:k]), 0)
+        if not done and len(tail) < len(given):
+            done = self.handed_back(given, history())
+        return self.messages(batch[done:], tail[-1].uid if tail else "", self.epoch(root))
+
+    @staticmethod
+    def handed_back(given: list[dict[str, Any]], history: list[Message]) -> int:
+        """How many items at the head of `given` are the whole stored `history` handed back,
+        as an agent kept it from before compactions (S-47): matched item by item against the
+        lineage, archived items and summaries included (store/alignment.py). A batch that
+        does not reach the end of the history is new items, however it starts."""
+        items = {m.id: from_message(m) for m in history}
+        keys = {mid: dump_json(item, "item") for mid, item in items.items()}
+        found = align(history, len(given), lambda i, row: items[row.id] == given[i],
+                      lambda i: dump_json(given[i], "item"), lambda row: (keys[row.id],))
+        return found.prefix if found.whole else 0
+
+    def messages(self, batch: Sequence[Any], follows: str, epoch: int) -> list[dict[str, Any]]:
+        """The messages storing `batch` (items, or (item, JSON text) pairs) after uid `follows`."""
+        names: dict[str, str] = {}
+        messages = []
+        for i, entry in enumerate(batch):
+            item, text = entry if isinstance(entry, tuple) else normalise(entry, f"summary item {i}")
+            follows = item_uid(item, follows, epoch)
+            messages.append(to_message(item, text, follows, names))
+        return messages
+
+    def pop(self) -> dict[str, Any] | None:
+        """Rewind the newest live message; the item it held."""
+        tip, tail = self.live(2)
+        if not tail:
+            return None
+        self._next_epoch()
+        self.store.rewind(tip.id, tail[-2].id if len(tail) > 1 else 0)
+        return from_message(tail[-1])
+
+    def clear(self) -> None:
+        """Rewind every live message."""
+        tip, tail = self.live(1)
+        if tail:
+            self._next_epoch()
+            self.store.rewind(tip.id, 0)
+
+    def _next_epoch(self) -> None:
+        # Before the rewind: an item undone now and added again must not meet its undone row.
+        root = self.root(create=False)
+        if root is not None:
+            self.store.update_metadata(root.id, {EPOCH: self.epoch(root) + 1})
+
+    def search(self, query: str, limit: int, include_tools: bool) -> list[SearchHit]:
+        """Matches in every session of the conversation's lineage, best first."""
+        try:
+            lineage = self.store.lineage(self.session_id)
+        except NotFound:
+            return []
+        hits = [hit for s in lineage
+                for hit in self.store.search(query, session_id=s.id, limit=limit, include_tools=include_tools)]
+        return sorted(hits, key=lambda hit: -hit.score)[:limit]
+
+    def record_usage(self, usages: list[Any], model: str, provider: str) -> None:
+        """Record each of the SDK's Usage values as one model call."""
+        root = self.root(create=True)
+        for u in usages:
+            self.store.record_usage(
+                root.id, model=model, provider=provider, input_tokens=u.input_tokens, output_tokens=u.output_tokens,
+                cache_read_tokens=u.input_tokens_details.cached_tokens or 0,
+                reasoning_tokens=u.output_tokens_details.reasoning_tokens or 0)
+
+    def branch(self, turn_number: int, title: str | None) -> Session:
+        """A new session copying the live conversation before its `turn_number`-th user message."""
+        tip, rows = self.live(None)
+        users = [i for i, m in enumerate(rows) if m.role == Role.USER.value]
+        if isinstance(turn_number, bool) or not isinstance(turn_number, int) or not 1 <= turn_number <= len(users):
+            raise InvalidInput(f"turn_number must be between 1 and {len(users)} (the conversation's user turns)")
+        at = users[turn_number - 1]
+        return self.store.branch(tip.id, rows[at - 1].id if at else 0, title=title)
+
+
+# --- the SDK's Session ---------------------------------------------------------------------
 
 Items = list[TResponseInputItem]
 #: Replaces the covered history with its summary items (a model call, usually).

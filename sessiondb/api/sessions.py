@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 from .. import exports
 from ..errors import InvalidInput, NotFound
 from ..store.aio import AsyncStore
-from ..store.arguments import MAX_PAGE
+from ..inputs import MAX_PAGE
 from ..store.listing import listed
 from . import markdown
 from .stores import Stores

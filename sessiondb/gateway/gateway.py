@@ -23,11 +23,10 @@ from ..errors import Cause, CompressionClosed, NotFound, StorageError, classify
 from ..guidance import turn_outcome
 from ..home import DEFAULT_PROFILE, resolve_home
 from ..keys import SessionKey, as_key
-from ..model import INTERNAL_NOTIFICATION, Message, Session
-from ..inputs import identity_of, prepare_messages
+from ..model import COMPRESSION, INTERNAL_NOTIFICATION, Message, Session
+from ..inputs import identity_of, new_uid, prepare_messages
 from ..store.optional import RouteEntry
 from ..turns.records import end_open_turn
-from ..uids import new_uid
 from . import recovery
 from .owners import DEFERRABLE, GatewayStore, OwnerUnavailable, Owners
 from .policies import DEFAULT_FRESHNESS, parse_policy
@@ -96,6 +95,9 @@ class Gateway:
         # profile -> monotonic time before which its failed store is not tried again: one probe
         # per interval, not one wait of `patience` per key and message
         self._cooling: dict[str, float] = {}
+        # The session each key's messages last landed in, from this process: the next batch
+        # goes there in one store call while it is live (`_write`).
+        self._landed: dict[str, str] = {}
         self._stop = threading.Event()
         self._retrier: threading.Thread | None = None
         self._closed = False
@@ -298,13 +300,29 @@ class Gateway:
 
     def _write(self, k: SessionKey, batch: Batch) -> list[Message]:
         store = self._owner(k)
+        landed = self._landed.get(k.text)
+        if landed is not None:
+            # One store call: stored there unless that session ended since (another process
+            # reset the key, say); then the route says where the key's messages go now.
+            try:
+                rows = store.extend(landed, lambda root, _tail, _history: batch if _live(root) else [], newest=0)
+            except (CompressionClosed, NotFound):
+                rows = []
+            if rows:
+                return self._landed_in(k, landed, rows)
+            del self._landed[k.text]
         session_id = self._session_for(k, None).id
         try:
             rows = store.append(session_id, batch)
         except (CompressionClosed, NotFound):
             rows = store.append(self._session_for(k, None).id, batch)
+        return self._landed_in(k, session_id, rows)
+
+    def _landed_in(self, k: SessionKey, session_id: str, rows: list[Message]) -> list[Message]:
+        """`rows` were stored for `k`, sent to `session_id`: the route follows where they landed."""
         self._cooling.pop(k.profile, None)
-        if rows and rows[-1].session_id != session_id:
+        self._landed[k.text] = rows[-1].session_id
+        if rows[-1].session_id != session_id:
             # The append was redirected to a compaction's tip: the route follows (one field).
             self._route_update(k, session_id=rows[-1].session_id)
         return rows
@@ -419,6 +437,12 @@ def _prepare(messages: Any, internal: bool) -> Batch:
         batch.append(data)
     prepare_messages(batch)  # validate now: bad input is refused, never queued
     return batch
+
+
+def _live(session: Session) -> bool:
+    """Whether a key's messages still go to `session`: not ended, or only rotated (the store
+    follows a rotation to its tip)."""
+    return session.ended_at is None or session.end_reason == COMPRESSION
 
 
 def _kept_for_its_generation(exc: BaseException) -> bool:

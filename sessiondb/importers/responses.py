@@ -3,7 +3,7 @@
 Codex writes its rollout items (`response_item` lines) and the OpenAI Agents SDK keeps
 its session items in this one format: messages with text parts, function and custom tool
 calls with their outputs (paired by `call_id`), and reasoning summaries. Both importers
-share this conversion, and so does the Agents SDK session (adapters/agents_items.py).
+share this conversion, and so does the Agents SDK session (adapters/openai_agents.py).
 """
 
 from __future__ import annotations

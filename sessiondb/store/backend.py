@@ -7,7 +7,7 @@ spool, account imports or shape model-ready messages. Errors it raises are sessi
 errors (its driver's errors are converted at its boundary).
 
 Every rule a user can observe is a unit of work over `Rows` in the neutral layer
-(store/append.py, lineage.py, compaction.py, sessions.py, usage.py, turn_rows.py,
+(store/lineage.py, compaction.py, sessions.py, usage.py, turn_rows.py,
 routing.py, transfer.py, verify.py) that a backend runs with `write`, `read` and
 `stream`; the methods after them are what only an engine can do: its derived indexes,
 its size and its own integrity checks.
@@ -77,7 +77,7 @@ class Backend(Protocol):
 
 @runtime_checkable
 class AppendingBackend(Protocol):
-    """A backend that runs appends its own way (store/append.py's `run` uses it when given)."""
+    """A backend that runs appends its own way (store/lineage.py's `run_append` uses it when given)."""
 
     def write_append(self, command: cmd.Append, work: Callable[[Rows], list[Message]]) -> list[Message]:
         """Store `command` as `write(work)` would (`work` is the append of it as one unit of

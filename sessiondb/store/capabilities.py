@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import InvalidInput
+from ..inputs import check_flag
 from ..model import MaintenanceReport
-from . import arguments as arg
 from . import commands as cmd
 from .backend import Backend, MaintenanceBackend
 from .checked import CheckedStore, naming_the_store
@@ -40,10 +40,10 @@ class CheckedMaintenance:
         return self._open().backup(Path(os.path.realpath(given)))
 
     def optimize(self, *, force: bool = False, dry_run: bool = False) -> MaintenanceReport:
-        return self._open().optimize(force=arg.flag(force, "force"), dry_run=arg.flag(dry_run, "dry_run"))
+        return self._open().optimize(force=check_flag(force, "force"), dry_run=check_flag(dry_run, "dry_run"))
 
     def vacuum(self, *, force: bool = False, dry_run: bool = False) -> MaintenanceReport:
-        return self._open().vacuum(force=arg.flag(force, "force"), dry_run=arg.flag(dry_run, "dry_run"))
+        return self._open().vacuum(force=check_flag(force, "force"), dry_run=check_flag(dry_run, "dry_run"))
 
     def prune(
         self,
@@ -61,12 +61,12 @@ class CheckedMaintenance:
             if isinstance(older_than, bool) or not isinstance(older_than, (int, float)) or not 0 <= older_than < float("inf"):
                 raise InvalidInput("older_than must be a non-negative number of seconds")
             inactive_before = now - older_than
-        never_active_at = now if arg.flag(never_active, "never_active") else None
+        never_active_at = now if check_flag(never_active, "never_active") else None
         if inactive_before is None and never_active_at is None:
             raise InvalidInput("say what to prune: older_than, never_active, or both")
         return self._open().prune(cmd.Prune(
-            inactive_before, never_active_at, arg.flag(include_pinned, "include_pinned"),
-            arg.flag(include_archived, "include_archived"), arg.flag(force, "force"), arg.flag(dry_run, "dry_run")))
+            inactive_before, never_active_at, check_flag(include_pinned, "include_pinned"),
+            check_flag(include_archived, "include_archived"), check_flag(force, "force"), check_flag(dry_run, "dry_run")))
 
 
 class CheckedRouting:

@@ -18,24 +18,25 @@ import threading
 import time
 from dataclasses import asdict, replace
 from functools import partial
-from typing import Any, Callable, Iterable, Mapping, TypeVar
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 from .. import home as homes
 from .. import query as search_query
 from .. import recall as questions
-from ..errors import DAMAGE_CAUSES, InvalidInput, SessionExists, StorageError, StoreClosed, StoreDamaged
+from ..errors import (
+    DAMAGE_CAUSES, InvalidInput, SessionDBError, SessionExists, StorageError, StoreClosed, StoreDamaged,
+)
 from ..guidance import tell
-from ..uids import new_uid
 from ..model import (
     MAX_TITLE_LENGTH, Lease, Message, MessageLimits, Page, Role, SearchHit, Session, SpoolReport, StoreStats, Usage, VerifyReport,
 )
 from ..inputs import (
-    NewMessage, check_count, check_label, check_metadata, check_session_id, check_timestamp, check_unicode, clean_title, new_session_id, prepare_messages,
-    prepare_summary,
+    MAX_PAGE, NewMessage, check_cost, check_count, check_flag, check_label, check_lease, check_limit, check_metadata,
+    check_nonnegative, check_session_id, check_session_ref, check_timestamp, check_ttl, check_unicode, clean_title,
+    new_session_id, new_uid, prepare_messages, prepare_summary,
 )
-from . import arguments as arg
 from . import commands as cmd
-from . import append, compaction, handles, lineage, sessions, spool, usage, verify
+from . import compaction, handles, lineage, sessions, spool, usage, verify
 from .backend import Backend
 from .contract import MessageInput
 from .identity import Identity
@@ -79,6 +80,9 @@ def _telling(method: Callable[..., Any]) -> Callable[..., Any]:
 MINT_ATTEMPTS = 3  # minted session ids tried before a fourth, whose conflict is raised
 _ROLES = frozenset(r.value for r in Role)
 _MODES = ("in_place", "rotate")
+#: What `extend` may be told to create a missing session with (create_session's arguments but its id).
+_CREATE_KEYS = frozenset({"source", "title", "profile", "session_key", "user_id", "chat_id", "chat_type", "thread_id",
+                          "model", "parent_session_id", "metadata", "parent_relation"})
 
 
 @naming_the_store
@@ -152,11 +156,31 @@ class CheckedStore(Transfer, Identity, Turns):
         parent_relation: str | None = None,
     ) -> Session:
         now = self._clock()
+        given = None if session_id is None else check_session_id(session_id)
+        command = self._creation(
+            source, session_id=given or new_session_id(now), title=title, profile=profile, session_key=session_key,
+            user_id=user_id, chat_id=chat_id, chat_type=chat_type, thread_id=thread_id, model=model,
+            parent_session_id=parent_session_id, metadata=metadata, parent_relation=parent_relation, now=now)
+        for _attempt in range(MINT_ATTEMPTS):
+            try:
+                return self._open().write(partial(sessions.create, values=asdict(command)))
+            except SessionExists:
+                if given is not None:
+                    raise
+                # A minted id met another minted in the same second: mint again.
+                command = replace(command, id=new_session_id(now))
+        return self._open().write(partial(sessions.create, values=asdict(command)))
+
+    def _creation(self, source: str, *, session_id: str, title: str | None = None, profile: str | None = None,
+                  session_key: str | None = None, user_id: str | None = None, chat_id: str | None = None,
+                  chat_type: str | None = None, thread_id: str | None = None, model: str | None = None,
+                  parent_session_id: str | None = None, metadata: Mapping[str, Any] | None = None,
+                  parent_relation: str | None = None, now: float) -> cmd.CreateSession:
+        """create_session's arguments checked, as the command that creates the session."""
         if parent_relation is not None and parent_session_id is None:
             raise InvalidInput("parent_relation needs a parent_session_id")
-        given = None if session_id is None else check_session_id(session_id)
-        command = cmd.CreateSession(
-            id=given or new_session_id(now),
+        return cmd.CreateSession(
+            id=check_session_id(session_id),
             source=check_label(source, "source", required=True),
             profile=homes.validate_profile(profile) if profile is not None else self._profile,
             session_key=check_label(session_key, "session_key"),
@@ -171,18 +195,9 @@ class CheckedStore(Transfer, Identity, Turns):
             started_at=now,
             metadata=check_metadata(metadata, self._limits),
         )
-        for _attempt in range(MINT_ATTEMPTS):
-            try:
-                return self._open().write(partial(sessions.create, values=asdict(command)))
-            except SessionExists:
-                if given is not None:
-                    raise
-                # A minted id met another minted in the same second: mint again.
-                command = replace(command, id=new_session_id(now))
-        return self._open().write(partial(sessions.create, values=asdict(command)))
 
     def get_session(self, session_id: str) -> Session:
-        return self._open().read(partial(sessions.get, session_id=arg.session_id(session_id)))
+        return self._open().read(partial(sessions.get, session_id=check_session_ref(session_id)))
 
     def list_sessions(
         self,
@@ -198,17 +213,17 @@ class CheckedStore(Transfer, Identity, Turns):
     ) -> Page:
         return self._open().read(partial(sessions.listed, query=cmd.ListSessions(
             source=check_label(source, "source"),
-            include_archived=arg.flag(include_archived, "include_archived"),
-            include_hidden=arg.flag(include_hidden, "include_hidden"),
-            pinned=None if pinned is None else arg.flag(pinned, "pinned"),
+            include_archived=check_flag(include_archived, "include_archived"),
+            include_hidden=check_flag(include_hidden, "include_hidden"),
+            pinned=None if pinned is None else check_flag(pinned, "pinned"),
             since=check_timestamp(since, "since"),
             until=check_timestamp(until, "until"),
-            limit=arg.limit(limit),
+            limit=check_limit(limit),
             cursor=None if cursor is None else check_label(cursor, "cursor"),
         )))
 
     def _change(self, session_id: str, change: cmd.SessionChange) -> Session:
-        return self._open().write(partial(sessions.change, session_id=arg.session_id(session_id), change=change))
+        return self._open().write(partial(sessions.change, session_id=check_session_ref(session_id), change=change))
 
     def end_session(self, session_id: str, reason: str) -> Session:
         return self._change(session_id, cmd.EndSession(check_label(reason, "reason", required=True), self._clock()))
@@ -228,8 +243,8 @@ class CheckedStore(Transfer, Identity, Turns):
         hidden: bool | None = None,
     ) -> Session:
         given = {"pinned": pinned, "archived": archived, "hidden": hidden}
-        change = cmd.SetFlags({name: arg.flag(value, name) for name, value in given.items() if value is not None})
-        return self._open().write(partial(lineage.set_flags, session_id=arg.session_id(session_id), change=change))
+        change = cmd.SetFlags({name: check_flag(value, name) for name, value in given.items() if value is not None})
+        return self._open().write(partial(lineage.set_flags, session_id=check_session_ref(session_id), change=change))
 
     def update_metadata(self, session_id: str, patch: Mapping[str, Any]) -> Session:
         if not isinstance(patch, Mapping):  # check_metadata takes None as "no metadata"
@@ -238,7 +253,7 @@ class CheckedStore(Transfer, Identity, Turns):
         return self._change(session_id, cmd.PatchMetadata(dict(patch), self._limits.max_metadata_bytes))
 
     def delete_session(self, session_id: str) -> None:
-        self._open().write(partial(sessions.delete, session_id=arg.session_id(session_id)))
+        self._open().write(partial(sessions.delete, session_id=check_session_ref(session_id)))
 
     def find_session(self, ref: str) -> Session:
         ref = check_label(ref, "session reference", required=True).strip()
@@ -248,19 +263,61 @@ class CheckedStore(Transfer, Identity, Turns):
     # --- messages ----------------------------------------------------------------------
 
     def append(self, session_id: str, messages: MessageInput | Iterable[MessageInput]) -> list[Message]:
-        return self._append_batch(arg.session_id(session_id), tuple(prepare_messages(messages, self._limits)))
+        return self._append_batch(check_session_ref(session_id), tuple(prepare_messages(messages, self._limits)))
 
     def _append_batch(self, session_id: str, batch: tuple[NewMessage, ...]) -> list[Message]:
         command = cmd.Append(session_id, batch, self._clock())
         try:
-            return append.run(self._open(), command)
+            return lineage.run_append(self._open(), command)
         except StorageError as exc:
             if exc.cause not in DAMAGE_CAUSES:
                 raise
-            # The store cannot take writes; the messages are kept, never dropped (S-13..S-15).
-            kept = spool.write(self.backend.spool_anchor, command.session_id, list(command.batch), exc.cause.value,
-                               getattr(self.backend, "generation", None))
-            raise StoreDamaged.spooled(exc, str(kept)) from exc
+            raise self._spooled(exc, session_id, batch) from exc
+
+    def _spooled(self, exc: StorageError, session_id: str, batch: Sequence[NewMessage]) -> StoreDamaged:
+        """The store cannot take writes; the messages are kept, never dropped (S-13..S-15)."""
+        kept = spool.write(self.backend.spool_anchor, session_id, list(batch), exc.cause.value,
+                           getattr(self.backend, "generation", None))
+        return StoreDamaged.spooled(exc, str(kept))
+
+    def extend(self, session_id: str, build: Callable[..., Iterable[MessageInput]], *, newest: int = 1,
+               create: Mapping[str, Any] | None = None) -> list[Message]:
+        """Append what `build` makes of the conversation's end, in one unit of work.
+
+        `build(root, newest, history)` gets the session `session_id` names (created with
+        create_session's keyword arguments `create` if it does not exist), the `newest` newest
+        live messages of its tip, oldest first, and `history()`, which reads every message of
+        its lineage, compacted ones too. What it returns is checked as `append` checks its
+        messages and stored at the tip, after the messages it saw: an adapter whose SDK call
+        is one operation makes one store call. `build` may run more than once (a retried
+        unit of work) and must only compute.
+        """
+        session_id = check_session_ref(session_id)
+        if not callable(build):
+            raise InvalidInput(f"build must be a callable, not {type(build).__name__}")
+        if check_nonnegative(newest, "newest") > MAX_PAGE:
+            raise InvalidInput(f"newest must be at most {MAX_PAGE}")
+        if create is not None and (not isinstance(create, Mapping) or not set(create) <= _CREATE_KEYS):
+            raise InvalidInput(f"create must hold create_session's keyword arguments ({', '.join(sorted(_CREATE_KEYS))})"
+                               f", not {create!r}")
+        now = self._clock()
+        creation = None if create is None else asdict(self._creation(session_id=session_id, now=now, **create))
+
+        def prepared(*end: Any) -> tuple[NewMessage, ...]:
+            made = list(build(*end))  # nothing to add is no append, where append refuses an empty batch
+            return tuple(prepare_messages(made, self._limits)) if made else ()
+        try:
+            return self._open().write(partial(lineage.extend, session_id=session_id, build=prepared, newest=newest,
+                                              creation=creation, now=now))
+        except StorageError as exc:
+            if exc.cause not in DAMAGE_CAUSES:
+                raise
+            try:  # what it would have appended, read as it stands, is kept
+                batch = self._open().read(partial(lineage.extend_unlocked, session_id=session_id, build=prepared,
+                                                  newest=newest))
+            except SessionDBError:
+                raise exc from None
+            raise self._spooled(exc, session_id, batch) from exc
 
     def replay_spool(self) -> SpoolReport:
         """Append every spooled batch of this store, oldest first (see store/spool.py)."""
@@ -287,57 +344,58 @@ class CheckedStore(Transfer, Identity, Turns):
             raise InvalidInput(f"order must be 'asc' or 'desc', not {order!r}")
         return self._open().read(partial(
             lineage.transcript,
-            session_id=arg.session_id(session_id),
-            include_compacted=arg.flag(include_compacted, "include_compacted"),
-            limit=arg.optional_count(limit, "limit"),
-            before=arg.optional_count(before, "before"),
-            after=arg.optional_count(after, "after"),
+            session_id=check_session_ref(session_id),
+            include_compacted=check_flag(include_compacted, "include_compacted"),
+            limit=check_nonnegative(limit, "limit", optional=True),
+            before=check_nonnegative(before, "before", optional=True),
+            after=check_nonnegative(after, "after", optional=True),
             order=order,
         ))
 
     # --- compaction and lineage ----------------------------------------------------------
 
     def begin_compaction(self, session_id: str, *, holder: str | None = None, ttl: float = 300) -> Lease:
-        return self._open().write(partial(compaction.begin, session_id=arg.session_id(session_id),
-                                          holder=check_label(holder, "holder"), ttl=arg.ttl(ttl), clock=self._clock))
+        return self._open().write(partial(compaction.begin, session_id=check_session_ref(session_id),
+                                          holder=check_label(holder, "holder"), ttl=check_ttl(ttl), clock=self._clock))
 
     def refresh_compaction(self, lease: Lease, ttl: float | None = None) -> Lease:
-        return self._open().write(partial(compaction.refresh, lease=arg.lease(lease),
-                                          ttl=None if ttl is None else arg.ttl(ttl), clock=self._clock))
+        return self._open().write(partial(compaction.refresh, lease=check_lease(lease),
+                                          ttl=None if ttl is None else check_ttl(ttl), clock=self._clock))
 
     def abort_compaction(self, lease: Lease) -> None:
-        self._open().write(partial(compaction.release, lease=arg.lease(lease)))
+        self._open().write(partial(compaction.release, lease=check_lease(lease)))
 
     def commit_compaction(
         self, lease: Lease, summary_messages: MessageInput | Iterable[MessageInput], *, mode: str = "in_place",
     ) -> Session:
-        lease = arg.lease(lease)
+        lease = check_lease(lease)
         if mode not in _MODES:
             raise InvalidInput(f"mode must be 'in_place' or 'rotate', not {mode!r}")
         batch = tuple(prepare_summary(summary_messages, self._limits))
         return self._open().write(partial(compaction.commit, lease=lease, batch=batch, mode=mode, clock=self._clock))
 
     def compaction_lease(self, session_id: str) -> Lease | None:
-        return self._open().read(partial(compaction.current, session_id=arg.session_id(session_id)))
+        return self._open().read(partial(compaction.current, session_id=check_session_ref(session_id)))
 
     def lineage(self, session_id: str) -> list[Session]:
-        return self._open().read(partial(lineage.lineage, session_id=arg.session_id(session_id)))
+        return self._open().read(partial(lineage.lineage, session_id=check_session_ref(session_id)))
 
     def tip(self, session_id: str) -> Session:
-        return self._open().read(partial(lineage.tip, session_id=arg.session_id(session_id)))
+        return self._open().read(partial(lineage.tip, session_id=check_session_ref(session_id)))
 
     def rewind(self, session_id: str, to_message_id: int) -> int:
-        return self._open().write(partial(lineage.rewind, session_id=arg.session_id(session_id),
-                                          to_message_id=arg.count(to_message_id, "to_message_id")))
+        return self._open().write(partial(lineage.rewind, session_id=check_session_ref(session_id),
+                                          to_message_id=check_nonnegative(to_message_id, "to_message_id")))
 
     def restore_rewound(self, session_id: str) -> int:
-        return self._open().write(partial(lineage.restore_rewound, session_id=arg.session_id(session_id)))
+        return self._open().write(partial(lineage.restore_rewound, session_id=check_session_ref(session_id)))
 
     def branch(self, session_id: str, at_message_id: int, *, title: str | None = None) -> Session:
         now = self._clock()
         values = {"id": new_session_id(now), "title": clean_title(title), "started_at": now}
-        return self._open().write(partial(lineage.branch, session_id=arg.session_id(session_id),
-                                          at_message_id=arg.count(at_message_id, "at_message_id"), values=values))
+        at = check_nonnegative(at_message_id, "at_message_id")
+        return self._open().write(partial(lineage.branch, session_id=check_session_ref(session_id), at_message_id=at,
+                                          values=values))
 
     # --- usage, search, statistics, integrity --------------------------------------------
 
@@ -360,9 +418,9 @@ class CheckedStore(Transfer, Identity, Turns):
             "cache_write_tokens": cache_write_tokens, "reasoning_tokens": reasoning_tokens,
         }
         amounts: dict[str, float] = {name: check_count(value, name) for name, value in tokens.items()}
-        amounts["cost_usd"] = arg.cost(cost_usd)
+        amounts["cost_usd"] = check_cost(cost_usd)
         command = cmd.RecordUsage(
-            arg.session_id(session_id), check_label(model, "model", required=True),
+            check_session_ref(session_id), check_label(model, "model", required=True),
             check_label(provider, "provider") or "", check_label(task, "task") or "", amounts)
         backend = self._open()
         # The call's id is minted here, once: every run of the unit of work carries the same.
@@ -370,7 +428,7 @@ class CheckedStore(Transfer, Identity, Turns):
                               keep=usage.keep_for(getattr(backend, "patience", 0.0))))
 
     def usage(self, session_id: str) -> Usage:
-        return self._open().read(partial(usage.total, session_id=arg.session_id(session_id)))
+        return self._open().read(partial(usage.total, session_id=check_session_ref(session_id)))
 
     def search(
         self,
@@ -392,7 +450,7 @@ class CheckedStore(Transfer, Identity, Turns):
         if len(query) > search_query.MAX_QUERY_LENGTH:
             raise InvalidInput(f"the search query is {len(query):,} characters; the limit is "
                                f"{search_query.MAX_QUERY_LENGTH:,}: search for a few of its words")
-        parsed = search_query.parse(query, substring=arg.flag(substring, "substring"))
+        parsed = search_query.parse(query, substring=check_flag(substring, "substring"))
         if parsed.substring and parsed.given > search_query.MAX_SUBSTRING_TERMS:
             raise InvalidInput(f"a substring search takes at most {search_query.MAX_SUBSTRING_TERMS} terms, "
                                f"and this one has {parsed.given}: search for fewer of its words")
@@ -439,10 +497,10 @@ def _searching(query: search_query.Query | questions.Recall, *, profile: Any, so
         query=query,
         profile=None if profile is None else homes.validate_profile(profile),
         source=check_label(source, "source"),
-        session_id=None if session_id is None else arg.session_id(session_id),
+        session_id=None if session_id is None else check_session_ref(session_id),
         role=role,
         since=check_timestamp(since, "since"),
         until=check_timestamp(until, "until"),
-        include_tools=arg.flag(include_tools, "include_tools"),
-        limit=arg.limit(limit),
+        include_tools=check_flag(include_tools, "include_tools"),
+        limit=check_limit(limit),
     )

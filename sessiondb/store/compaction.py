@@ -45,7 +45,7 @@ from typing import Any, Callable, Sequence
 from ..errors import CompactionBusy, LeaseLost, MessageConflict
 from ..inputs import NewMessage, check_kept, child_session, continuation_titles, new_session_id
 from ..model import COMPRESSION, Lease, Session
-from . import append, lease_holders, lineage, sessions
+from . import lease_holders, lineage, sessions
 from .rows import Row, Rows, above, at_most, one_of
 
 _LEASE = ("session_id", "token", "watermark", "holder", "pid", "host", "ttl", "acquired_at", "expires_at")
@@ -154,7 +154,7 @@ def commit(rows: Rows, lease: Lease, batch: Sequence[NewMessage], mode: str, clo
         if isinstance(item, int):
             moved.append({**{c: kept[item][c] for c in _MOVED}, "session_id": target, "seq": summary_seq})
         else:
-            moved.append(append.new_row(target, item, summary_seq, now))
+            moved.append(lineage.new_row(target, item, summary_seq, now))
     moved.extend({**r, "session_id": target} for r in tail)
     lineage.insert_messages(rows, moved)
 

@@ -15,7 +15,7 @@ its backend has it.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Mapping, Protocol, runtime_checkable
+from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, runtime_checkable
 
 from ..model import (
     ImportReport, Lease, Message, Page, SearchHit, Session, SpoolReport, StoreStats, Turn, Usage,
@@ -145,6 +145,19 @@ class Store(Protocol):
         `seq` are assigned by the store and ignored).
         """
 
+
+    def extend(self, session_id: str, build: Callable[..., Iterable[MessageInput]], *, newest: int = 1,
+               create: Mapping[str, Any] | None = None) -> list[Message]:
+        """Append what `build` makes of the conversation's end, in one unit of work.
+
+        `build(root, newest, history)` gets the session `session_id` names (created with
+        create_session's keyword arguments `create` if it does not exist), the tip's `newest`
+        newest live messages (oldest first) and `history()`, a reader of every message of
+        the lineage, compacted ones too. What it returns is stored at the tip as `append`
+        stores a batch, after the messages it saw, with the tip's row locked meanwhile (an
+        SDK call that is one operation is one store call). `build` may run again when the
+        unit of work is retried and must only compute.
+        """
     def flush(self, session_id: str, conversation: MessageInput | Iterable[MessageInput]) -> list[Message]:
         """Store what of an agent's whole conversation is not yet stored; return a row for each.
 

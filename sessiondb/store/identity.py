@@ -17,8 +17,7 @@ from typing import Callable, Hashable, Iterable, Mapping
 
 from ..errors import SessionTooLarge
 from ..model import Message, MessageLimits, ModelMessage
-from ..inputs import NewMessage, identity_of, prepare_messages
-from . import arguments as arg
+from ..inputs import NewMessage, check_nonnegative, check_session_ref, identity_of, prepare_messages
 from . import lineage
 from .alignment import align
 from .backend import Backend
@@ -37,14 +36,14 @@ class Identity:
     _stream_instead: Callable[[SessionTooLarge, str, str], SessionTooLarge]  # Transfer's
 
     def resume(self, session_id: str, *, max_messages: int = RESUME_LIMIT) -> list[ModelMessage]:
-        sid, limit = arg.session_id(session_id), arg.count(max_messages, "max_messages")
+        sid, limit = check_session_ref(session_id), check_nonnegative(max_messages, "max_messages")
         try:
             return self._open().read(partial(lineage.live_model_messages, session_id=sid, max_messages=limit))
         except SessionTooLarge as exc:
             raise self._stream_instead(exc, "resume", sid) from None
 
     def flush(self, session_id: str, conversation: MessageInput | Iterable[MessageInput]) -> list[Message]:
-        sid = arg.session_id(session_id)
+        sid = check_session_ref(session_id)
         items = [conversation] if isinstance(conversation, (Message, Mapping)) else conversation
         if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
             prepare_messages(items)  # raises the same InvalidInput as append

@@ -21,9 +21,9 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, NoReturn
 
 from .. import formats
 from ..errors import InvalidInput, NotFound, SessionDBError, SessionTooLarge, TitleConflict
+from ..inputs import check_flag, check_nonnegative, check_session_ref
 from ..formats import SessionGroup
 from ..model import ImportOutcome, ImportReport, MessageLimits
-from . import arguments as arg
 from . import lineage
 from .backend import Backend
 from .rows import INSERTED, Row, Rows, above, one_of
@@ -47,7 +47,7 @@ class Transfer:
         if session_ids is not None:
             if isinstance(session_ids, str):
                 raise InvalidInput("session_ids must be a list of session ids, not one string")
-            ids = list(dict.fromkeys(arg.session_id(s) for s in session_ids))
+            ids = list(dict.fromkeys(check_session_ref(s) for s in session_ids))
             missing = backend.read(partial(missing_sessions, session_ids=ids))
             if missing:
                 raise NotFound(f"no session {missing[0]!r} in this store; nothing was exported")
@@ -59,7 +59,7 @@ class Transfer:
             yield from backend.stream(partial(session_records, session_id=sid))
 
     def export_session(self, session_id: str, *, max_messages: int = EXPORT_LIMIT) -> dict[str, Any]:
-        sid, limit = arg.session_id(session_id), arg.count(max_messages, "max_messages")
+        sid, limit = check_session_ref(session_id), check_nonnegative(max_messages, "max_messages")
         backend = self._open()
         try:
             records = list(backend.stream(partial(session_records, session_id=sid, max_messages=limit)))
@@ -87,7 +87,7 @@ class Transfer:
         )
 
     def import_records(self, records: Iterable[Any], *, dry_run: bool = False) -> ImportReport:
-        dry_run = arg.flag(dry_run, "dry_run")
+        dry_run = check_flag(dry_run, "dry_run")
         if isinstance(records, (str, bytes, Mapping)) or not hasattr(records, "__iter__"):
             raise InvalidInput("records must be an iterable of JSONL lines or of parsed records")
         backend = self._open()

@@ -15,9 +15,7 @@ from typing import Any, Callable, Iterable, Mapping
 from .. import guidance
 from ..errors import InvalidInput
 from ..model import Turn, dump_json
-from ..inputs import check_label, check_unicode
-from ..uids import new_uid
-from . import arguments as arg
+from ..inputs import check_label, check_limit, check_nonnegative, check_session_ref, check_unicode, new_uid
 from . import commands as cmd
 from . import turn_rows
 from .backend import Backend
@@ -37,7 +35,7 @@ class Turns:
                    cwd: str | None = None) -> Turn:
         return self._open().write(partial(turn_rows.begin, command=cmd.BeginTurn(
             id=check_label(turn_id, "turn_id") or new_uid(),
-            session_id=arg.session_id(session_id),
+            session_id=check_session_ref(session_id),
             user_uid=check_label(user_uid, "user_uid"),
             cwd=_directory(cwd),
             started_at=self._clock(),
@@ -59,8 +57,8 @@ class Turns:
         return self._open().read(partial(turn_rows.get, turn_id=check_label(turn_id, "turn_id", required=True)))
 
     def turns(self, session_id: str, *, limit: int = 100) -> list[Turn]:
-        return self._open().read(partial(turn_rows.of_session, session_id=arg.session_id(session_id),
-                                         limit=arg.limit(limit)))
+        return self._open().read(partial(turn_rows.of_session, session_id=check_session_ref(session_id),
+                                         limit=check_limit(limit)))
 
 
 def _directory(value: Any) -> str | None:
@@ -91,7 +89,7 @@ def _receipts(value: Any) -> list[dict[str, Any]]:
             raise InvalidInput(f"receipt {i}: path must be the absolute path the tool resolved, not {path!r}")
         for name in ("mtime_ns", "size"):
             if item[name] is not None:
-                arg.count(item[name], f"receipt {i}: {name}")
+                check_nonnegative(item[name], f"receipt {i}: {name}")
         out.append({"path": check_unicode(path, f"receipt {i}: path"),
                     "error": _text(item["error"], f"receipt {i}: error") or "",
                     "mtime_ns": item["mtime_ns"], "size": item["size"]})

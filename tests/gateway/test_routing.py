@@ -224,3 +224,29 @@ def test_a_store_without_a_routing_index_is_refused_by_name_and_nothing_waits(ho
     for plain in opened:  # refused stores are closed, not left open
         with pytest.raises(StoreClosed):
             plain.stats()
+
+
+def test_a_keys_next_batch_is_one_store_call_while_its_session_is_live(home, gateway, monkeypatch):
+    key = keys.build("main", "telegram", "dm", "one-call")
+    gateway.append(key, {"role": "user", "content": "first"})
+    store, made = gateway.owners.resolve(keys.as_key(key)), []
+    for name in ("extend", "append", "tip", "get_session", "create_session"):
+        monkeypatch.setattr(store, name, lambda *a, _call=getattr(store, name), _name=name, **k:
+                            made.append(_name) or _call(*a, **k))
+    monkeypatch.setattr(gateway.owners, "index", lambda: pytest.fail("the routing index was read"))
+    result = gateway.append(key, {"role": "user", "content": "second"})
+    assert made == ["extend"]
+    assert texts(store, result.stored[0].session_id) == ["first", "second"]
+
+
+def test_a_session_ended_elsewhere_sends_the_keys_next_batch_to_a_new_session(home, gateway):
+    key = keys.build("main", "telegram", "dm", "ended")
+    first = gateway.append(key, {"role": "user", "content": "before"}).stored[0].session_id
+    with open_store(home=home) as store:
+        store.end_session(first, "user_closed")  # another process closed the conversation
+    after = gateway.append(key, {"role": "user", "content": "after"}).stored[0].session_id
+    assert after != first
+    with open_store(home=home) as store:
+        assert texts(store, first) == ["before"]
+        assert texts(store, after) == ["after"]
+        assert store.routing.get(key).session_id == after

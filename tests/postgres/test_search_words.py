@@ -29,7 +29,7 @@ def test_each_way_of_writing_a_row_gives_it_the_words_of_its_text(pg_url, pg_sch
             [{"role": "assistant", "parts": ["shrine", {"type": "text", "text": "東京の天気"}]},
              {"role": "tool", "content": "ramen " * 2000 + "beyond", "tool_call_id": "c1"}]), time.time())
         assert one is not None and batch is not None
-        # The full append (a stored uid among new ones) writes through store/append.py.
+        # The full append (a stored uid among new ones) writes through store/lineage.py.
         full = store.append(sid, [{"role": "user", "content": "Kyoto École", "uid": one[0].uid},
                                   {"role": "user", "content": "sourdough hydration"}])
         branch = store.branch(sid, full[-1].id)

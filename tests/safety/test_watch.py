@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 
-from sessiondb.store.sqlite.safety.watch import EVERYTHING, FILE, FileWatch
+from sessiondb.store.sqlite.safety.containment import EVERYTHING, FILE, FileWatch
 
 
 def test_every_name_change_of_the_wal_is_seen_and_other_names_are_not(tmp_path):

@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 import sessiondb
-from sessiondb.store.sqlite.index.indexer import Indexer
 
 
 def call(store, op: str, args: dict):
@@ -74,6 +73,8 @@ def serve() -> None:
                 if store is not None:
                     store.close()
                 store, result = sessiondb.open_store(args["path"]), None
+                if UNINDEXED:
+                    unindexed(store)
             elif op == "close":
                 store.close()
                 store, result = None, None
@@ -85,7 +86,12 @@ def serve() -> None:
         print(json.dumps(reply), flush=True)
 
 
+def unindexed(store) -> None:
+    """Writes no longer wake the store's index thread: only a search catches the index up."""
+    store.backend._file.indexer.wanted.is_set = lambda: True
+
+
+UNINDEXED = "--unindexed" in sys.argv[1:]
+
 if __name__ == "__main__":
-    if "--unindexed" in sys.argv[1:]:
-        Indexer.nudge = lambda self: None
     serve()

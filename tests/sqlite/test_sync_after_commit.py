@@ -1,4 +1,4 @@
-"""Durability "full" syncs the WAL after COMMIT, outside the write lock (walsync.py).
+"""Durability "full" syncs the WAL after COMMIT, outside the write lock (writer.py).
 
 An append is acknowledged only after a sync of the WAL file its frames were written to
 began after its COMMIT; the next transaction is written while that sync runs; a failed
@@ -19,7 +19,7 @@ import pytest
 
 import sessiondb
 from sessiondb import StorageError
-from sessiondb.store.sqlite import connect, walsync
+from sessiondb.store.sqlite import connect, writer
 
 
 def user(uid, text="hello"):
@@ -49,7 +49,7 @@ def committed_uids(path) -> list[str]:
 
 
 class Spy:
-    """Wraps walsync's fdatasync: records each call, and can hold or fail the next ones."""
+    """Wraps the writer's fdatasync: records each call, and can hold or fail the next ones."""
 
     def __init__(self, monkeypatch, path):
         self.path = path
@@ -58,8 +58,8 @@ class Spy:
         self.entered: list[threading.Event] = []
         self.fail_next = False
         self.armed = False
-        self._real = walsync._fdatasync
-        monkeypatch.setattr(walsync, "_fdatasync", self)
+        self._real = writer._fdatasync
+        monkeypatch.setattr(writer, "_fdatasync", self)
 
     def __call__(self, fd):
         st, wal = os.fstat(fd), os.stat(f"{self.path}-wal")

@@ -214,7 +214,7 @@ def syncs_after_commit(store) -> bool:
 
 
 def test_the_writer_syncs_the_wal_after_each_commit_by_default(tmp_path):
-    # COMMIT at NORMAL, then the WAL synced before the acknowledgement (walsync.py).
+    # COMMIT at NORMAL, then the WAL synced before the acknowledgement (sqlite/writer.py).
     with sessiondb.open_store(tmp_path / "s.db") as store:
         write_something(store)
         assert (synchronous(store), syncs_after_commit(store)) == (1, True)

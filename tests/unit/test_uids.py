@@ -6,7 +6,7 @@ import os
 import re
 import threading
 
-from sessiondb.uids import new_uid
+from sessiondb.inputs import new_uid
 
 
 def test_a_uid_is_32_hex_digits_and_no_two_repeat_across_threads():

@@ -439,7 +439,7 @@ def _interrupt_at(event, function_name, line_text=None):
     def tracer(frame, ev, arg):
         if state["fired"] or frame.f_code.co_name != function_name:
             return None
-        if not frame.f_code.co_filename.endswith(("writer.py", "append.py", "walsync.py")):
+        if not frame.f_code.co_filename.endswith(("writer.py", "lineage.py")):
             return None
         if event == "call":
             state["fired"] = True

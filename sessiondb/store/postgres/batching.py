@@ -7,7 +7,7 @@ transaction, each in its own savepoint so that one append's refusal (a uid confl
 missing session) rolls back only that append; when its own append is done it hands the
 lead to the next waiting caller. A caller alone pays one statement (messages.append_fresh,
 committed as it returns) when its batch is the common case, else one transaction. What an
-append does is store/append.py's unit of work, handed in with its command.
+append does is store/lineage.py's unit of work, handed in with its command.
 
 The appends of a batch run in arrival order, so one caller's appends keep their order,
 and the whole batch is one unit of work: if the connection breaks, it all runs again

@@ -1,6 +1,6 @@
 """PostgreSQL's own way to store the common append: one statement, one round trip.
 
-The append's rules are written once (store/append.py) and run here as everywhere; this is
+The append's rules are written once (store/lineage.py) and run here as everywhere; this is
 the server-side function (append_fresh, migrations 0006-0009) that stores a batch in one
 statement when the batch is the common case (a session never rotated, uids all new), and
 declines, writing nothing, whenever the neutral append must decide. Also here: the

@@ -8,7 +8,7 @@ Policy, in one place:
   process may be using it.
 - durability "full": an acknowledged commit survives power loss. With a rollback journal
   that is synchronous=FULL; in WAL the writer syncs the WAL after COMMIT instead, outside
-  the write lock (registry.py sets it up, walsync.py says why that is as safe).
+  the write lock (registry.py sets it up, writer.py says why that is as safe).
   "normal" is synchronous=NORMAL: it survives the process dying, not the machine.
 - A locked database is waited for by a busy handler with jittered back-off, within a
   patience budget; past it the caller gets StoreBusy.

@@ -23,7 +23,7 @@ from typing import Callable, Iterator, TypeVar
 import apsw
 
 from ... import home as homes
-from ...errors import Cause, DiskFull
+from ...errors import Cause, DiskFull, StoreDamaged
 from ...files import claim_private
 from .safety.holders import holders
 from .safety.containment import (
@@ -33,12 +33,11 @@ from .safety.probe import startup_probe, unclean_shutdown
 from .safety.schema import refuse_damaged_schema
 from .safety.walowner import set_aside_foreign_wal
 from .connect import CACHE_KIB, configure_reader, configure_writer, connect, set_durability
-from .walsync import WalSync
 from .errors import convert
 from .index import schema as index_schema
 from .index.indexer import INDEX_MARKS, STORE_MARKS, Indexer
 from .migrations import check_ownership, migrate
-from .writer import Writer
+from .writer import WalSync, Writer
 
 T = TypeVar("T")
 READERS = 4  # read connections per file; readers never wait for the writer in WAL
@@ -162,7 +161,7 @@ class SharedFile:
 
     def _set_durability(self, conn: apsw.Connection, durability: str) -> WalSync | None:
         """Set the writer's connection for `durability`; returns the sync to run after COMMIT.
-        "full" in WAL syncs after COMMIT, outside the write lock (walsync.py), when the WAL's
+        "full" in WAL syncs after COMMIT, outside the write lock (writer.py), when the WAL's
         file can be had for it; else SQLite syncs in COMMIT (or, at "normal", nothing does)."""
         after_commit = durability == "full" and self.journal_mode == "wal"
         if after_commit and self._wal_sync is None:
@@ -213,9 +212,8 @@ class SharedFile:
         self.retired = True
         self.close()
 
-    def refuse_if_retired(self) -> None:
-        if self.retired:
-            raise damaged_error(self.path, self.containment.finding)
+    def retired_error(self) -> StoreDamaged:
+        return damaged_error(self.path, self.containment.finding)
 
     def examine(self, work: Callable[[apsw.Connection, int], T]) -> T:
         """Like search, but the index is only caught up if it can be (a full disk cannot

@@ -32,13 +32,14 @@ The index holds rewound messages too (filtered at query time), which count in bm
 document statistics.
 
 Snippets: the index stores no text, so the returned hits' texts are read from `messages`
-and cut by FTS5 itself with the same tokenizer (index/snippets.py), from a bounded
+and cut by FTS5 itself with the same tokenizer (`snippets`, below), from a bounded
 window around each text's first match (query.snippet_window): what a snippet costs does
 not grow with the text.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import apsw
@@ -49,12 +50,13 @@ from ...query import (
     like_snippet, snippet_window, through_trigrams, windowed,
 )
 from ...recall import SPREAD_FROM, Recall, best, favour, spread
-from .index.schema import CJK, STEMS, TOOL_TEXT_LIMIT, WORDS, text_sql
-from .index.snippets import snippets
+from .index.schema import CJK, STEMS, TOKENIZERS, TOOL_TEXT_LIMIT, WORDS, text_sql
 
 __all__ = ["TOOL_TEXT_LIMIT", "recall", "search"]
 
 SNIPPET_TOKENS = {WORDS: 16, STEMS: 16, CJK: 40}
+#: A message row's indexed text, as SQL on the alias `m` (every query here reads it so).
+_TEXT = text_sql("m")
 
 
 # --- compiling a parsed query -----------------------------------------------------------
@@ -83,7 +85,7 @@ class _Plan:
         self.needles: list[str] = []  # substrings to highlight when FTS5 cannot
         indexed = (lambda term: True) if not query.substring else (lambda term: through_trigrams(term.text))
         matched: list[str] = []
-        text = text_sql("m")
+        text = _TEXT
         # An ASCII text (as many bytes as characters) folds as LIKE already compares it:
         # only the others pay for a call of query.fold.
         folded = f"(CASE WHEN length(CAST({text} AS BLOB)) = length({text}) THEN {text} ELSE fold({text}) END)"
@@ -143,7 +145,7 @@ def search(
 
     if plan.match is None:
         sql = (
-            f"SELECT {_HIT_COLUMNS}, {text_sql('m')} FROM messages AS m "
+            f"SELECT {_HIT_COLUMNS}, {_TEXT} FROM messages AS m "
             f"CROSS JOIN sessions AS s ON s.id = m.session_id "
             f"WHERE {' AND '.join(where)} ORDER BY m.id DESC LIMIT ?"
         )
@@ -175,7 +177,7 @@ def search(
     if not ranked:
         return []
     page = {row[0]: row for row in conn.execute(
-        f"SELECT {_HIT_COLUMNS}, {text_sql('m')} FROM messages AS m {sessions_join} "
+        f"SELECT {_HIT_COLUMNS}, {_TEXT} FROM messages AS m {sessions_join} "
         f"WHERE m.id IN ({', '.join('?' * len(ranked))})", [mid for mid, _ in ranked],
     )}
     texts = {mid: row[8] for mid, row in page.items()}
@@ -273,7 +275,7 @@ def recall(conn: apsw.Connection, question: Recall, *, profile: str | None, sour
         (*message_params, *message_params, *(mid for mid, _ in sources)))}
     ranked = best(favour(spread(dict(sources), neighbours), times, question), limit)
     page = {row[0]: row for row in conn.execute(
-        f"SELECT {_HIT_COLUMNS}, {text_sql('m')} FROM messages AS m {sessions_join} "
+        f"SELECT {_HIT_COLUMNS}, {_TEXT} FROM messages AS m {sessions_join} "
         f"WHERE m.id IN ({', '.join('?' * len(ranked))})", [mid for mid, _ in ranked],
     )}
     texts = {mid: row[8] for mid, row in page.items()}
@@ -297,3 +299,45 @@ def _hit(row: tuple[Any, ...], snippet: str, score: float) -> SearchHit:
         session_id=sid, message_id=mid, uid=uid, role=role, timestamp=timestamp,
         snippet=snippet, score=score + 0.0, state=state, session_title=title, session_source=source,
     )
+
+
+# --- snippets of the contentless index -----------------------------------------------
+#
+# Snippets for hits of the contentless index.
+#
+# The index keeps no copy of the text (it stays in `messages` only), so FTS5 cannot cut a
+# snippet from it. The few hits a search returns are put into a small in-memory FTS5 table
+# with the same tokenizer and matched again with the same expression, so the snippet (which
+# words are highlighted, where it is cut) is exactly what FTS5 makes of an indexed text.
+# One such connection per thread; each use is rolled back, leaving its tables empty.
+
+_local = threading.local()
+
+
+def _scratch() -> apsw.Connection:
+    conn = getattr(_local, "conn", None)
+    if conn is None:
+        conn = apsw.Connection(":memory:")
+        for name, tokenizer in TOKENIZERS.items():
+            conn.execute(f"CREATE VIRTUAL TABLE {name} USING fts5(text, tokenize='{tokenizer}')")
+        _local.conn = conn
+    return conn
+
+
+def snippets(index: str, match: str, texts: dict[int, str], marks: tuple[str, str, str], tokens: int) -> dict[int, str]:
+    """The snippet of each text (by message id) for `match` on `index`'s tokenizer."""
+    if not texts:
+        return {}
+    conn = _scratch()
+    opening, closing, ellipsis = marks
+    # Rolled back, not deleted: deleting from FTS5 tokenizes every text again to find its
+    # entries, and rolling back an in-memory transaction costs next to nothing.
+    conn.execute("BEGIN")
+    try:
+        conn.executemany(f"INSERT INTO {index}(rowid, text) VALUES (?, ?)", list(texts.items()))
+        return dict(conn.execute(
+            f"SELECT rowid, snippet({index}, 0, ?, ?, ?, ?) FROM {index} WHERE {index} MATCH ?",
+            (opening, closing, ellipsis, tokens, match),
+        ).fetchall())
+    finally:
+        conn.execute("ROLLBACK")

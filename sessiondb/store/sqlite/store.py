@@ -98,7 +98,11 @@ class SQLiteBackend:
         try:
             return self._file.writer.run(work)
         finally:
-            self._file.indexer.nudge()  # the index follows after the acknowledgement
+            # The index follows after the acknowledgement: its thread is woken, unless a
+            # batch is gathering already (an Event set and never waited on here).
+            wanted = self._file.indexer.wanted
+            if not wanted.is_set():
+                wanted.set()
 
     def _read(self, work: Callable[[apsw.Connection], T]) -> T:
         self._check_open()
@@ -107,7 +111,8 @@ class SQLiteBackend:
     def _check_open(self) -> None:
         if self._closed.is_set():
             raise StoreClosed("this store handle is closed; open the store again")
-        self._file.refuse_if_retired()
+        if self._file.retired:  # replaced underneath and closed (registry.py)
+            raise self._file.retired_error()
 
     # --- search, statistics, integrity --------------------------------------------
 

@@ -6,7 +6,7 @@ attached, a read snapshot per batch) and writes only the index file, under that 
 own lock. Each batch is one transaction of the index file holding the content and the
 marks that describe it (`state`), so a crash anywhere leaves the two agreeing.
 
-Who runs it: a background thread woken after writes (`nudge`), which lingers a moment
+Who runs it: a background thread woken after writes (`wanted`), which lingers a moment
 so that one transaction indexes many messages (FTS5 writes a segment per transaction;
 batching is what makes indexing cheap), and any search, which first catches the index
 up to what the store held when the search began (`catch_up`), so a search finds every
@@ -14,7 +14,7 @@ acknowledged write, from whichever process wrote it. Two processes' indexers are
 apart by the index file's lock; the marks make the loser's batch a no-op.
 
 A failure here never reaches a writer: the background thread logs it and tries again at
-the next nudge; a search sees it. Damage to the index file (S-16) is remembered until
+the next write; a search sees it. Damage to the index file (S-16) is remembered until
 the index is rebuilt (`rebuild`, run by optimize and the doctor's repair).
 """
 
@@ -35,7 +35,7 @@ from . import schema
 log = logging.getLogger(__name__)
 
 BATCH = 2000  # messages (and logged ids) per index transaction
-LINGER = 0.05  # seconds the background thread waits after a nudge, to gather a batch
+LINGER = 0.05  # seconds the background thread waits after a write wakes it, to gather a batch
 
 Marks = tuple[int, int]  # (highest message id, highest search_touched seq)
 
@@ -63,7 +63,7 @@ class Indexer:
         self.vfs = vfs
         self._patience = patience
         self._lock = threading.Lock()  # one batch at a time in this process
-        self._wake = threading.Event()
+        self.wanted = threading.Event()
         self._stopping = threading.Event()
         self._conn: apsw.Connection | None = None
         self.generation = 0  # counts files made: a reader attached to an older one re-attaches
@@ -72,11 +72,8 @@ class Indexer:
         self._thread.start()
 
     # --- for the writer's side ----------------------------------------------------------
-
-    def nudge(self) -> None:
-        """Messages may have been written: index them soon (never waits)."""
-        if not self._wake.is_set():  # already set: a batch is gathering, nothing to signal
-            self._wake.set()
+    # After a write, the store sets `wanted` (messages may have been written: index them
+    # soon); it never waits on it, and leaves it alone while it is set (a batch is gathering).
 
     def settle(self) -> None:
         """Catch up before the store closes, so that the index's file covers the store's
@@ -89,7 +86,7 @@ class Indexer:
 
     def stop(self) -> None:
         self._stopping.set()
-        self._wake.set()
+        self.wanted.set()
         self._thread.join()
         with self._lock:
             self._close()
@@ -194,8 +191,8 @@ class Indexer:
 
     def _serve(self) -> None:
         while True:
-            self._wake.wait()
-            self._wake.clear()
+            self.wanted.wait()
+            self.wanted.clear()
             # Let a batch gather (one transaction for many messages); a stop ends the wait.
             if self._stopping.wait(LINGER):
                 return

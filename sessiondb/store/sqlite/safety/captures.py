@@ -3,7 +3,7 @@ the mark that what one holds was brought back.
 
 A capture is a `retired-wal-<time>-<pid>[-replaced]/` folder beside the store with a
 `manifest.json`: the WAL a process was writing when its `-wal` was deleted underneath
-(identity.py), or the WAL a replaced file left beside the file that replaced it, set
+(containment.py), or the WAL a replaced file left beside the file that replaced it, set
 aside unreplayed at the next open (walowner.py). Its frames are the last commits of the
 file they were written for, often the only copy of acknowledged messages.
 

@@ -28,13 +28,14 @@ from typing import Any
 import apsw
 
 from ....errors import Cause, classify
+from ....files import descriptors_of
 from ....model import DoctorReport
 from ... import spool
 from ..connect import file_uri_path, filesystem_type
 from ..index import schema as index_schema
 from . import captures, copies, forensics, ledger, walowner
+from .containment import SQLITE_MAGIC
 from .holders import holders
-from .identity import SQLITE_MAGIC, descriptors_of
 from .integrity import INDEX, MAX_LINES, NONE, SCHEMA, STRUCTURAL, classify_lines, integrity_lines, worse
 from .schema import schema_findings
 

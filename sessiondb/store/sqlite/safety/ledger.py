@@ -28,8 +28,7 @@ import os
 import time
 from pathlib import Path
 
-from ....files import private_file
-from .identity import descriptors_of
+from ....files import descriptors_of, private_file
 
 MAX_FAILED = 3
 SAMPLE = 64 * 1024

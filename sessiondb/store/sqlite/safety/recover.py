@@ -37,14 +37,14 @@ from typing import Any, Callable
 import apsw
 
 from ....errors import InvalidInput
-from ....files import private_file, staged
+from ....files import descriptors_of, private_file, staged
 from ....home import make_private
 from ..connect import APPLICATION_ID, configure_writer, connect
 from ..migrations import migrate
 from . import captures, walframes
+from .containment import SQLITE_MAGIC
 from .examine import STALE_KEY, open_readonly
 from .holders import holders
-from .identity import SQLITE_MAGIC, descriptors_of
 from .salvage import TableSalvage, salvage
 
 TABLES = ("sessions", "messages", "usage", "store_meta")

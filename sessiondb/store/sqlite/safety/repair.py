@@ -25,6 +25,7 @@ from typing import Callable
 import apsw
 
 from ....errors import SessionDBError, StoreHeld
+from ....files import descriptors_of
 from ....home import SIDECAR_SUFFIXES
 from ....model import SpoolReport
 from ..index import schema as index_schema
@@ -32,7 +33,6 @@ from ..connect import busy_handler
 from . import containment, forensics, ledger, walowner
 from .examine import STALE_KEY, Report, advise, examine, recover_steps
 from .holders import holders
-from .identity import descriptors_of
 from .integrity import INDEX, NONE, SCHEMA, STRUCTURAL
 from .schema import DEDUPE, RECORD, RECREATE, applied_migrations, reference_schema, schema_findings
 

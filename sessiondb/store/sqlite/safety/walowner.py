@@ -29,10 +29,9 @@ import time
 from pathlib import Path
 
 from ....errors import Cause, StoreDamaged
-from ....files import private_file
+from ....files import descriptors_of, private_file
 from ....home import fsync_dir
 from .holders import holders
-from .identity import descriptors_of
 from .ledger import save_json
 
 OWNER_SUFFIX = ".wal-owner"
