@@ -127,6 +127,20 @@ def store_calls(folder: Path) -> list[str]:
     return counting.made
 
 
+def gateway_store_calls(folder: Path) -> list[str]:
+    """The Store methods a gateway append by key calls, on the key's second batch."""
+    from sessiondb.gateway import Gateway
+    from sessiondb.keys import as_key
+
+    key = "agent:main:cli:dm:calls"
+    with Gateway(folder / "calls-home") as gateway:
+        gateway.append(key, [{"role": "user", "content": "first"}])
+        counting = Counting(gateway.owners.resolve(as_key(key)))
+        gateway.owners.resolve = lambda _key: counting  # type: ignore[method-assign]
+        gateway.append(key, [{"role": "user", "content": "second"}])
+    return counting.made
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", action="store_true", help="list each call's files")
@@ -134,6 +148,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         found = measure(Path(folder))
         calls = store_calls(Path(folder))
+        gateway_calls = gateway_store_calls(Path(folder))
     print(f"{'call':<24} {'files':>5} {'hops':>5}")
     for name, (files, hops) in found.items():
         print(f"{name:<24} {len(files):>5} {hops:>5}")
@@ -141,6 +156,7 @@ def main() -> None:
             for f in files:
                 print(f"    {f}")
     print(f"Agents add_items makes {len(calls)} store call(s): {', '.join(calls)}")
+    print(f"gateway append by key makes {len(gateway_calls)} store call(s): {', '.join(gateway_calls)}")
 
 
 if __name__ == "__main__":
