@@ -348,7 +348,7 @@ class DoctorReport:
     findings: list[str] = field(default_factory=list)  # what the damage is
     problems: list[str] = field(default_factory=list)  # everything that makes the exit status 1
     steps: list[str] = field(default_factory=list)  # what to do next
-    repair: dict[str, Any] | None = None  # what --fix did
+    repair: dict[str, Any] | None = None  # what --repair did
 
     @property
     def healthy(self) -> bool:

@@ -36,15 +36,16 @@ async def doctor(request: Request, profile: str | None = ProfileQuery,
     return report.to_dict()
 
 
-@router.post("/doctor/fix")
-async def fix(request: Request, profile: str | None = ProfileQuery) -> dict:
-    """Repair what can be repaired in place (doctor --fix); 409 while another process holds the store."""
+@router.post("/doctor/repair")
+@router.post("/doctor/fix", deprecated=True)  # the previous release's path, until the next
+async def repair(request: Request, profile: str | None = ProfileQuery) -> dict:
+    """Repair what can be repaired in place (doctor --repair); 409 while another process holds the store."""
     stores = stores_of(request)
     doctor = _doctor(stores, profile)
     held_by = await asyncio.to_thread(doctor.holders)
-    if held_by:  # as docs/cli.md says of --fix: never while another process holds the store
+    if held_by:  # as docs/cli.md says of --repair: never while another process holds the store
         raise StoreHeld(f"repair refused: {doctor.location} is held by {', '.join(map(str, held_by))}; quit "
-                        "those processes and run the fix again", held_by)
+                        "those processes and run the repair again", held_by)
     async with stores.released(stores.name(profile)):
         report = await asyncio.to_thread(doctor.repair)
     return report.to_dict()

@@ -2,7 +2,7 @@
 Captures capabilities.
 
 `doctor` examines the profile's store without opening it through the library (a damaged
-file must not get a writer); `--fix` repairs what can be repaired in place. `recover`
+file must not get a writer); `--repair` repairs what can be repaired in place. `recover`
 salvages a damaged file into a new one and never touches the source. `restore-captured`
 brings back what retired-WAL captures and the spool hold (store/captured.py).
 """
@@ -106,14 +106,20 @@ def _file_state(report: Any) -> None:
 
 
 @click.command()
-@click.option("--fix", is_flag=True, help="Replay the spool, rebuild the search index, repair the schema, "
+@click.option("--repair", "fix", is_flag=True, help="Replay the spool, rebuild the search index, repair the schema, "
               "checkpoint; never while another process holds a store file (a store on a server is "
               "repaired beside its writers).")
+@click.option("--fix", "fix_by_old_name", is_flag=True, hidden=True,
+              help="The previous release's name of --repair, until the next (docs/names.md).")
 @click.option("--deep", is_flag=True, help="Run the full integrity check, however long it takes.")
 @json_option
 @click.pass_obj
-def doctor(ctx: CliContext, fix: bool, deep: bool, as_json: JsonOutput | None) -> None:
-    """Examine the store (and with --fix, repair what can be repaired in place)."""
+def doctor(ctx: CliContext, fix: bool, fix_by_old_name: bool, deep: bool, as_json: JsonOutput | None) -> None:
+    """Examine the store (and with --repair, repair what can be repaired in place)."""
+    if fix_by_old_name:
+        click.echo("note: `sessiondb doctor --fix` is now `sessiondb doctor --repair`; the old name goes in the "
+                   "next release", err=True)
+        fix = True
     store = _doctor(ctx)
     try:
         # The full integrity check can take minutes on a large store: show that it runs.

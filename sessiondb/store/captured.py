@@ -94,7 +94,7 @@ def restore_captured(
     doctor = open_doctor(location, home=home, profile=profile)
     if not isinstance(doctor, Captures):
         raise InvalidInput(f"{doctor.location}: this store's backend keeps no captures; "
-                           "`doctor --fix` replays its spool")
+                           "`doctor --repair` replays its spool")
     anchor = Path(doctor.spool_anchor)
     if into is not None and os.path.realpath(into) == os.path.realpath(anchor):
         raise InvalidInput("--into names the store itself; leave it out to restore into the store")

@@ -149,7 +149,7 @@ def test_export_streams_jsonl_and_markdown(api):
 def test_doctor_reports_and_fix_runs_when_nobody_else_holds_the_store(api):
     report = api.get("/api/doctor", params={"profile": "demo"}).json()
     assert report["damage"] == "none" and report["healthy"] is True
-    fixed = api.post("/api/doctor/fix", params={"profile": "demo"})
+    fixed = api.post("/api/doctor/repair", params={"profile": "demo"})
     assert fixed.status_code == 200, fixed.text
     assert fixed.json()["healthy"] is True and fixed.json()["repair"]["backup"] is None  # nothing to operate on
     # the service reopens the profile after the repair
@@ -164,7 +164,7 @@ def test_doctor_fix_is_refused_with_409_while_another_process_holds_the_store(ap
         stdout=subprocess.PIPE, text=True, env={**os.environ, "SESSIONDB_UNDER_TEST": "1"})
     try:
         assert holder.stdout.readline().strip() == "held"
-        body = is_error(api.post("/api/doctor/fix", params={"profile": "demo"}), 409, "store_held")
+        body = is_error(api.post("/api/doctor/repair", params={"profile": "demo"}), 409, "store_held")
         assert any(str(holder.pid) in h for h in body["detail"]["holders"])
     finally:
         holder.kill()
@@ -202,7 +202,7 @@ def test_the_openapi_schema_lists_the_routes(api):
     for path in ("/api/profiles", "/api/sessions", "/api/sessions/{session_id}",
                  "/api/sessions/{session_id}/transcript", "/api/sessions/{session_id}/append",
                  "/api/search", "/api/sessions/{session_id}/export",
-                 "/api/doctor", "/api/doctor/fix", "/api/health"):
+                 "/api/doctor", "/api/doctor/repair", "/api/health"):
         assert path in paths
 
 

@@ -73,7 +73,7 @@ def test_a_state_change_from_another_origin_is_refused_with_or_without_a_token(r
         is_error(api.post("/api/sessions", json={"source": "web", "title": "forged"}, headers=foreign), 403, "forbidden")
         is_error(api.patch(f"/api/sessions/{s['id']}", json={"title": "renamed"}, headers=foreign), 403)
         is_error(api.delete(f"/api/sessions/{s['id']}", headers=foreign), 403)
-        is_error(api.post("/api/doctor/fix", headers=foreign), 403)
+        is_error(api.post("/api/doctor/repair", headers=foreign), 403)
         is_error(api.post(f"/api/sessions/{s['id']}/append", headers={"Origin": "null"},
                           json={"messages": [{"role": "user", "content": "forged"}]}), 403)
         assert "forged" not in titles(api) and f"cross-origin target {token}" in titles(api)
@@ -91,7 +91,7 @@ def test_a_state_change_that_is_not_json_is_refused_415(server, content_type):
         body = b'{"source": "web", "title": "simple request"}'
         is_error(bare.post("/api/sessions", content=body, headers=headers), 415, "unsupported_media_type")
         is_error(bare.delete(f"/api/sessions/{s['id']}", headers=headers), 415)
-        is_error(bare.post("/api/doctor/fix", headers=headers), 415)
+        is_error(bare.post("/api/doctor/repair", headers=headers), 415)
         assert "simple request" not in titles(api) and f"not json {content_type}" in titles(api)
 
 

@@ -448,7 +448,7 @@ def test_the_doctor_speaks_in_words_and_units_and_leads_with_what_to_do(demo):
     page.click("[data-testid=health]")
     lead = page.locator("[data-testid=doctor-lead]")
     assert lead.inner_text().startswith("The search index is damaged; your messages are safe")
-    assert "doctor --fix" in page.locator("[data-testid=doctor-step]").inner_text()
+    assert "doctor --repair" in page.locator("[data-testid=doctor-step]").inner_text()
     assert lead.evaluate("(e) => e === document.getElementById('doctor-body').firstElementChild")  # on top
     page.keyboard.press("Escape")
 

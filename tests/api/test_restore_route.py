@@ -19,7 +19,7 @@ def test_the_restore_route_brings_back_a_batch_whose_session_was_lost_and_stores
     first = api.post("/api/doctor/restore-captured").json()
     second = api.post("/api/doctor/restore-captured").json()
 
-    assert "restore-captured`" in named[0] and not any("doctor --fix" in step for step in named)
+    assert "restore-captured`" in named[0] and not any("doctor --repair" in step for step in named)
     assert first["complete"] and first["sessions"]["lost"] == {"restored": 1, "already_there": 0, "created": True,
                                                               "skipped": []}
     assert second["restored"] == 0 and second["spool"] == []

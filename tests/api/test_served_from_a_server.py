@@ -65,8 +65,8 @@ def test_the_doctor_fixes_a_servers_store_while_the_service_has_it_open(served):
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("UPDATE sessiondb_work.sessions SET message_count = 99")
         found = api.get("/api/doctor", params={"profile": "work"}).json()
-        assert found["damage"] == "counters" and "doctor --fix" in found["steps"][0]
-        fixed = api.post("/api/doctor/fix", params={"profile": "work"})
+        assert found["damage"] == "counters" and "doctor --repair" in found["steps"][0]
+        fixed = api.post("/api/doctor/repair", params={"profile": "work"})
         assert fixed.status_code == 200 and fixed.json()["healthy"], fixed.text
         assert fixed.json()["repair"]["actions"] == [f"recounted session {sid}"]
         assert api.get(f"/api/sessions/{sid}", params={"profile": "work"}).json()["message_count"] == 2

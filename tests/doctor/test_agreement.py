@@ -55,7 +55,7 @@ def test_open_refuses_what_the_doctor_reports_and_the_doctor_names_a_class_its_r
             assert report["damage"] != "none" and "doctor" in str(refused_now)
 
     if cls in ("index", "schema"):
-        healed = doctor_json(isolated_home, "--fix")
+        healed = doctor_json(isolated_home, "--repair")
         assert healed["damage"] == "none", healed["findings"]
         with sessiondb.open_store(store) as s:
             assert s.stats().messages >= ALL_MESSAGES
@@ -76,7 +76,7 @@ def test_structural_damage_names_restoring_an_existing_backup_as_a_step(store, i
 
 def test_without_a_backup_copy_the_forensic_set_of_the_last_repair_is_named(store, isolated_home):
     damaged(store, "garble_schema_row")
-    assert doctor_json(isolated_home, "--fix")["damage"] == "none"
+    assert doctor_json(isolated_home, "--repair")["damage"] == "none"
     damaged(store, "zero_header")
     report = doctor_json(isolated_home)
     assert any("forensic backup" in step and report["backups"][-1] in step for step in report["steps"])

@@ -1,4 +1,4 @@
-"""`sessiondb doctor`: every kind of damage is named by its class, and --fix heals only the
+"""`sessiondb doctor`: every kind of damage is named by its class, and --repair heals only the
 classes that can be healed in place (index, schema), refusing the others with the recover
 steps. The damaged stores are real: made in the test (see corpus.py)."""
 
@@ -63,11 +63,18 @@ def test_deep_runs_the_full_integrity_check(store, isolated_home):
     assert report["integrity"]["check"] == "integrity_check"
 
 
+def test_fix_the_previous_release_s_name_of_repair_still_repairs_and_names_the_new_one(store, isolated_home):
+    damaged(store, HEALABLE[0])
+    result = run(isolated_home, "doctor", "--fix", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["damage"] == "none"
+    assert "is now `sessiondb doctor --repair`" in result.stderr
+
+
 @pytest.mark.parametrize("how", HEALABLE)
 def test_fix_heals_index_and_schema_damage_and_keeps_every_message(store, isolated_home, how):
     damaged(store, how)
 
-    result = run(isolated_home, "doctor", "--fix", "--json")
+    result = run(isolated_home, "doctor", "--repair", "--json")
 
     report = json.loads(result.output)
     assert result.exit_code == 0, report
@@ -85,7 +92,7 @@ def test_fix_refuses_structural_damage_with_the_recover_steps_and_changes_nothin
     damaged(store, how)
     before = sidecars_and_main(store)
 
-    result = run(isolated_home, "doctor", "--fix", "--json")
+    result = run(isolated_home, "doctor", "--repair", "--json")
 
     report = json.loads(result.output)
     assert result.exit_code == 1
@@ -109,7 +116,7 @@ def test_fix_replays_the_spool_of_a_healthy_store(store, isolated_home):
     sid = spool_one(store)
     assert json.loads(run(isolated_home, "doctor", "--json").output)["spool_pending"] == 1
 
-    report = json.loads(run(isolated_home, "doctor", "--fix", "--json").output)
+    report = json.loads(run(isolated_home, "doctor", "--repair", "--json").output)
 
     assert report["spool_pending"] == 0 and report["healthy"]
     with sessiondb.open_store(store) as s:
@@ -163,7 +170,7 @@ def test_a_stale_search_index_is_index_damage_and_fix_rebuilds_it(store, isolate
     conn.close()
     assert json.loads(run(isolated_home, "doctor", "--json").output)["damage"] == "index"
 
-    report = json.loads(run(isolated_home, "doctor", "--fix", "--json").output)
+    report = json.loads(run(isolated_home, "doctor", "--repair", "--json").output)
 
     assert report["damage"] == "none" and report["index_stale"] is False
 

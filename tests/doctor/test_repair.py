@@ -210,7 +210,7 @@ def test_a_repair_in_the_process_that_met_the_damage_replays_the_write_it_refuse
                 break
     assert refused is not None and refused[2].spooled_to, "no write met the damaged page"
 
-    healed = json.loads(CliRunner().invoke(main, ["--home", str(isolated_home), "doctor", "--json", "--fix"]).output)
+    healed = json.loads(CliRunner().invoke(main, ["--home", str(isolated_home), "doctor", "--json", "--repair"]).output)
 
     assert healed["damage"] == "none", healed
     with sessiondb.open_store(store) as s:

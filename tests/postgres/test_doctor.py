@@ -81,7 +81,7 @@ def test_stale_words_and_miscounted_sessions_are_named_and_the_fix_heals_them(st
     assert report.damage == "counters" and not report.healthy
     assert any(f"session {sid} counts 99 messages" in p for p in report.problems)
     assert any("stale search words" in p for p in report.problems)
-    assert "doctor --fix" in report.steps[0]
+    assert "doctor --repair" in report.steps[0]
     with sessiondb.open_store(url) as store:
         assert store.search("ryokan") == []  # what the damage costs: the message is not found
     fixed = doctor.repair()
@@ -162,6 +162,6 @@ def test_the_cli_doctor_reports_and_fixes_with_the_store_spelled_as_given(stored
     assert found.exit_code == 1
     assert found.output.splitlines()[1].startswith("first step   run `sessiondb --store 'postgresql://")
     assert "damage       counters" in found.output
-    assert run("--fix").exit_code == 0
+    assert run("--repair").exit_code == 0
     report = json.loads(run("--json").output)
     assert report["healthy"] and report["migrations"]["pending"] == []

@@ -71,7 +71,7 @@ def test_a_checkpoint_the_disk_stopped_is_a_full_disk_to_the_doctor_and_to_open(
     assert f"problem      The disk holding {db} is full: " in shown.output
     assert "damage       none" in shown.output and "FULL" in shown.output
     assert "recover --source" not in shown.output and "structural" not in shown.output
-    fixed = doctor_cli(small_disk, "--fix")
+    fixed = doctor_cli(small_disk, "--repair")
     assert fixed.exit_code == 1 and "nothing done: the disk is full" in fixed.output, fixed.output
 
     with sessiondb.open_store(db) as store:  # open reads it whole, and refuses writes as disk_full

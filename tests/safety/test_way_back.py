@@ -2,7 +2,7 @@
 every message a real writer process had acknowledged is brought back by one command,
 `sessiondb restore-captured`, exactly once however often it runs; what another generation
 of the store wrote comes back only when the command says so; and the doctor names that
-command for what only it moves, so `doctor --fix` never names itself for the same finding
+command for what only it moves, so `doctor --repair` never names itself for the same finding
 twice. Real processes, real files, real `rm` and `cp`."""
 
 from __future__ import annotations
@@ -187,7 +187,7 @@ def test_doctor_fix_twice_never_names_itself_and_the_way_back_leaves_the_store_h
     acked = copied_over(isolated_home, db)
 
     looked = cli(isolated_home, "doctor", "--json")  # nothing has opened the copy yet: its WAL is foreign
-    fixes = [cli(isolated_home, "doctor", "--fix", "--json") for _ in range(2)]
+    fixes = [cli(isolated_home, "doctor", "--repair", "--json") for _ in range(2)]
 
     report = json.loads(looked.output)
     assert looked.exit_code == 1 and report["damage"] == "none"
@@ -195,11 +195,11 @@ def test_doctor_fix_twice_never_names_itself_and_the_way_back_leaves_the_store_h
     for fix in fixes:
         steps = json.loads(fix.output)["steps"]
         assert fix.exit_code == 1 and steps
-        assert not any("doctor --fix" in step for step in steps), steps
+        assert not any("doctor --repair" in step for step in steps), steps
         assert "restore-captured --other-generations" in steps[0]
-    assert not set(acked[1:]) & set(stored_uids(isolated_home)), "--fix read the old file's WAL over the copy"
+    assert not set(acked[1:]) & set(stored_uids(isolated_home)), "--repair read the old file's WAL over the copy"
     assert cli(isolated_home, "restore-captured", "--other-generations").exit_code == 0
-    healthy = cli(isolated_home, "doctor", "--fix", "--json")
+    healthy = cli(isolated_home, "doctor", "--repair", "--json")
     assert healthy.exit_code == 0, healthy.output
     assert json.loads(healthy.output)["steps"] == []
 
@@ -208,10 +208,10 @@ def test_after_a_deleted_wal_the_doctor_names_the_way_back_and_not_itself(isolat
     db = isolated_home / "profiles" / PROFILE / "state.db"
     deleted_wal(isolated_home, db)
 
-    fixes = [json.loads(cli(isolated_home, "doctor", "--fix", "--json").output) for _ in range(2)]
+    fixes = [json.loads(cli(isolated_home, "doctor", "--repair", "--json").output) for _ in range(2)]
 
     for report in fixes:
-        assert report["steps"] and not any("doctor --fix" in step for step in report["steps"]), report["steps"]
+        assert report["steps"] and not any("doctor --repair" in step for step in report["steps"]), report["steps"]
         assert "restore-captured`" in report["steps"][0]
     assert cli(isolated_home, "restore-captured").exit_code == 0
     assert cli(isolated_home, "doctor").exit_code == 0

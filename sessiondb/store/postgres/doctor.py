@@ -165,7 +165,7 @@ class ServerDoctor:
         report.problems += [f"{offender} (broken: {invariant})" for invariant, offender in broken]
         if report.spool_pending:
             report.problems.append(f"{report.spool_pending} batch(es) this host could not store wait in its spool")
-        fix = f"run `{self._command} doctor --fix`"
+        fix = f"run `{self._command} doctor --repair`"
         if INDEX in kinds or COUNTERS in kinds or report.spool_pending:
             report.steps.append(f"{fix}: it recomputes what is derived from the messages, which are safe, "
                                 "beside the writers")

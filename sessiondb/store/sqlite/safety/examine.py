@@ -70,7 +70,7 @@ class Report(DoctorReport):
     repair_failures: int = 0
     disk: dict[str, Any] = field(default_factory=dict)  # free and needed bytes; full when free < needed
     # What only `restore-captured` brings back (captures.py, store/captured.py): captures not
-    # brought back yet, spooled batches --fix cannot replay, and whether any is of another generation.
+    # brought back yet, spooled batches --repair cannot replay, and whether any is of another generation.
     way_back: dict[str, Any] = field(default_factory=dict)
 
 
@@ -463,9 +463,9 @@ def advise(report: Report, db_path: Path, command: str) -> None:
     elif report.damage in (INDEX, SCHEMA) or (report.spool_pending and not way_back):
         if report.holders:
             report.steps.append(f"Quit the processes holding the store ({', '.join(report.holders)}), then run "
-                                f"`{command} doctor --fix`.")
+                                f"`{command} doctor --repair`.")
         else:
-            report.steps.append(f"Run `{command} doctor --fix`.")
+            report.steps.append(f"Run `{command} doctor --repair`.")
     report.steps.extend(step for step in way_back if step not in report.steps)
     if report.repair_failures >= ledger.MAX_FAILED and report.damage != NONE:
         report.steps = [f"Repair already failed {report.repair_failures} times on this file; it will not be "

@@ -121,7 +121,7 @@ def _refuse_if_held(db_path: Path) -> None:
     if held_by:
         names = ", ".join(map(str, held_by))
         raise StoreHeld(f"repair refused: {db_path} is held by {names}; quit those processes and run "
-                        "`doctor --fix` again", held_by)
+                        "`doctor --repair` again", held_by)
     if any(descriptors_of(str(db_path) + s) for s in ("",) + SIDECAR_SUFFIXES):
         raise RepairRefused(f"repair refused: this process has {db_path} open; close every store handle on it "
                             "first")
