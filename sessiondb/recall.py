@@ -29,7 +29,10 @@ backend; only the index query is the backend's own:
   made a message that shares no word with the question a hit).
 - Text in a script written without spaces (CJK) has no words to take out, so its runs
   are cut into the trigrams the trigram index holds, OR'd: a question shares some of
-  them with every text that speaks of what it asks.
+  them with every text that speaks of what it asks. A run shorter than a trigram (太郎,
+  a two-character name) is too short for that index: it is found by a scan of the text,
+  as the query language finds it, and each such match adds SCAN_SCORE (a scan has no
+  statistics to rank by).
 
 Text is NFC-normalised first (an index holds NFC text too), and a question is bounded as
 a search is: at most query.MAX_TERMS words and MAX_RECALL_TRIGRAMS trigrams are kept,
@@ -56,6 +59,8 @@ from .query import MAX_TERM_LENGTH, MAX_TERMS, TRIGRAM, cjk_runs, fold, has_cjk
 #: How much more a message written in the time a question names counts, and how long
 #: after that time a message still counts as written in it.
 DATE_BOOST, DATE_AFTER = 2.0, 30 * 86_400.0
+#: What a match of a CJK run too short for the trigram index adds to a message's score.
+SCAN_SCORE = 1.0
 #: The share of a match's score the next and the previous match of its session gain.
 NEXT_SHARE, PREVIOUS_SHARE = 0.6, 0.3
 #: How many of the best-scored matches share their score (the rest are too far down to

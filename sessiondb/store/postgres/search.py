@@ -36,7 +36,7 @@ from typing import Any
 import psycopg
 
 from ...model import SearchHit
-from ...recall import SPREAD_FROM, Recall, best, favour, spread
+from ...recall import SCAN_SCORE, SPREAD_FROM, Recall, best, favour, spread
 from ...query import (
     ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, LIKE_SNIPPET_CONTEXT, RANK_WINDOW, SNIPPET_SCAN, Query, Term,
     has_cjk, like_pattern, like_snippet, snippet_window, through_trigrams, windowed,
@@ -250,12 +250,17 @@ def recall(conn: psycopg.Connection, question: Recall, *, profile: str | None, s
         statement = _RECALL.format(either=either, where=" AND ".join(where), k1=_K1, b=_B)
         for mid, times[mid], score in conn.execute(statement, (words, *words, *params, RANK_WINDOW), prepare=False):
             scores[mid] = float(score)
+    # CJK trigrams ranked by the trigram index; runs too short for it scanned, each match
+    # worth SCAN_SCORE (sessiondb.recall).
     trigrams = tuple(Term(t, phrase=True) for t in question.trigrams if through_trigrams(t))
-    if trigrams:
-        substrings = Query(groups=(trigrams,), excluded=(), substring=True)
+    short = tuple(Term(t, phrase=True) for t in question.trigrams if not through_trigrams(t))
+    for terms, worth in ((trigrams, None), (short, SCAN_SCORE)):
+        if not terms:
+            continue
+        substrings = Query(groups=(terms,), excluded=(), substring=True)
         for hit in search(conn, substrings, profile=profile, source=source, session_id=session_id, role=role,
                           since=since, until=until, include_tools=include_tools, limit=RANK_WINDOW):
-            scores[hit.message_id] = scores.get(hit.message_id, 0.0) + hit.score
+            scores[hit.message_id] = scores.get(hit.message_id, 0.0) + (hit.score if worth is None else worth)
             times[hit.message_id] = hit.timestamp
     if not scores:
         return []

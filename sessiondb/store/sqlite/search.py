@@ -49,7 +49,7 @@ from ...query import (
     ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, LIKE_SNIPPET_CONTEXT, RANK_WINDOW, Query, Term, fold, like_pattern,
     like_snippet, snippet_window, through_trigrams, windowed,
 )
-from ...recall import SPREAD_FROM, Recall, best, favour, spread
+from ...recall import SCAN_SCORE, SPREAD_FROM, Recall, best, favour, spread
 from .index.schema import CJK, STEMS, TOKENIZERS, TOOL_TEXT_LIMIT, WORDS, text_sql
 
 __all__ = ["TOOL_TEXT_LIMIT", "recall", "search"]
@@ -261,6 +261,15 @@ def recall(conn: apsw.Connection, question: Recall, *, profile: str | None, sour
                 (match, *params, RANK_WINDOW)):
             scores[mid] = scores.get(mid, 0.0) - score
             found_in.setdefault(mid, index)
+    scanned: dict[int, str] = {}  # the snippets of the matches of runs too short for the trigram index
+    short = tuple(Term(t, phrase=True) for t in question.trigrams if not through_trigrams(t))
+    if short:
+        for hit in search(conn, Query(groups=(short,), excluded=(), substring=True), profile=profile, source=source,
+                          session_id=session_id, role=role, since=since, until=until, include_tools=include_tools,
+                          limit=RANK_WINDOW, touched_to=touched_to):
+            scores[hit.message_id] = scores.get(hit.message_id, 0.0) + SCAN_SCORE
+            times[hit.message_id] = hit.timestamp
+            scanned.setdefault(hit.message_id, hit.snippet)
     if not scores:
         return []
     sources = best(scores, SPREAD_FROM)
@@ -284,7 +293,8 @@ def recall(conn: apsw.Connection, question: Recall, *, profile: str | None, sour
     for index, match in matches.items():
         mine = {mid: texts[mid][start:end] for mid, (start, end) in spans.items() if found_in.get(mid) == index}
         cut.update(snippets(index, match, mine, (HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE, ELLIPSIS), SNIPPET_TOKENS[index]))
-    return [_hit(page[mid][:8], _snippet(cut.get(mid), texts[mid], *spans[mid]), score) for mid, score in ranked]
+    return [_hit(page[mid][:8], scanned[mid] if mid not in cut and mid in scanned
+                 else _snippet(cut.get(mid), texts[mid], *spans[mid]), score) for mid, score in ranked]
 
 
 def _snippet(cut: str | None, text: str, start: int, end: int) -> str:

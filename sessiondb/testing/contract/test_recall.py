@@ -96,6 +96,8 @@ SCRIPTS = [
     (nfd("Crème brûlée recipe"), "brulee", "recall"),
     ("Привет, как дела", "привет", "search"),
     ("Привет, как дела", "Привет", "recall"),
+    ("私の名前は太郎です", "太郎", "search"),  # a run shorter than a trigram: found by a scan
+    ("私の名前は太郎です", "太郎", "recall"),
     ("Las canciones de Shakira", "¿Qué canciones?", "recall"),  # another language: the same word
     ("Die Häuser am See", "Welche Häuser?", "recall"),
 ]
