@@ -34,6 +34,7 @@ from typing import Any, Callable, Generic, TypeVar
 
 import apsw
 
+from ... import telemetry
 from ...errors import StoreBusy, StoreClosed
 from .errors import convert
 
@@ -291,6 +292,7 @@ class Writer:
                     conn.execute("ROLLBACK")  # a failed COMMIT can leave the transaction open
                 self._fail(group, exc)
                 return
+        telemetry.committed_together(len(group), "sqlite")
         self._acknowledge(outcomes)
         self._committing = False
 
