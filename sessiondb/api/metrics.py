@@ -36,7 +36,7 @@ def prometheus_registry() -> Any | None:
     return registry
 
 
-@router.get("/metrics", tags=["service"], response_class=Response)
+@router.get("/metrics", include_in_schema=False)  # Prometheus text, not the JSON API
 async def metrics(request: Request) -> Response:
     """sessiondb's metrics in Prometheus' text format (docs/telemetry.md names them)."""
     registry = request.app.state.metrics

@@ -73,7 +73,7 @@ def _fresh(count: int | None, schema: str | None, pinned: bool) -> str:
     return _PINNED + call + " FROM pinned" if pinned else call
 
 
-def append_fresh(conn: psycopg.Connection, session_id: str, batch: Sequence[NewMessage], now: float, *,
+def append_fresh(conn: psycopg.Connection, session_id: str, batch: Sequence[NewMessage], now: float,
                  schema: str | None = None, synchronous_commit: str | None = None) -> list[Message] | None:
     """The common append as one statement (append_fresh: migration 0006's arguments, 0007's
     uid check, 0008's words and one-message insert, 0009's batch read in one pass), run

@@ -67,12 +67,7 @@ class PostgresBackend:
         if on_own_connection(self._db.conninfo, self._db.location, self._db.patience, self._migrate):
             self._db.use_pooler()
         self._db.open()
-        # The lone append's statement names its function by schema, and through a pooler
-        # carries the durability its connection cannot keep (pooler.py).
-        self._appends = AppendBatcher(
-            self._run, self._direct, lambda conn: SQLRows(conn, DIALECT),
-            partial(messages.append_fresh, schema=self._db.schema,
-                    synchronous_commit=self._db.synchronous_commit if self._db.pooled else None))
+        self._appends = AppendBatcher(self._run, self._direct, lambda conn: SQLRows(conn, DIALECT), self._fresh)
 
     def _migrate(self, conn: psycopg.Connection) -> bool:
         """Bring the schema up to date; whether the server is reached through a pooler."""
@@ -140,6 +135,12 @@ class PostgresBackend:
 
     def _read(self, work: Callable[[psycopg.Connection], T]) -> T:
         return self._run(work, read_only=True)
+
+    def _fresh(self, conn: psycopg.Connection, session_id: str, batch: Any, now: float) -> list[Message] | None:
+        """The common append's one statement, its function named by schema; through a pooler
+        it carries the durability its connection cannot keep (pooler.py)."""
+        return messages.append_fresh(conn, session_id, batch, now, self._db.schema,
+                                     self._db.synchronous_commit if self._db.pooled else None)
 
     # --- search, statistics, integrity --------------------------------------------
 
