@@ -152,3 +152,29 @@ def test_without_the_opentelemetry_api_every_call_works_and_nothing_is_recorded(
         "print('ok')\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+def test_a_server_store_reports_its_pool_its_group_commits_and_a_retried_unit_of_work(otel, pg_server, pg_schema):
+    import psycopg
+
+    from sessiondb.store.postgres.connect import client_name
+
+    spans, points = otel
+    url = pg_server.url()
+    with sessiondb.open_store(url, schema=pg_schema) as store:
+        sid = store.create_session("cli").id
+        store.append(sid, [{"uid": "before", "role": "user", "content": SECRET}])
+        found = points()
+        assert [p.value for p in found["sessiondb.pool.connections.used"]] == [0]
+        assert [p.value for p in found["sessiondb.pool.connections.idle"]] == [1]
+        assert [p.value for p in found["sessiondb.pool.requests.waiting"]] == [0]
+        assert {p.attributes["db.system.name"] for p in found["sessiondb.commit.group_size"]} == {"postgresql"}
+        assert "sessiondb.index.lag.messages" not in found  # the words are written with the message
+        with psycopg.connect(url, autocommit=True) as admin:  # what an idle timeout or a pooler does
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+                          (client_name(pg_schema),))
+        store.append(sid, [{"uid": "after", "role": "user", "content": "still here"}])
+        [retries] = points()["sessiondb.retries"]
+        assert retries.value >= 1 and retries.attributes["db.system.name"] == "postgresql"
+    appends = [s for s in spans.get_finished_spans() if s.name == "update_memory main"]
+    assert [s.attributes["db.system.name"] for s in appends] == ["postgresql", "postgresql"]
