@@ -34,18 +34,21 @@ TICK = os.sysconf("SC_CLK_TCK")
 
 
 def cpu_of(pids: list[int]) -> float:
-    """Seconds of CPU the processes have used (user + system), those gone since counting 0."""
+    """Seconds of CPU the processes have used (user + system), with their children that have
+    exited (a server's backends, once their connection closed), those gone since counting 0."""
     total = 0
     for pid in pids:
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        total += int(fields[11]) + int(fields[12])
+        total += sum(int(f) for f in fields[11:15])
     return total / TICK
 
 
 def server_pids(postmaster: int) -> list[int]:
+    """The postmaster and its live children (a backend still running is not in its
+    children's total yet)."""
     found = [postmaster]
     for stat in glob.glob("/proc/[0-9]*/stat"):
         try:
