@@ -3,6 +3,8 @@ text format, to the token's holder only, never naming what was written or search
 
 from __future__ import annotations
 
+import sys
+
 import httpx
 import pytest
 
@@ -41,3 +43,16 @@ def test_metrics_count_the_served_calls_without_their_content(served):
     assert 'sessiondb_operation="search"' in text and "sessiondb_commit_group_size" in text
     assert 'sessiondb_spool_depth{db_system_name="sqlite",gen_ai_memory_store_id="main"' in text
     assert SECRET not in text and "zeppelin" not in text and s["id"] not in text
+
+
+def test_without_the_otel_extra_metrics_say_what_to_install(tmp_path, monkeypatch):
+    from fastapi.testclient import TestClient
+
+    from sessiondb.api import create_app
+
+    monkeypatch.setitem(sys.modules, "opentelemetry.exporter.prometheus", None)  # its import now fails
+    app = create_app(tmp_path / "home", token="t0ken", metrics=True)
+    with TestClient(app, base_url="http://127.0.0.1:8765") as client:
+        assert client.get("/metrics").status_code == 401
+        answer = client.get("/metrics", headers={"Authorization": "Bearer t0ken"})
+    assert answer.status_code == 404 and "sessiondb[otel]" in answer.json()["message"]
