@@ -126,7 +126,8 @@ class ServerDoctor:
 
     @contextmanager
     def _transaction(self, conn: psycopg.Connection) -> Iterator[None]:
-        """A transaction on the schema's search_path, through a pooler too."""
+        """A transaction on the schema's search_path, through a pooler too (whose repairs
+        commit as every acknowledged write does: synchronous_commit on)."""
         with conn.transaction():
             if self._pooled:
                 pooler.pin(conn, pooler.search_path(self.schema, EXTENSIONS_SCHEMA), "on")
