@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-long test-sdk reliability reliability-postgres bench bench-growth bench-core bench-lineage bench-search bench-search-peers bench-recall profile-search bench-api bench-fleet clean
+.PHONY: run test test-long test-sdk test-pooler reliability reliability-postgres bench bench-growth bench-core bench-lineage bench-search bench-search-peers bench-recall profile-search bench-api bench-fleet clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,12 @@ test: $(STAMP)
 # (the control) and on sessiondb over SQLite and PostgreSQL (tests/sdk, docs/adapters/sdk-suites.md).
 test-sdk: $(STAMP)
 	$(BIN)/python -m pytest -q tests/sdk
+
+# The contract suite through pgbouncer in transaction mode in front of the suite's server
+# (tests/pgpooler.py; Debian's `pgbouncer` package, which .ci/run installs): every rule a
+# user can observe, with each transaction on whichever server connection is free.
+test-pooler: $(STAMP)
+	$(BIN)/python -m pytest -q sessiondb/testing/contract --sessiondb-backend=pgbouncer
 
 test-long: $(STAMP)
 	$(BIN)/python -m pytest -q -m long --ignore=tests/reliability --ignore=tests/postgres --ignore=tests/sdk

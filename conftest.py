@@ -22,7 +22,8 @@ pytest_plugins = ["sessiondb.testing"]
 # --- a real PostgreSQL server for the PostgreSQL backend's tests --------------------------
 
 sys.path.insert(0, str(Path(__file__).parent / "tests"))
-import pgserver  # noqa: E402  (tests/pgserver.py, found through the line above)
+import pgpooler  # noqa: E402  (tests/pgpooler.py, found through the line above)
+import pgserver  # noqa: E402  (tests/pgserver.py)
 
 
 @pytest.fixture(scope="session")
@@ -39,6 +40,21 @@ def pg_server():
         pytest.skip(f"no PostgreSQL server here: {exc}")
     yield server
     server.destroy()
+
+
+@pytest.fixture(scope="session")
+def pg_pooler(pg_server):
+    """pgbouncer in transaction mode in front of the run's server (tests/pgpooler.py), with
+    fewer server connections than its clients open. Missing, it fails under CI and skips
+    elsewhere, as the server does."""
+    try:
+        pooler = pgpooler.start_pooler(pg_server)
+    except pgserver.ServerUnavailable as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"the pooler tests need pgbouncer and it could not be started: {exc}")
+        pytest.skip(f"no pgbouncer here: {exc}")
+    yield pooler
+    pooler.stop()
 
 
 @pytest.fixture

@@ -30,6 +30,7 @@ class Cause(str, Enum):
     SERVER_DISK_FULL = "server_disk_full"
     STANDBY = "standby"
     STATEMENT_TIMEOUT = "statement_timeout"
+    POOLER_MODE = "pooler_mode"
     UNKNOWN = "unknown"
 
 
@@ -220,6 +221,13 @@ class StatementTimeout(StorageError):
     """The server cancelled a statement that ran past its statement_timeout."""
 
     cause = Cause.STATEMENT_TIMEOUT
+
+
+class PoolerMode(StorageError):
+    """A connection pooler between sessiondb and the server runs in a mode that refuses
+    what sessiondb needs (transactions); the message names the setting to change."""
+
+    cause = Cause.POOLER_MODE
 
 
 #: Causes that stop writes to a file for good in this process: refused appends are spooled.

@@ -147,6 +147,14 @@ _TABLE: dict[Cause, tuple[str, str, int, int]] = {
         "a lock held by a long transaction elsewhere is the usual reason a statement waits.",
         1, 503,
     ),
+    Cause.POOLER_MODE: (
+        "A connection pooler in front of the database server of {db} refuses the transactions "
+        "sessiondb's writes need (pgbouncer in statement mode); nothing was written, set "
+        "pool_mode = transaction (or session) in the pooler's configuration, then open the store again.",
+        "pgbouncer's `pool_mode` (in its [pgbouncer] section, or per database in [databases]) "
+        "must be `transaction` or `session`; docs/fleet.md says how sessiondb runs through one.",
+        1, 503,
+    ),
     Cause.UNKNOWN: (
         "sessiondb hit an unexpected error on {db}; nothing saved is lost, run "
         "`{cmd} doctor` and include its output if you report the problem.",

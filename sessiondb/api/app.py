@@ -20,6 +20,8 @@ from . import doctor, errors, search, sessions, turns, usage
 from .auth import TokenAuth
 from .guard import DEFAULT_MAX_BODY, Guard, allowed_hosts
 from .maintenance import router as maintenance_routes
+from .metrics import prometheus_registry
+from .metrics import router as metrics_routes
 from .stores import Stores
 
 try:
@@ -35,13 +37,16 @@ def stores_of(request: Request) -> Stores:
 
 
 def create_app(home: str | Path | None = None, *, token: str | None = None, host: str = "127.0.0.1",
-               port: int = 8765, max_body: int = DEFAULT_MAX_BODY, url: str | None = None) -> FastAPI:
+               port: int = 8765, max_body: int = DEFAULT_MAX_BODY, url: str | None = None,
+               metrics: bool = False) -> FastAPI:
     """The service for every profile under `home` (default: $SESSIONDB_HOME or ~/.sessiondb),
     or with `url` every profile on that server, answering only requests addressed to
     `host`:`port` (and loopback names on that port).
 
     With `token`, every API request must send `Authorization: Bearer <token>`.
-    Request bodies over `max_body` bytes are refused (413).
+    Request bodies over `max_body` bytes are refused (413). With `metrics`, sessiondb's
+    metrics in this process go to the service's own Prometheus registry, served at
+    /metrics (api/metrics.py): for a process that is the service, as `sessiondb serve` is.
     """
     stores = Stores(resolve_home(home), url)
 
@@ -54,6 +59,7 @@ def create_app(home: str | Path | None = None, *, token: str | None = None, host
     app = FastAPI(title="sessiondb", version=VERSION, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="The durable memory of AI agents: sessions, messages, search, doctor.")
     app.state.stores = stores
+    app.state.metrics = prometheus_registry() if metrics else None
     errors.install(app)
 
     @app.get("/api/health", tags=["service"])
@@ -76,6 +82,7 @@ def create_app(home: str | Path | None = None, *, token: str | None = None, host
     app.include_router(usage.router, prefix="/api")
     app.include_router(turns.router, prefix="/api")
     app.include_router(maintenance_routes, prefix="/api")
+    app.include_router(metrics_routes)
 
     @app.get("/", include_in_schema=False)
     async def dashboard() -> FileResponse:

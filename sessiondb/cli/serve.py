@@ -86,7 +86,7 @@ def serve(ctx: CliContext, host: str, port: int, token: str | None, token_file: 
     from ..api.server import config
 
     limits = {"max_body": max_body} if max_body else {}
-    app = create_app(home, token=token, host=host, port=port, url=url, **limits)
+    app = create_app(home, token=token, host=host, port=port, url=url, metrics=True, **limits)
     shown = f"[{host}]" if ":" in host else host
     click.echo(f"sessiondb: serving {app.state.stores.shown} to its token's holders only; open "
                f"http://{shown}:{port}/#token={quote(token, safe='')} (Ctrl-C stops)")

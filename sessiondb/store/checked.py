@@ -21,6 +21,7 @@ from functools import partial
 from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 from .. import home as homes
+from .. import telemetry
 from .. import query as search_query
 from .. import recall as questions
 from ..errors import (
@@ -36,7 +37,7 @@ from ..inputs import (
     new_session_id, new_uid, prepare_messages, prepare_summary,
 )
 from . import commands as cmd
-from . import compaction, handles, lineage, sessions, spool, usage, verify
+from . import compaction, handles, lineage, observed, sessions, spool, usage, verify
 from .backend import Backend
 from .contract import MessageInput
 from .identity import Identity
@@ -48,11 +49,12 @@ C = TypeVar("C", bound=type)
 
 def naming_the_store(cls: C) -> C:
     """Every public method of `cls` raises a storage error in a person's words: one sentence
-    naming this store and the first step, the CLI's for the same cause (guidance.tell)."""
+    naming this store and the first step, the CLI's for the same cause (guidance.tell); the
+    calls telemetry.OPERATIONS names are traced."""
     for name in dir(cls):
         method = inspect.getattr_static(cls, name)
         if not name.startswith("_") and inspect.isfunction(method):
-            setattr(cls, name, _telling(method))
+            setattr(cls, name, telemetry.traced(name, _telling(method)))
     return cls
 
 
@@ -101,6 +103,7 @@ class CheckedStore(Transfer, Identity, Turns):
         self._clock = time.time if clock is None else clock
         self._closed = threading.Event()
         self._release_if_dropped = handles.watch(self, backend)
+        telemetry.watch(self, observed.reading)
         if replay_spool and spool.pending(backend.spool_anchor):
             # A healthy open replays what an earlier refusal kept; what still fails stays spooled.
             self.replay_spool()
@@ -120,6 +123,7 @@ class CheckedStore(Transfer, Identity, Turns):
             return
         self._closed.set()
         self._release_if_dropped.detach()
+        telemetry.forget(self)
         self.backend.close()
 
     def __enter__(self) -> "CheckedStore":

@@ -27,6 +27,7 @@ from typing import Any, Callable
 from urllib.parse import unquote, urlsplit
 
 from .. import home as homes
+from .. import telemetry
 from ..errors import InvalidInput, StorageError
 from ..guidance import command_for, tell
 from ..model import MessageLimits
@@ -232,9 +233,9 @@ def open_doctor(
     if not hasattr(module, "open_doctor"):
         raise InvalidInput(f"the {where.kind} backend has no doctor")
     command = command_for(where.profile, where.home if home is not None else None)
-    return module.open_doctor(
+    return telemetry.doctor(module.open_doctor(
         where.target, profile=where.profile, command=command,
-        replay=lambda: _replay(location, home=home, profile=profile), checks=verify.check)
+        replay=lambda: _replay(location, home=home, profile=profile), checks=verify.check))
 
 
 def _replay(location: Any, *, home: Any, profile: str | None) -> Any:

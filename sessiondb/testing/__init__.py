@@ -8,7 +8,8 @@ the suite every built-in backend passes:
 
 `--sessiondb-backend` (repeatable; or $SESSIONDB_TEST_BACKEND, comma-separated) names
 each backend to run every test over: `sqlite`, `postgresql` (which needs a `pg_server`
-fixture, as sessiondb's own tests have), or a location prefix such as `memory://` or
+fixture, as sessiondb's own tests have), `pgbouncer` (the same server reached through a
+connection pooler in transaction mode: a `pg_pooler` fixture, `make test-pooler`), or a location prefix such as `memory://` or
 `myscheme://host/`, to which each test appends a name of its own, so every test starts
 from empty stores. A backend whose locations are spelled otherwise overrides the
 `store_location` fixture. Without the option the suite runs over the built-in backends:
@@ -38,6 +39,8 @@ from sessiondb.store import locations
 
 OPTION = "--sessiondb-backend"
 VARIABLE = "SESSIONDB_TEST_BACKEND"
+#: Backends served by a PostgreSQL server -> the fixture whose url() reaches it.
+SERVERS = {"postgresql": "pg_server", "pgbouncer": "pg_pooler"}
 #: What the suite runs over when no backend is named.
 BUILT_IN = ["sqlite", "postgresql", "memory://"]
 
@@ -127,8 +130,8 @@ _tokens = itertools.count()
 @pytest.fixture
 def store_location(backend: str, request: pytest.FixtureRequest, tmp_path) -> tuple[Any, dict[str, Any]]:
     """(location, options) of this test's own empty store on `backend`."""
-    if backend == "postgresql":
-        return request.getfixturevalue("pg_server").url(), {"schema": request.getfixturevalue("pg_schema")}
+    if backend in SERVERS:
+        return request.getfixturevalue(SERVERS[backend]).url(), {"schema": request.getfixturevalue("pg_schema")}
     if backend == "sqlite":
         return tmp_path / "contract.db", {}
     digest = hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:12]
@@ -152,7 +155,7 @@ def open_backend(backend: str, tmp_path, request: pytest.FixtureRequest):
         if backend == "sqlite":
             where = {"home": tmp_path / name} if "profile" in options else {"location": tmp_path / f"{name}.db"}
             store = sessiondb.open_store(**where, **options)
-        elif backend == "postgresql":  # one schema of its own per store of this test (store_location's for its own)
+        elif backend in SERVERS:  # one schema of its own per store of this test (store_location's for its own)
             location, defaults = request.getfixturevalue("store_location")
             profile = options.pop("profile", None)
             schema = defaults["schema"] if (name, profile) == ("contract", None) else f"{defaults['schema']}_{name}_{profile or 'main'}".lower().replace("-", "_")

@@ -21,11 +21,11 @@ from typing import Any, Callable
 
 import psycopg
 
+from ... import telemetry
 from ...errors import SessionDBError
 from ...model import Message
 from .. import commands as cmd
 from ..rows import Rows
-from . import messages
 
 MAX_BATCH = 64  # appends one transaction takes at most
 
@@ -54,13 +54,15 @@ class _Pending:
 class AppendBatcher:
     """Leader/follower batching of appends onto `run` (a transaction, connect.Database.run)
     and `direct` (one statement outside a transaction, connect.Database.session); `rows`
-    is a transaction's connection as the Rows an append's work runs on."""
+    is a transaction's connection as the Rows an append's work runs on, and `fresh` the
+    common append's one statement (messages.append_fresh, its schema given)."""
 
     def __init__(self, run: Callable[..., Any], direct: Callable[..., Any],
-                 rows: Callable[[psycopg.Connection], Rows]) -> None:
+                 rows: Callable[[psycopg.Connection], Rows], fresh: Callable[..., list[Message] | None]) -> None:
         self._run = run
         self._direct = direct
         self._rows = rows
+        self._fresh = fresh
         self._lock = threading.Lock()
         self._queue: list[_Pending] = []
         self._leading = False
@@ -90,11 +92,11 @@ class AppendBatcher:
         return me.outcome()
 
     def _commit(self, batch: list[_Pending]) -> None:
+        telemetry.committed_together(len(batch), "postgresql")
         try:
             if len(batch) == 1:
                 command, work = batch[0].command, batch[0].work
-                fresh = self._direct(lambda conn: messages.append_fresh(conn, command.session_id, command.batch,
-                                                                         command.now))
+                fresh = self._direct(lambda conn: self._fresh(conn, command.session_id, command.batch, command.now))
                 batch[0].result = fresh if fresh is not None else self._run(lambda conn: work(self._rows(conn)))
             else:
                 outcomes = self._run(lambda conn: [self._in_savepoint(conn, p.work) for p in batch])

@@ -35,7 +35,9 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from ... import telemetry
 from ...errors import InvalidInput, ServerUnreachable, SessionDBError, StoreBusy
+from . import pooler
 from .errors import connection_lost, convert, retryable, unavailable
 
 T = TypeVar("T")
@@ -141,12 +143,31 @@ class Database:
         #: The pool's last attempt to connect failed: a request that times out on the pool
         #: meanwhile waited on an absent server, not on busy connections.
         self.away = False
+        #: Connections reach the server through a pooler (pooler.py): nothing is kept on them.
+        self.pooled = False
+        #: Where the pool's last new connection reached the server: a new one elsewhere is a failover.
+        self.address: tuple[str, int] | None = None
+
+    def use_pooler(self) -> None:
+        """Keep nothing on a connection between transactions (before open: pooler.py)."""
+        self.pooled = True
+        self.pool.kwargs["prepare_threshold"] = None  # no statement prepared on a server connection
 
     def _configure(self, conn: psycopg.Connection) -> None:
+        self.away = False
+        address, self.address = self.address, (conn.info.host, conn.info.port)
+        if address not in (None, self.address):
+            telemetry.failed_over("postgresql")
+        if self.pooled:
+            return  # each transaction sets its own (pooler.pin)
         conn.execute(sql.SQL("SET search_path TO {}, {}").format(
             sql.Identifier(self.schema), sql.Identifier(EXTENSIONS_SCHEMA)))
         conn.execute("SELECT set_config('synchronous_commit', %s, false)", (self.synchronous_commit,))
-        self.away = False
+
+    def _pin(self, conn: psycopg.Connection) -> None:
+        """Through a pooler, the transaction's own search_path and synchronous_commit."""
+        if self.pooled:
+            pooler.pin(conn, pooler.search_path(self.schema, EXTENSIONS_SCHEMA), self.synchronous_commit)
 
     def _lost(self, pool: ConnectionPool) -> None:
         self.away = True
@@ -163,7 +184,9 @@ class Database:
 
     def session(self, work: Callable[[psycopg.Connection], T]) -> T:
         """`work(conn)` on a pooled connection without a transaction around it (a lone
-        append's statement, migrations, advisory locks), retried like `run`."""
+        append's statement, VACUUM), retried like `run`. Through a pooler (`pooled`) the
+        connection has no search_path or synchronous_commit of its own: `work` names the
+        schema and sets what it needs within its statements."""
         def attempt(wait: float) -> T:
             with self.pool.connection(timeout=wait) as conn:
                 return work(conn)
@@ -185,6 +208,7 @@ class Database:
                 waited = isinstance(exc, PoolTimeout)  # on the pool, for as long as it may
                 if not (waited or retryable(exc)) or left <= 0:
                     raise self._gave_up(exc, writes, maybe_stored) from None
+                telemetry.retried("postgresql", exc)
                 if not waited:
                     time.sleep(min(pause * (0.5 + random.random()), left))
                     pause = min(pause * 2, _BACKOFF[1])
@@ -205,6 +229,7 @@ class Database:
                 conn.isolation_level = isolation
                 conn.read_only = read_only or None
                 with conn.transaction():
+                    self._pin(conn)
                     return work(conn)
             except psycopg.Error:
                 if conn.broken or conn.closed:
@@ -219,6 +244,7 @@ class Database:
                 conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
                 conn.read_only = True
                 with conn.transaction():
+                    self._pin(conn)
                     yield from work(conn)
         except SessionDBError:
             raise

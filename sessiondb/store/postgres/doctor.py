@@ -20,8 +20,9 @@ host spooled for the store, as opening it would.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import psycopg
 from psycopg import sql
@@ -30,7 +31,7 @@ from ...model import DoctorReport, SpoolReport, VerifyReport
 from .. import spool
 from ..rows import Rows
 from ..sql import SQLRows
-from . import verify
+from . import pooler, verify
 from .connect import EXTENSIONS_SCHEMA, connect, schema_for, split_url
 from .errors import convert
 from .messages import recount
@@ -83,6 +84,7 @@ class ServerDoctor:
         self._replay = replay
         self._checks = checks  # the checks over rows (store/verify.py), given by the neutral layer
         self._spool = spool_anchor(shown, self.schema)
+        self._pooled = False  # its connection reaches the server through a pooler (pooler.py)
 
     def holders(self) -> list[str]:
         """None: a repair on a server runs beside the writers (the module says why)."""
@@ -112,15 +114,30 @@ class ServerDoctor:
 
     def _connection(self) -> psycopg.Connection:
         conn = connect(self._conninfo, self._shown, PATIENCE)
-        conn.execute(sql.SQL("SET search_path TO {}, {}").format(
-            sql.Identifier(self.schema), sql.Identifier(EXTENSIONS_SCHEMA)))
+        try:
+            self._pooled = pooler.behind_pooler(conn, self._shown)
+            if not self._pooled:  # else each transaction sets its own (_transaction)
+                conn.execute(sql.SQL("SET search_path TO {}, {}").format(
+                    sql.Identifier(self.schema), sql.Identifier(EXTENSIONS_SCHEMA)))
+        except BaseException:
+            conn.close()
+            raise
         return conn
+
+    @contextmanager
+    def _transaction(self, conn: psycopg.Connection) -> Iterator[None]:
+        """A transaction on the schema's search_path, through a pooler too (whose repairs
+        commit as every acknowledged write does: synchronous_commit on)."""
+        with conn.transaction():
+            if self._pooled:
+                pooler.pin(conn, pooler.search_path(self.schema, EXTENSIONS_SCHEMA), "on")
+            yield
 
     def _examine(self, conn: psycopg.Connection) -> ServerReport:
         report = ServerReport(self.location, spool_pending=len(spool.pending(self._spool)))
         try:
             conn.read_only = True
-            with conn.transaction():
+            with self._transaction(conn):
                 self._read(conn, report)
         except psycopg.Error as exc:
             raise convert(exc, self.location) from None
@@ -176,14 +193,19 @@ class ServerDoctor:
     def _repair(self, conn: psycopg.Connection) -> list[str]:
         actions = []
         try:
-            words = conn.execute(_STALE_WORDS).rowcount
+            with self._transaction(conn):
+                words = conn.execute(_STALE_WORDS).rowcount
             if words:
                 actions.append(f"recomputed the search words of {words} message(s)")
-            for (index,) in conn.execute(_INVALID_INDEXES).fetchall():
-                conn.execute(sql.SQL("REINDEX INDEX CONCURRENTLY {}").format(sql.Identifier(index)))
+            with self._transaction(conn):
+                invalid = conn.execute(_INVALID_INDEXES).fetchall()
+            for (index,) in invalid:  # outside a transaction, as CONCURRENTLY needs
+                conn.execute(sql.SQL("REINDEX INDEX CONCURRENTLY {}").format(sql.Identifier(self.schema, index)))
                 actions.append(f"rebuilt the index {index}")
-            for (session_id,) in conn.execute(_MISCOUNTED).fetchall():
-                with conn.transaction():  # under the row lock an append takes, so no append is miscounted
+            with self._transaction(conn):
+                miscounted = conn.execute(_MISCOUNTED).fetchall()
+            for (session_id,) in miscounted:
+                with self._transaction(conn):  # under the row lock an append takes, so no append is miscounted
                     conn.execute("SELECT 1 FROM sessions WHERE id = %s FOR NO KEY UPDATE", (session_id,))
                     recount(conn, session_id)
                 actions.append(f"recounted session {session_id}")

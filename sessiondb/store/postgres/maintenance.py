@@ -49,10 +49,11 @@ def prune(conn: psycopg.Connection, command: cmd.Prune) -> list[str]:
     return ids
 
 
-def run_each_table(conn: psycopg.Connection, statement: str) -> None:
-    """ANALYZE or VACUUM every table of the schema (outside a transaction: VACUUM needs it)."""
+def run_each_table(conn: psycopg.Connection, schema: str, statement: str) -> None:
+    """ANALYZE or VACUUM every table of the schema (outside a transaction: VACUUM needs it;
+    named by schema, as a connection through a pooler has no search_path of its own)."""
     for table in TABLES:
-        conn.execute(sql.SQL(statement + " {}").format(sql.Identifier(table)))
+        conn.execute(sql.SQL(statement + " {}").format(sql.Identifier(schema, table)))
 
 
 def backup_refusal(schema: str, destination: Any) -> str:

@@ -24,7 +24,7 @@ from ...model import (
 from .. import commands as cmd
 from ..rows import Rows
 from ..sql import Dialect, SQLRows
-from . import maintenance, migrations, search, verify
+from . import maintenance, messages, migrations, pooler, search, verify
 from .batching import AppendBatcher
 from .connect import DEFAULT_PATIENCE, DEFAULT_POOL_SIZE, EXTENSIONS_SCHEMA, Database, on_own_connection
 from .text import from_server, to_server
@@ -64,15 +64,28 @@ class PostgresBackend:
         # Refused batches (damage only) are kept under the home, one folder per server and schema.
         self.spool_anchor = spool_anchor(self._db.location, self._db.schema)
         self._closed = threading.Event()
-        on_own_connection(self._db.conninfo, self._db.location, self._db.patience,
-                          lambda conn: migrations.migrate(conn, self._db.schema, EXTENSIONS_SCHEMA, self._db.profile))
+        if on_own_connection(self._db.conninfo, self._db.location, self._db.patience, self._migrate):
+            self._db.use_pooler()
         self._db.open()
-        self._appends = AppendBatcher(self._run, self._direct, lambda conn: SQLRows(conn, DIALECT))
+        self._appends = AppendBatcher(self._run, self._direct, lambda conn: SQLRows(conn, DIALECT), self._fresh)
+
+    def _migrate(self, conn: psycopg.Connection) -> bool:
+        """Bring the schema up to date; whether the server is reached through a pooler."""
+        pooled = pooler.behind_pooler(conn, self._db.location)
+        migrations.migrate(conn, self._db.schema, EXTENSIONS_SCHEMA, self._db.profile)
+        return pooled
 
     @property
     def pool(self) -> Any:
         """The connection pool (psycopg_pool.ConnectionPool), for tools and tests."""
         return self._db.pool
+
+    def pool_use(self) -> dict[str, int]:
+        """The pool's connections serving a call (`used`), open and free (`idle`), and the
+        calls waiting for one (`waiting`), for telemetry's gauges."""
+        stats = self._db.pool.get_stats()
+        idle = stats.get("pool_available", 0)
+        return {"used": stats.get("pool_size", 0) - idle, "idle": idle, "waiting": stats.get("requests_waiting", 0)}
 
     @property
     def patience(self) -> float:
@@ -123,6 +136,12 @@ class PostgresBackend:
     def _read(self, work: Callable[[psycopg.Connection], T]) -> T:
         return self._run(work, read_only=True)
 
+    def _fresh(self, conn: psycopg.Connection, session_id: str, batch: Any, now: float) -> list[Message] | None:
+        """The common append's one statement, its function named by schema; through a pooler
+        it carries the durability its connection cannot keep (pooler.py)."""
+        return messages.append_fresh(conn, session_id, batch, now, self._db.schema,
+                                     self._db.synchronous_commit if self._db.pooled else None)
+
     # --- search, statistics, integrity --------------------------------------------
 
     def search(self, query: cmd.Search) -> list[SearchHit]:
@@ -152,11 +171,11 @@ class PostgresBackend:
 
     def optimize(self, *, force: bool, dry_run: bool) -> MaintenanceReport:
         return self._maintain("optimize", dry_run, lambda: self._db.session(
-            partial(maintenance.run_each_table, statement="ANALYZE")))
+            partial(maintenance.run_each_table, schema=self._db.schema, statement="ANALYZE")))
 
     def vacuum(self, *, force: bool, dry_run: bool) -> MaintenanceReport:
         return self._maintain("vacuum", dry_run, lambda: self._db.session(
-            partial(maintenance.run_each_table, statement="VACUUM")))
+            partial(maintenance.run_each_table, schema=self._db.schema, statement="VACUUM")))
 
     def prune(self, command: cmd.Prune) -> MaintenanceReport:
         return self._maintain("prune", command.dry_run,

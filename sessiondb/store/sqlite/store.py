@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
@@ -107,6 +108,15 @@ class SQLiteBackend:
     def _read(self, work: Callable[[apsw.Connection], T]) -> T:
         self._check_open()
         return self._file.read(work)
+
+    def index_lag(self) -> tuple[int, float]:
+        """(messages stored but not yet in the search index, seconds since the index last
+        covered the store while it is behind, else 0), for telemetry's gauges."""
+        self._check_open()
+        indexed, caught_up_at = self._file.indexer.marks()[0], self._file.indexer.caught_up_at
+        behind = self._read(lambda conn: conn.execute("SELECT count(*) FROM messages WHERE id > ?",
+                                                      (indexed,)).fetchone()[0])
+        return behind, (time.monotonic() - caught_up_at if behind else 0.0)
 
     def _check_open(self) -> None:
         if self._closed.is_set():

@@ -37,9 +37,10 @@ from typing import Any, Callable, Generic, TypeVar
 
 import apsw
 
+from ... import telemetry
 from ...errors import DiskFull, StorageError, StoreBusy, StoreClosed
-from .errors import convert
 from ...files import descriptors_of
+from .errors import convert
 
 T = TypeVar("T")
 Work = Callable[[apsw.Connection], T]
@@ -295,6 +296,7 @@ class Writer:
                     conn.execute("ROLLBACK")  # a failed COMMIT can leave the transaction open
                 self._fail(group, exc)
                 return
+        telemetry.committed_together(len(group), "sqlite")
         self._acknowledge(outcomes)
         self._committing = False
 

@@ -16,6 +16,7 @@ from hypothesis.stateful import (
 
 import sessiondb
 from sessiondb import MessageConflict, NotFound
+from sessiondb.testing import SERVERS
 
 ROLES = ("system", "user", "assistant", "tool")
 
@@ -161,13 +162,13 @@ def test_appends_behave_like_a_plain_model(backend, tmp_path, store_location):
     location, defaults = store_location
     if backend == "sqlite":
         paths = (tmp_path / f"model-{i}.db" for i in itertools.count())
-    elif backend == "postgresql":
+    elif backend in SERVERS:
         paths = (f"{defaults['schema']}_{i}" for i in itertools.count())
     else:  # a location of its own beside this test's
         paths = (f"{location}-model{i}" for i in itertools.count())
 
     def open_store():
-        if backend == "postgresql":
+        if backend in SERVERS:
             return sessiondb.open_store(location, schema=current[0])
         return sessiondb.open_store(current[0])
 

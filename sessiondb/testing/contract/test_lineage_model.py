@@ -24,7 +24,7 @@ TTL = 100.0
 #: invariant reads every session, its export, the resume and verify() after every step),
 #: three times a step on a file, so the default run takes fewer examples there; the long
 #: tier (`-m long`) runs 300 on each backend.
-EXAMPLES = {"postgresql": 35}  # a server's round trips cost more; every other backend: 100
+EXAMPLES = {"postgresql": 35, "pgbouncer": 35}  # a server's round trips cost more; every other backend: 100
 LONG_EXAMPLES = 300
 
 

@@ -276,6 +276,7 @@ _SNIPPET_FUNCTIONS = {  # the function each backend hands a hit's text to for it
     "sqlite": ("sessiondb.store.sqlite.search", "snippets", lambda args: sum(map(len, args[2].values()))),
     "postgresql": ("sessiondb.store.postgres.search", "headlines", lambda args: sum(map(len, args[3]))),
 }
+_SNIPPET_FUNCTIONS["pgbouncer"] = _SNIPPET_FUNCTIONS["postgresql"]  # the same backend through a pooler
 
 
 def _characters_snipped(store, backend, monkeypatch, query, **options):

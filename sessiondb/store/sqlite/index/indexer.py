@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -68,6 +69,9 @@ class Indexer:
         self._conn: apsw.Connection | None = None
         self.generation = 0  # counts files made: a reader attached to an older one re-attaches
         self.damage: BaseException | None = None  # index damage seen; cleared by a rebuild
+        #: When a batch last left the index covering what the store held as it began
+        #: (time.monotonic()): how long the index has been behind, while it is.
+        self.caught_up_at = time.monotonic()
         self._thread = threading.Thread(target=self._serve, name=f"sessiondb-indexer:{store}", daemon=True)
         self._thread.start()
 
@@ -185,6 +189,7 @@ class Indexer:
             if _behind(_index_marks(conn), target):
                 while not index_batch(conn, BATCH):
                     pass
+            self.caught_up_at = time.monotonic()
         except apsw.Error:
             self._close()  # a fresh connection next time, whatever went wrong
             raise
