@@ -96,6 +96,19 @@ class _Instruments:
             and type(self.metrics.get_meter_provider()).__name__ == "_ProxyMeterProvider"
 
 
+#: Whether calls record now: the API is installed and a provider set (an SDK's, or the
+#: ones `instrument` names). Read where a call is made, so a store that records nothing
+#: pays one attribute read for it; looked at again when a handle opens and by `instrument`.
+recording = False
+
+
+def refresh() -> None:
+    """Look again at whether calls record (a provider may have been set since)."""
+    global recording
+    made = _instruments()
+    recording = made is not None and not made.silent()
+
+
 def _instruments() -> _Instruments | None:
     """The instruments, or None without the OpenTelemetry API (then nothing is recorded)."""
     made = _state["instruments"]
@@ -118,6 +131,7 @@ def instrument(*, tracer_provider: Any = None, meter_provider: Any = None) -> No
     with _lock:
         _state["providers"] = (tracer_provider, meter_provider)
         _state["instruments"], _state["checked"] = None, False
+    refresh()
 
 
 def available() -> bool:
@@ -129,21 +143,21 @@ def available() -> bool:
 
 
 def traced(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
-    """`method` of a store handle (or a doctor), traced when OPERATIONS names it."""
-    if name not in OPERATIONS:
-        return method
-
+    """`method` of a doctor, traced while calls record (a store handle's calls are traced
+    by its own wrapper, store/checked.py, with `traced_call`)."""
     @functools.wraps(method)
     def tracing(self: Any, *args: Any, **kwargs: Any) -> Any:
-        made = _instruments()
-        if made is None or made.silent():
+        if not recording:
             return method(self, *args, **kwargs)
-        return _traced_call(made, name, self, method, args, kwargs)
+        return traced_call(name, self, method, args, kwargs)
     return tracing
 
 
-def _traced_call(made: _Instruments, name: str, handle: Any, method: Callable[..., Any], args: tuple,
-                 kwargs: dict) -> Any:
+def traced_call(name: str, handle: Any, method: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    """`method(handle, *args, **kwargs)` in a span, its duration measured (OPERATIONS names it)."""
+    made = _instruments()
+    if made is None:
+        return method(handle, *args, **kwargs)
     operation = OPERATIONS[name]
     system = system_of(handle)
     store = _store_id(handle)
@@ -172,6 +186,7 @@ def _traced_call(made: _Instruments, name: str, handle: Any, method: Callable[..
 
 def doctor(examiner: Any) -> Any:
     """`examiner` (a store's Doctor) with its examine and repair traced."""
+    refresh()
     for name in ("examine", "repair"):
         setattr(examiner, name, functools.partial(traced(f"doctor.{name}", getattr(type(examiner), name)), examiner))
     return examiner
@@ -228,6 +243,7 @@ def failed_over(system: str) -> None:
 def watch(handle: Any, reading: Callable[[Any, str], float | None]) -> None:
     """Report `reading(handle, name)` for each of GAUGES while `handle` is open (None: the
     handle has no such gauge)."""
+    refresh()
     _watched[handle] = reading
 
 

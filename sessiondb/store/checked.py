@@ -54,11 +54,11 @@ def naming_the_store(cls: C) -> C:
     for name in dir(cls):
         method = inspect.getattr_static(cls, name)
         if not name.startswith("_") and inspect.isfunction(method):
-            setattr(cls, name, telemetry.traced(name, _telling(method)))
+            setattr(cls, name, _telling(name, method))
     return cls
 
 
-def _telling(method: Callable[..., Any]) -> Callable[..., Any]:
+def _telling(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
     if inspect.isgeneratorfunction(method):  # an export fails while it is read
         @functools.wraps(method)
         def reading(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -69,9 +69,13 @@ def _telling(method: Callable[..., Any]) -> Callable[..., Any]:
                 raise
         return reading
 
+    traced = name in telemetry.OPERATIONS
+
     @functools.wraps(method)
     def calling(self: Any, *args: Any, **kwargs: Any) -> Any:
         try:
+            if traced and telemetry.recording:  # an attribute read while nothing records
+                return telemetry.traced_call(name, self, method, args, kwargs)
             return method(self, *args, **kwargs)
         except StorageError as exc:
             tell(exc, location=self.location, profile=self.profile)

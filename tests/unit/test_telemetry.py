@@ -108,11 +108,10 @@ def test_append_latency_group_commits_and_the_gauges_are_metrics_without_content
 
 
 def test_the_index_lag_counts_the_messages_the_search_index_has_not_taken_in(otel, tmp_path, monkeypatch):
-    from sessiondb.store.sqlite.index.indexer import Indexer
-
     _, points = otel
-    monkeypatch.setattr(Indexer, "nudge", lambda self: None)  # the background indexer never wakes
     with sessiondb.open_store(tmp_path / "state.db") as store:
+        # Writes leave the background indexer asleep: only a search catches the index up.
+        monkeypatch.setattr(store.backend._file.indexer.wanted, "is_set", lambda: True)
         sid = store.create_session("cli").id
         store.append(sid, [{"role": "user", "content": "one"}, {"role": "user", "content": "two"}])
         found = points()

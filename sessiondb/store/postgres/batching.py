@@ -92,7 +92,8 @@ class AppendBatcher:
         return me.outcome()
 
     def _commit(self, batch: list[_Pending]) -> None:
-        telemetry.committed_together(len(batch), "postgresql")
+        if telemetry.recording:
+            telemetry.committed_together(len(batch), "postgresql")
         try:
             if len(batch) == 1:
                 command, work = batch[0].command, batch[0].work

@@ -296,7 +296,8 @@ class Writer:
                     conn.execute("ROLLBACK")  # a failed COMMIT can leave the transaction open
                 self._fail(group, exc)
                 return
-        telemetry.committed_together(len(group), "sqlite")
+        if telemetry.recording:
+            telemetry.committed_together(len(group), "sqlite")
         self._acknowledge(outcomes)
         self._committing = False
 
