@@ -20,7 +20,8 @@ run: $(STAMP)
 # The default run: every test not marked `long` (pyproject.toml), at most 10 minutes on a
 # quiet 2-core machine. The long tiers run under their own targets: `make reliability`
 # (tests/reliability), `make reliability-postgres` (tests/postgres), `make failover`
-# (tests/failover) and `make test-long` (the rest: the rotation race, the lineage model and the identity reads at full size).
+# (tests/failover) and `make test-long` (the rest: the rotation race, the lineage model and
+# the identity reads at full size).
 test: $(STAMP)
 	$(BIN)/python -m pytest -q --ignore=tests/sdk
 
