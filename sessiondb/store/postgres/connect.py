@@ -112,7 +112,8 @@ def split_url(url: str) -> tuple[str, str, str | None]:
     query = parse_qsl(parts.query, keep_blank_values=True)
     schema = next((v for k, v in query if k == "schema"), None)
     query = [(k, v) for k, v in query if k != "schema"]
-    given = conninfo_to_dict(urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(query, quote_via=quote), "")))
+    given = conninfo_to_dict(urlunsplit(("postgresql", parts.netloc, parts.path,
+                                         urlencode(query, quote_via=quote), "")))
     if "," in given.get("host", given.get("hostaddr", "")) and "target_session_attrs" not in given:
         query.append(("target_session_attrs", "read-write"))
     host = parts.netloc.rpartition("@")[2]
