@@ -39,6 +39,14 @@ def fence(pg_url):
             admin.execute("ALTER SYSTEM SET default_transaction_read_only = on" if on
                           else "ALTER SYSTEM RESET default_transaction_read_only")
             admin.execute("SELECT pg_reload_conf()")
+            # The reload is signalled, not awaited: once a new backend starts with the new
+            # value, the postmaster has reloaded and signalled every backend, the pool's too.
+            wanted = "on" if on else "off"
+            for _ in range(1000):
+                with psycopg.connect(pg_url, autocommit=True) as probe:
+                    if probe.execute("SHOW default_transaction_read_only").fetchone()[0] == wanted:
+                        return
+            raise AssertionError(f"the server never took default_transaction_read_only = {wanted}")
 
         try:
             yield fence
