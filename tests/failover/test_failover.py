@@ -62,9 +62,7 @@ def test_failovers_by_sigkill_of_the_primary_mid_load_lose_no_acknowledged_write
                 time.sleep(rng.uniform(0.5, 1.5))  # under load: the writers and the compactor run meanwhile
                 gave_up += restart_the_writers_that_gave_up(writers)
                 assert compactor.poll() is None, f"the compactor died: {(tmp_path / 'compactor.stderr').read_text()}"
-                victim = formation.primary()
-                assert victim is not None, formation.states_or_reason()
-                formation.kill(victim)
+                victim = formation.kill_primary()
                 at = time.monotonic()
                 uid = f"probe-{round_:03d}"
                 prober.append(probes_session, {"uid": uid, "role": "user", "content": "probe"})
