@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-long test-sdk test-pooler reliability reliability-postgres bench bench-growth bench-core bench-lineage bench-search bench-search-peers bench-recall profile-search bench-api bench-fleet clean
+.PHONY: run test test-long test-sdk test-pooler reliability reliability-postgres failover bench bench-growth bench-core bench-lineage bench-search bench-search-peers bench-recall profile-search bench-api bench-fleet clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,8 +19,9 @@ run: $(STAMP)
 
 # The default run: every test not marked `long` (pyproject.toml), at most 10 minutes on a
 # quiet 2-core machine. The long tiers run under their own targets: `make reliability`
-# (tests/reliability), `make reliability-postgres` (tests/postgres) and `make test-long`
-# (the rest: the rotation race, the lineage model and the identity reads at full size).
+# (tests/reliability), `make reliability-postgres` (tests/postgres), `make failover`
+# (tests/failover) and `make test-long` (the rest: the rotation race, the lineage model and
+# the identity reads at full size).
 test: $(STAMP)
 	$(BIN)/python -m pytest -q --ignore=tests/sdk
 
@@ -36,7 +37,7 @@ test-pooler: $(STAMP)
 	$(BIN)/python -m pytest -q sessiondb/testing/contract --sessiondb-backend=pgbouncer
 
 test-long: $(STAMP)
-	$(BIN)/python -m pytest -q -m long --ignore=tests/reliability --ignore=tests/postgres --ignore=tests/sdk
+	$(BIN)/python -m pytest -q -m long --ignore=tests/reliability --ignore=tests/postgres --ignore=tests/failover --ignore=tests/sdk
 
 # The reliability harness, quick and long tiers (tests/reliability, about half an hour on 2 cores);
 # the figures it records are rendered into docs/reliability.md even when a test fails.
@@ -52,6 +53,13 @@ reliability: $(STAMP)
 # The PostgreSQL server killed with SIGKILL mid-load, 100 times and more (tests/postgres, -m long).
 reliability-postgres: $(STAMP)
 	$(BIN)/python -m pytest -q tests/postgres -m long
+
+# A pg_auto_failover formation (monitor, primary, synchronous secondary on loopback) whose
+# primary is SIGKILLed 20 times mid-load (tests/failover, docs/fleet.md; about 10 minutes).
+# The figures (failover times) are printed, hence -s.
+failover: $(STAMP)
+	.ci/install-failover
+	$(BIN)/python -m pytest -q -s tests/failover -m long
 
 # Side by side with the peers (docs/benchmarks.md, .json and charts; about 10 minutes).
 # The peers and matplotlib live in their own venv, never in the project's dependencies.

@@ -136,7 +136,8 @@ _TABLE: dict[Cause, tuple[str, str, int, int]] = {
     Cause.STANDBY: (
         "The database server of {db} is a read-only standby, so nothing was written; point "
         "the store's URL at the primary, then retry.",
-        "After a failover the old primary may come back as a standby; "
+        "After a failover the old primary may come back as a standby; a URL naming every node "
+        "(postgresql://h1:p1,h2:p2/db) follows the primary wherever it is (docs/fleet.md); "
         "`SELECT pg_is_in_recovery()` on the server says which it is.",
         1, 503,
     ),

@@ -7,6 +7,13 @@ backoff, until the patience budget is spent; every write is idempotent (appends 
 imports by uid), so running one again never stores anything twice. Bad input and
 conflicts are not retried.
 
+A URL may name several servers, as libpq's does (`postgresql://h1:p1,h2:p2/db`): the
+primary of a failover formation and its standbys. Such a URL asks for the writable one
+(`target_session_attrs=read-write`, unless it says otherwise), so a fresh connection
+follows the primary wherever it went; a connection that meets a read-only server in a unit
+of work (SQLSTATE 25006) is dropped and the unit retried like a broken one, and nothing is
+ever written to a standby. A formation with no primary within the patience is `Unavailable`.
+
 Retrying is sessiondb's, not the pool's: the pool stops trying to reconnect after a
 second (its own backoff doubles to half a minute, which outlasts the patience), and a
 request waits on the pool a second at a time, so the next one asks the pool to connect
@@ -27,6 +34,7 @@ import random
 import re
 import socket
 import time
+from contextlib import contextmanager
 from typing import Callable, Iterator, TypeVar
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
@@ -38,7 +46,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from ... import telemetry
 from ...errors import InvalidInput, ServerUnreachable, SessionDBError, StoreBusy
 from . import pooler
-from .errors import connection_lost, convert, retryable, unavailable
+from .errors import connection_lost, convert, refused_write, retryable, unavailable
 
 T = TypeVar("T")
 
@@ -101,11 +109,16 @@ def check_schema(schema: str) -> str:
 
 def split_url(url: str) -> tuple[str, str, str | None]:
     """(the conninfo to connect with, the location to show: no password, the `schema`
-    query parameter if given). `schema` is sessiondb's, so libpq never sees it."""
+    query parameter if given). `schema` is sessiondb's, so libpq never sees it. A URL
+    naming several servers asks for the writable one unless it says which it wants."""
     parts = urlsplit(url)
     query = parse_qsl(parts.query, keep_blank_values=True)
     schema = next((v for k, v in query if k == "schema"), None)
     query = [(k, v) for k, v in query if k != "schema"]
+    given = conninfo_to_dict(urlunsplit(("postgresql", parts.netloc, parts.path,
+                                         urlencode(query, quote_via=quote), "")))
+    if "," in given.get("host", given.get("hostaddr", "")) and "target_session_attrs" not in given:
+        query.append(("target_session_attrs", "read-write"))
     host = parts.netloc.rpartition("@")[2]
     shown_netloc = f"{parts.username}@{host}" if parts.username else host
     # %20, never '+', for a space: libpq reads a URL's query without turning '+' into one.
@@ -128,6 +141,9 @@ class Database:
         named = profile or "main"
         self.profile = named if schema_for(named) == self.schema else None
         self.patience = float(patience)
+        #: The URL asks for the writable server: a read-only one met in a unit of work is a
+        #: primary that moved (failed over, fenced), which a fresh connection may find.
+        self.follows_primary = conninfo_to_dict(self.conninfo).get("target_session_attrs") in ("read-write", "primary")
         self.synchronous_commit = synchronous_commit
         # No connection is made ahead of the first request (min_size=0). With one made at
         # open, the first request came while it was still connecting, so the pool grew a
@@ -188,7 +204,7 @@ class Database:
         connection has no search_path or synchronous_commit of its own: `work` names the
         schema and sets what it needs within its statements."""
         def attempt(wait: float) -> T:
-            with self.pool.connection(timeout=wait) as conn:
+            with self._connection(wait) as conn:
                 return work(conn)
         return self._retried(attempt, writes=True)
 
@@ -206,7 +222,8 @@ class Database:
                 maybe_stored = maybe_stored or (writes and connection_lost(exc))
                 left = deadline - time.monotonic()
                 waited = isinstance(exc, PoolTimeout)  # on the pool, for as long as it may
-                if not (waited or retryable(exc)) or left <= 0:
+                moved = self.follows_primary and refused_write(exc)
+                if not (waited or moved or retryable(exc)) or left <= 0:
                     raise self._gave_up(exc, writes, maybe_stored) from None
                 telemetry.retried("postgresql", exc)
                 if not waited:
@@ -217,21 +234,30 @@ class Database:
         """The error once retrying is over: a write the server's absence stopped (or whose
         connection broke) may or may not be stored."""
         error = _exhausted(exc, self.conninfo, self.location, away=self.away)
-        if writes and (isinstance(error, ServerUnreachable) or maybe_stored and isinstance(error, StoreBusy)):
+        no_primary = isinstance(error, ServerUnreachable) or self.follows_primary and refused_write(exc)
+        if writes and (no_primary or maybe_stored and isinstance(error, StoreBusy)):
             return unavailable(error, f"{self.location}#{self.schema}")
         return error
 
     def _attempt(self, work: Callable[[psycopg.Connection], T], wait: float, read_only: bool) -> T:
+        with self._connection(wait) as conn:
+            # A read runs in one REPEATABLE READ snapshot: its queries agree with each other.
+            isolation = psycopg.IsolationLevel.REPEATABLE_READ if read_only else None
+            conn.isolation_level = isolation
+            conn.read_only = read_only or None
+            with conn.transaction():
+                self._pin(conn)
+                return work(conn)
+
+    @contextmanager
+    def _connection(self, wait: float) -> Iterator[psycopg.Connection]:
+        """A pooled connection; one that failed under its work is replaced before the retry."""
         with self.pool.connection(timeout=wait) as conn:
             try:
-                # A read runs in one REPEATABLE READ snapshot: its queries agree with each other.
-                isolation = psycopg.IsolationLevel.REPEATABLE_READ if read_only else None
-                conn.isolation_level = isolation
-                conn.read_only = read_only or None
-                with conn.transaction():
-                    self._pin(conn)
-                    return work(conn)
-            except psycopg.Error:
+                yield conn
+            except psycopg.Error as exc:
+                if refused_write(exc):
+                    conn.close()  # the pool replaces a closed connection: the next one finds the primary
                 if conn.broken or conn.closed:
                     self.pool.check()  # let the pool replace the connections a restart killed
                 raise

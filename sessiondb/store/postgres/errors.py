@@ -55,6 +55,12 @@ def retryable(exc: BaseException) -> bool:
     return isinstance(exc, psycopg.OperationalError)
 
 
+def refused_write(exc: BaseException) -> bool:
+    """Whether the server refused a write for being read-only (a standby, or a primary
+    fenced read-only): nothing of the transaction was committed."""
+    return getattr(exc, "sqlstate", None) in _STANDBY_CODES
+
+
 def connection_lost(exc: BaseException) -> bool:
     """Whether `exc` broke the connection under a unit of work, which the server may have
     committed before the break was seen (a transaction it aborted was not committed)."""
