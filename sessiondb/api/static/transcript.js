@@ -79,10 +79,11 @@ export class Transcript {
     return api(sessionPath(this.id, "/transcript?") + query(Object.assign({ profile: this.profile, html: true, include_compacted: this.compacted }, params)));
   }
 
-  // Open a session at its newest messages, or at `target` (a message id) with its neighbours.
+  // Show a session at its newest messages, or at `target` (a message id) with its
+  // neighbours; with `compacted`, its compacted history too.
   async open(id, target = null, compacted = false) {
     this.id = id;
-    if (compacted) this.compacted = true;
+    this.compacted = compacted;
     const view = $("view");
     try {
       const p = query({ profile: this.profile });
@@ -98,7 +99,8 @@ export class Transcript {
       const newer = el("button", { type: "button", class: "newer", "data-testid": "newer", text: "Load newer messages", onclick: () => this.loadNewer() });
       older.hidden = this.older === null;
       newer.hidden = this.newer === null;
-      const transcript = el("div", { id: "transcript", "data-testid": "transcript" }, renderMessages(page.items, target !== null));
+      const transcript = el("div", { id: "transcript", "data-testid": "transcript", tabindex: "-1", role: "region",
+        "aria-label": "Messages" }, renderMessages(page.items, target !== null));
       view.replaceChildren(this.header(s, lineage.items, usage), turnList(turns.items), older, transcript, newer);
       if (!page.items.length) {
         view.append(el("p", { class: "empty", "data-testid": "empty-session", text: s.message_count
@@ -156,7 +158,7 @@ export class Transcript {
         if (title !== null) this.app.update(s.id, { title: title.trim() || null });
       } }),
       el("button", { type: "button", "data-testid": "toggle-compacted", text: this.compacted ? "Hide compacted history" : "Show compacted history",
-        onclick: () => { this.compacted = !this.compacted; this.open(s.id); } }),
+        onclick: () => this.app.navigate({ compacted: !this.compacted, message: null }) }),
       el("button", { type: "button", "data-testid": "copy-session-id", text: "Copy id", onclick: () => copy(s.id, "the session id") }),
       exportLink("md", "Export Markdown"), exportLink("jsonl", "Export JSONL"));
     const chain = el("p", { class: "lineage", "data-testid": "lineage" });
@@ -165,12 +167,12 @@ export class Transcript {
       lineage.forEach((item, i) => {
         if (i) chain.append(" → ");
         chain.append(item.id === s.id ? el("span", { class: "here", text: item.title || item.id })
-          : el("button", { type: "button", class: "link", text: item.title || item.id, onclick: () => this.open(item.id) }));
+          : el("button", { type: "button", class: "link", text: item.title || item.id, onclick: () => this.app.open(item.id, null, i < lineage.length - 1) }));  // an earlier session holds compacted history
       });
     } else chain.hidden = true;
     const origin = s.parent_session_id && s.parent_relation !== "compression"
       ? el("p", { class: "lineage" }, `${s.parent_relation || "continues"} of `,
-        el("button", { type: "button", class: "link", text: s.parent_session_id, onclick: () => this.open(s.parent_session_id) })) : null;
+        el("button", { type: "button", class: "link", text: s.parent_session_id, onclick: () => this.app.open(s.parent_session_id) })) : null;
     const flags = [s.pinned && "pinned", s.archived && "archived", s.hidden && "hidden", s.ended_at && `ended (${s.end_reason})`].filter(Boolean);
     return el("div", { class: "head" },
       el("button", { type: "button", class: "back", "data-testid": "back", text: "← Sessions", onclick: () => this.app.closeView() }),
