@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
 from .. import exports
 from ..errors import InvalidInput, NotFound
+from ..model import COMPRESSION, Session
 from ..store.aio import AsyncStore
 from ..store.arguments import MAX_PAGE
 from ..store.listing import listed
@@ -108,6 +109,9 @@ async def list_sessions(
     until: float | None = Query(None, allow_inf_nan=False),
     limit: int = Query(50, ge=1, le=MAX_PAGE),
     cursor: str | None = Query(None, max_length=200),
+    conversations: bool = Query(False, description=(
+        "One entry per conversation: a session a compaction rotated into another is left out, and its "
+        "tip (store.tip) stands for it; store.lineage reads the whole conversation.")),
 ) -> dict:
     """Sessions, most recently active first (store.list_sessions); pass `cursor` back for the next page.
 
@@ -116,24 +120,37 @@ async def list_sessions(
     """
     store = await store_for(request, profile)
     if q is None:
-        page = await store.list_sessions(source=source, pinned=pinned, include_archived=include_archived,
-                                         include_hidden=include_hidden, since=since, until=until,
-                                         limit=limit, cursor=cursor)
+        items: list[Session] = []
+        while True:  # with `conversations`, pages are read on until `limit` sessions are left in
+            page = await store.list_sessions(source=source, pinned=pinned, include_archived=include_archived,
+                                             include_hidden=include_hidden, since=since, until=until,
+                                             limit=limit - len(items), cursor=cursor)
+            items += [s for s in page.items if not (conversations and await _rotated(store, s))]
+            cursor = page.cursor
+            if cursor is None or len(items) == limit:
+                break
         # JSONResponse directly: the rows are plain JSON already (no re-encoding pass).
-        return JSONResponse({"items": [row(s) for s in page.items], "cursor": page.cursor})
+        return JSONResponse({"items": [row(s) for s in items], "cursor": cursor})
     hits = await store.search(q, source=source, since=since, until=until, limit=MAX_PAGE)
-    items: list[dict] = []
+    found: list[dict] = []
     seen: set[str] = set()
     for hit in hits:
-        if hit.session_id in seen or len(items) >= limit:
+        sid = (await store.tip(hit.session_id)).id if conversations else hit.session_id
+        if sid in seen or len(found) >= limit:
             continue
-        seen.add(hit.session_id)
-        s = await store.get_session(hit.session_id)
+        seen.add(sid)
+        s = await store.get_session(sid)
         if (pinned is not None and s.pinned != pinned) or (s.archived and not include_archived) \
                 or (s.hidden and not include_hidden):
             continue
-        items.append(listed(s).to_dict())  # a listing, bounded as store.list_sessions bounds it
-    return {"items": items, "cursor": None}
+        found.append(listed(s).to_dict())  # a listing, bounded as store.list_sessions bounds it
+    return {"items": found, "cursor": None}
+
+
+async def _rotated(store: AsyncStore, session: Session) -> bool:
+    """Whether a compaction rotated `session` into a session that continues it (a session
+    closed by compression with no continuation is its own tip, and stays listed)."""
+    return session.end_reason == COMPRESSION and (await store.tip(session.id)).id != session.id
 
 
 @router.post("/sessions", status_code=201, openapi_extra=body_schema(NewSession))

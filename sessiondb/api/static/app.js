@@ -99,6 +99,7 @@ class App {
 
   sessionItem(s) {
     const flags = ["pinned", "archived", "hidden"].filter((f) => s[f]);
+    if (s.parent_relation === "compression") flags.push("compacted");  // earlier sessions hold its history
     const button = el("button", { type: "button", class: "session item", "data-id": s.id, "data-testid": "session",
       "aria-current": this.transcript.id === s.id ? "true" : null, onclick: () => this.open(s.id, null, Boolean(this.route.compacted)) },
       el("span", { class: "title", text: s.title || "Untitled session" }),
@@ -109,8 +110,10 @@ class App {
 
   listParams(extra) {
     // The source filter (one tool's sessions, say) narrows the list as it narrows the search.
+    // A conversation compaction rotated is one entry, its tip, unless its originals are asked for.
     return query(Object.assign({ profile: this.profile, source: $("f-source").value.trim(),
-      include_archived: $("show-archived").checked, include_hidden: $("show-hidden").checked }, extra));
+      include_archived: $("show-archived").checked, include_hidden: $("show-hidden").checked,
+      conversations: !$("show-compacted").checked }, extra));
   }
 
   async loadSessions() {
@@ -239,7 +242,7 @@ class App {
     $("filters").addEventListener("submit", (e) => { e.preventDefault(); this.search.run($("search").value); });
     $("prev-page").addEventListener("click", () => this.search.previousPage());
     $("next-page").addEventListener("click", () => this.search.nextPage());
-    for (const id of ["show-archived", "show-hidden"]) $(id).addEventListener("change", () => this.loadSessions());
+    for (const id of ["show-archived", "show-hidden", "show-compacted"]) $(id).addEventListener("change", () => this.loadSessions());
     $("more").addEventListener("click", () => this.loadMore());
     $("health").addEventListener("click", () => this.navigate({ view: "doctor" }));
     $("usage-open").addEventListener("click", () => this.navigate({ view: "usage" }));
