@@ -25,6 +25,7 @@ from ..model import COMPRESSION, Session
 from ..store.aio import AsyncStore
 from ..store.arguments import MAX_PAGE
 from ..store.listing import listed
+from ..titles import untitled_words
 from . import markdown
 from .stores import Stores
 
@@ -48,6 +49,17 @@ def stores_of(request: Request) -> Stores:
 
 async def store_for(request: Request, profile: str | None) -> AsyncStore:
     return await stores_of(request).get(profile)
+
+
+async def with_first_words(store: AsyncStore, items: list[dict[str, Any]], prefix: str = "") -> list[dict[str, Any]]:
+    """The items, each with `{prefix}first_words` beside its `{prefix}title`: the first words
+    its user said when it has no title (titles.first_words), else null. `prefix` is "" for
+    sessions, "session_" for search hits."""
+    titles = {item[prefix + "id"]: item[prefix + "title"] for item in items}
+    words = await asyncio.to_thread(untitled_words, store.sync, titles) if not all(titles.values()) else {}
+    for item in items:
+        item[prefix + "first_words"] = words.get(item[prefix + "id"])
+    return items
 
 
 async def parsed(request: Request, model: type[Body]) -> Body:
@@ -130,7 +142,7 @@ async def list_sessions(
             if cursor is None or len(items) == limit:
                 break
         # JSONResponse directly: the rows are plain JSON already (no re-encoding pass).
-        return JSONResponse({"items": [row(s) for s in items], "cursor": cursor})
+        return JSONResponse({"items": await with_first_words(store, [row(s) for s in items]), "cursor": cursor})
     hits = await store.search(q, source=source, since=since, until=until, limit=MAX_PAGE)
     found: list[dict] = []
     seen: set[str] = set()
@@ -144,7 +156,7 @@ async def list_sessions(
                 or (s.hidden and not include_hidden):
             continue
         found.append(listed(s).to_dict())  # a listing, bounded as store.list_sessions bounds it
-    return {"items": found, "cursor": None}
+    return {"items": await with_first_words(store, found), "cursor": None}
 
 
 async def _rotated(store: AsyncStore, session: Session) -> bool:
@@ -165,9 +177,9 @@ async def create_session(request: Request, profile: str | None = ProfileQuery) -
 
 @router.get("/sessions/{session_id}")
 async def get_session(request: Request, session_id: str, profile: str | None = ProfileQuery) -> dict:
-    """The session (store.get_session)."""
+    """The session (store.get_session), with `first_words` when it has no title."""
     store = await store_for(request, profile)
-    return (await store.get_session(session_id)).to_dict()
+    return (await with_first_words(store, [(await store.get_session(session_id)).to_dict()]))[0]
 
 
 @router.patch("/sessions/{session_id}", openapi_extra=body_schema(SessionPatch))

@@ -30,7 +30,8 @@ from ..model import (
     MAX_TITLE_LENGTH, Lease, Message, MessageLimits, Page, Role, SearchHit, Session, SpoolReport, StoreStats, Usage, VerifyReport,
 )
 from ..inputs import (
-    NewMessage, check_count, check_label, check_metadata, check_session_id, check_timestamp, check_unicode, clean_title, new_session_id, prepare_messages,
+    NewMessage, check_count, check_label, check_metadata, check_session_id, check_stored_time, check_timestamp, check_unicode,
+    clean_title, new_session_id, prepare_messages,
     prepare_summary,
 )
 from . import arguments as arg
@@ -150,6 +151,7 @@ class CheckedStore(Transfer, Identity, Turns):
         parent_session_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         parent_relation: str | None = None,
+        started_at: float | None = None,
     ) -> Session:
         now = self._clock()
         if parent_relation is not None and parent_session_id is None:
@@ -168,7 +170,7 @@ class CheckedStore(Transfer, Identity, Turns):
             model=check_label(model, "model"),
             parent_session_id=check_label(parent_session_id, "parent_session_id"),
             parent_relation=check_label(parent_relation, "parent_relation"),
-            started_at=now,
+            started_at=now if started_at is None else check_stored_time(started_at, "started_at"),
             metadata=check_metadata(metadata, self._limits),
         )
         for _attempt in range(MINT_ATTEMPTS):

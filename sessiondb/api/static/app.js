@@ -2,7 +2,7 @@
 // inline script or style (the service's Content-Security-Policy allows only its own files).
 
 import { api, query, sessionPath } from "./api.js";
-import { $, el, plural, showError, when } from "./dom.js";
+import { $, el, plural, showError, titleOf, when } from "./dom.js";
 import { checkHealth, openDoctor } from "./doctor.js";
 import { installKeys } from "./keys.js";
 import { Search } from "./search.js";
@@ -102,7 +102,7 @@ class App {
     if (s.parent_relation === "compression") flags.push("compacted");  // earlier sessions hold its history
     const button = el("button", { type: "button", class: "session item", "data-id": s.id, "data-testid": "session",
       "aria-current": this.transcript.id === s.id ? "true" : null, onclick: () => this.open(s.id, null, Boolean(this.route.compacted)) },
-      el("span", { class: "title", text: s.title || "Untitled session" }),
+      el("span", { class: "title", text: titleOf(s.title, s.first_words) }),
       el("span", { class: "meta", text: `${s.source} · ${plural(s.message_count, "message")} · ${when(s.last_activity_at || s.started_at)}` },
         ...flags.map((f) => el("span", { class: "flag", text: f }))));
     return el("li", { title: s.id }, button);

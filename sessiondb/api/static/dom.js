@@ -27,6 +27,12 @@ export function highlighted(snippet) {
   return node;
 }
 
+// What a session is called: its title, else the first words its user said (the API's
+// first_words, the same rule as the CLI's list), else a placeholder.
+export function titleOf(title, firstWords) {
+  return title || firstWords || "Untitled session";
+}
+
 export function when(ts) {
   if (!ts) return "";
   return new Date(ts * 1000).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });

@@ -2,7 +2,7 @@
 // the newest messages or, from a search hit, around the message that matched.
 
 import { api, download, query, sessionPath } from "./api.js";
-import { $, copy, el, plural, showError, when } from "./dom.js";
+import { $, copy, el, plural, showError, titleOf, when } from "./dom.js";
 import { sessionUsage, sessionUsageFor } from "./usage.js";
 
 const MESSAGES = 200;  // messages per transcript page
@@ -176,7 +176,7 @@ export class Transcript {
     const flags = [s.pinned && "pinned", s.archived && "archived", s.hidden && "hidden", s.ended_at && `ended (${s.end_reason})`].filter(Boolean);
     return el("div", { class: "head" },
       el("button", { type: "button", class: "back", "data-testid": "back", text: "← Sessions", onclick: () => this.app.closeView() }),
-      el("h2", { "data-testid": "session-title", text: s.title || "Untitled session" }),
+      el("h2", { "data-testid": "session-title", text: titleOf(s.title, s.first_words) }),
       el("p", { class: "meta", text: `${s.id} · ${s.source} · started ${when(s.started_at)} · ${plural(s.message_count, "message")}${flags.length ? " · " + flags.join(", ") : ""}` }),
       chain, origin, sessionUsage(usage), actions);
   }
