@@ -11,7 +11,7 @@ import sessiondb
 from sessiondb.turns import AgentTurn, Checkpoints
 
 from .conftest import seed, start, stop
-from .test_dashboard import CHROMIUM, CSP, Page, browser, search  # noqa: F401 (browser is a fixture)
+from .test_dashboard import CHROMIUM, CSP, Page, browser, search, serious  # noqa: F401 (browser is a fixture)
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed at /usr/bin/chromium")
 DOCKER = "docker container, so host paths are not the agent's paths"
@@ -115,4 +115,24 @@ def test_the_words_a_search_matched_are_marked_inside_the_message_it_opened_as_t
     target.locator("mark").first.wait_for()
     assert target.locator("script, b").count() == 0 and "<b>bold</b>" in target.inner_text()
     assert page.evaluate("window.pwned === undefined")
+    tab.close()
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("width", [1440, 390])
+def test_checkpoints_a_diff_and_a_refusal_have_no_serious_accessibility_violations(browser, served, width, scheme):  # noqa: F811
+    from axe_playwright_python.sync_playwright import Axe
+
+    tab = Page(browser, served, width, color_scheme=scheme)
+    page = tab.goto("#profile=main")
+    for title in ("Agent edits", "Boxed edits"):  # a diff, then a refusal
+        if width < 760 and page.locator("[data-testid=back]").is_visible():
+            page.click("[data-testid=back]")
+        page.click(f"[data-testid=session]:has-text('{title}')")
+        page.click("[data-testid=checkpoints-box] summary")
+        page.click("[data-testid=checkpoint-diff-open]")
+        page.locator("[data-testid=checkpoint-out] > *").first.wait_for()
+        found = serious(Axe().run(page))
+        assert not found, (title, found)
+    tab.errors = [e for e in tab.errors if "409 (Conflict)" not in e]  # the refusal, which the page shows
     tab.close()

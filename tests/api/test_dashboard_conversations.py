@@ -9,7 +9,7 @@ import pytest
 import sessiondb
 
 from .conftest import start, stop
-from .test_dashboard import CHROMIUM, Page, browser  # noqa: F401 (browser is a fixture)
+from .test_dashboard import CHROMIUM, Page, browser, serious  # noqa: F401 (browser is a fixture)
 
 
 def rotate(store, session_id: str, summary: str) -> str:
@@ -52,9 +52,12 @@ def test_the_listing_of_conversations_gives_each_tip_alone_and_pages_on_past_the
 
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed at /usr/bin/chromium")
-@pytest.mark.parametrize("width", [1280, 390])
-def test_a_rotated_conversation_is_one_entry_with_its_history_inside(browser, served, width):  # noqa: F811
-    tab = Page(browser, served, width)
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("width", [1440, 390])
+def test_a_rotated_conversation_is_one_entry_with_its_history_inside(browser, served, width, scheme):  # noqa: F811
+    from axe_playwright_python.sync_playwright import Axe
+
+    tab = Page(browser, served, width, color_scheme=scheme)
     page = tab.goto()
     sessions = page.locator("[data-testid=recent] [data-testid=session]")
     assert sorted(sessions.evaluate_all("(ss) => ss.map((s) => s.dataset.id)")) == sorted(
@@ -63,6 +66,7 @@ def test_a_rotated_conversation_is_one_entry_with_its_history_inside(browser, se
     lineage = page.locator("[data-testid=lineage] button")
     lineage.first.wait_for()
     assert lineage.count() == 2  # the two earlier sessions, reachable from the tip
+    assert not serious(Axe().run(page))
     lineage.first.click()
     page.wait_for_selector("[data-testid=message]:has-text('first part 0')", state="attached")
     assert page.locator("[data-testid=compacted]").count() == 1  # the originals, as compacted history
