@@ -16,9 +16,11 @@ SHOWN = 60
 
 def first_words(store: Store, session_id: str) -> str | None:
     """The first words the user said among the session's first messages, whitespace
-    collapsed and cut to SHOWN characters with an ellipsis; None when the user said none."""
+    collapsed and cut to SHOWN characters with an ellipsis; None when the user said none.
+    A user message with a display kind (context a tool sent, a compaction summary, a
+    notification) is not words the user said."""
     for m in store.transcript(session_id, limit=FIRST_MESSAGES):
-        if m.role == Role.USER.value and m.text.strip():
+        if m.role == Role.USER.value and m.display_kind is None and m.text.strip():
             words = " ".join(m.text.split())
             return words if len(words) <= SHOWN else words[:SHOWN - 1] + "…"
     return None
