@@ -31,7 +31,7 @@ LEAVES = {"errors", "model", "inputs", "home", "guidance", "query", "recall", "k
 INTERFACE = {"store.contract", "store.optional", "store.commands", "store.backend", "store.spool", "store.listing",
              "store.lease_holders", "store.rows", "store.sql"}
 BACKENDS = ("store.sqlite", "store.postgres", "store.memory")
-USERS = ("profiles", "usage", "gateway", "turns", "adapters", "importers", "testing")
+USERS = ("profiles", "usage", "titles", "gateway", "turns", "adapters", "importers", "testing")
 FACES = ("cli", "api", "mcp")
 #: Modules allowed to import some of sessiondb's own modules inside a function, and why.
 LAZY = {"cli.serve": "the CLI loads the HTTP service (FastAPI, uvicorn) only for `serve`"}

@@ -1,5 +1,6 @@
 """Search: the route of store.search, paged, and the route of store.recall. Snippets carry matches in <mark>...</mark> and
-are otherwise unescaped text: a page must escape them before inserting them as HTML.
+are otherwise unescaped text: a page must escape them before inserting them as HTML. A hit
+in an untitled session carries `session_first_words` (titles.first_words) to be called by.
 
 A page is cut from the best `SEARCH_WINDOW` hits (the store's own limit), so `total` is
 the true number of hits up to that window and `total_exact` says whether it was reached.
@@ -15,7 +16,7 @@ from collections import Counter
 from fastapi import APIRouter, Query, Request
 
 from ..model import SearchHit
-from .sessions import ProfileQuery, store_for
+from .sessions import ProfileQuery, store_for, with_first_words
 
 router = APIRouter(tags=["search"])
 
@@ -50,7 +51,7 @@ async def search(
         hits = spread_by_session(hits)
     page = hits[offset:offset + limit]
     end = offset + len(page)
-    return {"items": [h.to_dict() for h in page], "total": len(hits), "total_exact": len(hits) < SEARCH_WINDOW,
+    return {"items": await with_first_words(store, [h.to_dict() for h in page], "session_"), "total": len(hits), "total_exact": len(hits) < SEARCH_WINDOW,
             "next_offset": end if end < len(hits) else None,
             "sessions": dict(Counter(h.session_id for h in hits))}
 
@@ -76,7 +77,7 @@ async def recall(
     hits = await store.recall(q, source=source, session_id=session_id, role=role, since=since, until=until,
                               include_tools=include_tools, limit=limit)
     note = f"{len(hits)} message(s), best first." if hits else "Nothing stored matches this question."
-    return {"items": [h.to_dict() for h in hits], "note": note}
+    return {"items": await with_first_words(store, [h.to_dict() for h in hits], "session_"), "note": note}
 
 
 def spread_by_session(hits: list[SearchHit]) -> list[SearchHit]:

@@ -21,9 +21,11 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
 from .. import exports
 from ..errors import InvalidInput, NotFound
+from ..model import COMPRESSION, Session
 from ..store.aio import AsyncStore
 from ..inputs import MAX_PAGE
 from ..store.listing import listed
+from ..titles import untitled_words
 from . import markdown
 from .stores import Stores
 
@@ -47,6 +49,17 @@ def stores_of(request: Request) -> Stores:
 
 async def store_for(request: Request, profile: str | None) -> AsyncStore:
     return await stores_of(request).get(profile)
+
+
+async def with_first_words(store: AsyncStore, items: list[dict[str, Any]], prefix: str = "") -> list[dict[str, Any]]:
+    """The items, each with `{prefix}first_words` beside its `{prefix}title`: the first words
+    its user said when it has no title (titles.first_words), else null. `prefix` is "" for
+    sessions, "session_" for search hits."""
+    titles = {item[prefix + "id"]: item[prefix + "title"] for item in items}
+    words = await asyncio.to_thread(untitled_words, store.sync, titles) if not all(titles.values()) else {}
+    for item in items:
+        item[prefix + "first_words"] = words.get(item[prefix + "id"])
+    return items
 
 
 async def parsed(request: Request, model: type[Body]) -> Body:
@@ -108,6 +121,9 @@ async def list_sessions(
     until: float | None = Query(None, allow_inf_nan=False),
     limit: int = Query(50, ge=1, le=MAX_PAGE),
     cursor: str | None = Query(None, max_length=200),
+    conversations: bool = Query(False, description=(
+        "One entry per conversation: a session a compaction rotated into another is left out, and its "
+        "tip (store.tip) stands for it; store.lineage reads the whole conversation.")),
 ) -> dict:
     """Sessions, most recently active first (store.list_sessions); pass `cursor` back for the next page.
 
@@ -116,24 +132,37 @@ async def list_sessions(
     """
     store = await store_for(request, profile)
     if q is None:
-        page = await store.list_sessions(source=source, pinned=pinned, include_archived=include_archived,
-                                         include_hidden=include_hidden, since=since, until=until,
-                                         limit=limit, cursor=cursor)
+        items: list[Session] = []
+        while True:  # with `conversations`, pages are read on until `limit` sessions are left in
+            page = await store.list_sessions(source=source, pinned=pinned, include_archived=include_archived,
+                                             include_hidden=include_hidden, since=since, until=until,
+                                             limit=limit - len(items), cursor=cursor)
+            items += [s for s in page.items if not (conversations and await _rotated(store, s))]
+            cursor = page.cursor
+            if cursor is None or len(items) == limit:
+                break
         # JSONResponse directly: the rows are plain JSON already (no re-encoding pass).
-        return JSONResponse({"items": [row(s) for s in page.items], "cursor": page.cursor})
+        return JSONResponse({"items": await with_first_words(store, [row(s) for s in items]), "cursor": cursor})
     hits = await store.search(q, source=source, since=since, until=until, limit=MAX_PAGE)
-    items: list[dict] = []
+    found: list[dict] = []
     seen: set[str] = set()
     for hit in hits:
-        if hit.session_id in seen or len(items) >= limit:
+        sid = (await store.tip(hit.session_id)).id if conversations else hit.session_id
+        if sid in seen or len(found) >= limit:
             continue
-        seen.add(hit.session_id)
-        s = await store.get_session(hit.session_id)
+        seen.add(sid)
+        s = await store.get_session(sid)
         if (pinned is not None and s.pinned != pinned) or (s.archived and not include_archived) \
                 or (s.hidden and not include_hidden):
             continue
-        items.append(listed(s).to_dict())  # a listing, bounded as store.list_sessions bounds it
-    return {"items": items, "cursor": None}
+        found.append(listed(s).to_dict())  # a listing, bounded as store.list_sessions bounds it
+    return {"items": await with_first_words(store, found), "cursor": None}
+
+
+async def _rotated(store: AsyncStore, session: Session) -> bool:
+    """Whether a compaction rotated `session` into a session that continues it (a session
+    closed by compression with no continuation is its own tip, and stays listed)."""
+    return session.end_reason == COMPRESSION and (await store.tip(session.id)).id != session.id
 
 
 @router.post("/sessions", status_code=201, openapi_extra=body_schema(NewSession))
@@ -148,9 +177,9 @@ async def create_session(request: Request, profile: str | None = ProfileQuery) -
 
 @router.get("/sessions/{session_id}")
 async def get_session(request: Request, session_id: str, profile: str | None = ProfileQuery) -> dict:
-    """The session (store.get_session)."""
+    """The session (store.get_session), with `first_words` when it has no title."""
     store = await store_for(request, profile)
-    return (await store.get_session(session_id)).to_dict()
+    return (await with_first_words(store, [(await store.get_session(session_id)).to_dict()]))[0]
 
 
 @router.patch("/sessions/{session_id}", openapi_extra=body_schema(SessionPatch))

@@ -72,13 +72,8 @@ def flags(session: Session) -> str:
 
 
 def label(session: Session, first_words: str | None = None) -> str:
-    """The title, or the first words the user said, or a placeholder."""
-    if session.title:
-        return session.title
-    if first_words:
-        words = " ".join(first_words.split())
-        return words if len(words) <= 60 else words[:59] + "…"
-    return "(untitled)"
+    """The title, or the first words the user said (titles.first_words), or a placeholder."""
+    return session.title or first_words or "(untitled)"
 
 
 # --- sessions ---------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from click.shell_completion import CompletionItem
 
 from ..model import Message, Role, Session
 from ..store.contract import Store
+from ..titles import untitled_words
 from ..usage import profile_usage
 from . import render
 from .context import CliContext, CliError, completing, keep_old_name
@@ -122,14 +123,8 @@ def list_sessions(ctx: CliContext, source: str | None, since: float | None, unti
         if not page.items:
             click.echo("no sessions")
             return
-        render.session_table([(s, None if s.title else _first_words(ctx, store, s)) for s in page.items])
-
-
-def _first_words(ctx: CliContext, store: Store, session: Session) -> str | None:
-    for m in ctx.call(store.transcript, session.id, limit=5):
-        if m.role == Role.USER.value and m.text.strip():
-            return m.text
-    return None
+        words = ctx.call(untitled_words, store, {s.id: s.title for s in page.items})
+        render.session_table([(s, words.get(s.id)) for s in page.items])
 
 
 @sessions.command()

@@ -47,7 +47,7 @@ def parse(path: Path, records: Iterable[tuple[int, dict[str, Any]]], state: dict
         if kind == "session_meta":
             state["meta"] = {k: payload.get(k) for k in ("id", "cwd", "originator", "cli_version", "source")}
             git = payload.get("git") if isinstance(payload.get("git"), dict) else {}
-            state["meta"] |= {"git_branch": git.get("branch"), "git_repo": git.get("repository_url")}
+            state["meta"] |= {"git_branch": git.get("branch"), "git_repo": git.get("repository_url"), "started_at": stamp}
             yield _conversation(path, state)
         elif kind == "turn_context":
             state["model"] = payload.get("model") or state.get("model")
@@ -113,4 +113,5 @@ def _conversation(path: Path, state: dict[str, Any]) -> Conversation:
     metadata = {"tool": NAME, "original_id": original, "project": cwd, "cwd": cwd,
                 "git_branch": meta.get("git_branch"), "git_repo": meta.get("git_repo"),
                 "originator": meta.get("originator"), "version": meta.get("cli_version"), "model": state.get("model")}
-    return Conversation(session_id(NAME, original), NAME, metadata, model=state.get("model"))
+    return Conversation(session_id(NAME, original), NAME, metadata, model=state.get("model"),
+                        started_at=meta.get("started_at"))

@@ -51,6 +51,8 @@ class Conversation:
     model: str | None = None
     parent_id: str | None = None  # the sessiondb id of the session this one was started from
     parent_relation: str | None = None
+    #: When the source says the session began; else the session starts at its first message's time.
+    started_at: float | None = None
 
 
 @dataclass

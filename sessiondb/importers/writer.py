@@ -55,7 +55,7 @@ class Writer:
 
     def _handle(self, event: Event) -> None:
         if isinstance(event, Entry):
-            self._conversation(event.conversation, event.where)
+            self._conversation(event.conversation, event.where, event.message.get("timestamp"))
             session_id, size = event.conversation.id, _text_size(event.message)
             batch = self.pending.setdefault(session_id, [])
             batch.append(event)
@@ -92,7 +92,10 @@ class Writer:
 
     # --- sessions ---------------------------------------------------------------------
 
-    def _conversation(self, conv: Conversation, where: tuple[str, int | None] | None = None) -> None:
+    def _conversation(self, conv: Conversation, where: tuple[str, int | None] | None = None,
+                      first: float | None = None) -> None:
+        """Create or update the session of `conv`; `first` is the time of the message that
+        brought it, which a session created for it starts at when the source gives no start."""
         before = self.seen.get(conv.id)
         if before == conv:
             return
@@ -101,7 +104,7 @@ class Writer:
             try:
                 session = self.store.get_session(conv.id)
             except NotFound:
-                session = self._create(conv, where)
+                session = self._create(conv, where, first)
             self.metadata[conv.id] = dict(session.metadata)
             self.titles[conv.id] = session.title
         stored_title = self.titles[conv.id]
@@ -121,7 +124,7 @@ class Writer:
                 self._refused(conv, f"the session's title was left out: {exc}", where)
         self.seen[conv.id] = conv
 
-    def _create(self, conv: Conversation, where: tuple[str, int | None] | None):
+    def _create(self, conv: Conversation, where: tuple[str, int | None] | None, first: float | None):
         parent = conv.parent_id
         if parent is not None:
             try:
@@ -132,7 +135,8 @@ class Writer:
             conv, where, {k: v for k, v in conv.metadata.items() if v is not None},
             lambda fits: self.store.create_session(
                 conv.source, session_id=conv.id, model=conv.model, metadata=fits,
-                parent_session_id=parent, parent_relation=conv.parent_relation if parent else None))
+                parent_session_id=parent, parent_relation=conv.parent_relation if parent else None,
+                started_at=first if conv.started_at is None else conv.started_at))
         self.report.sessions_created += 1
         self.last_id[conv.id] = 0
         return session

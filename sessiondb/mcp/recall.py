@@ -16,6 +16,7 @@ from typing import Any
 from ..errors import InvalidInput, SessionExists
 from ..model import Message, Session
 from ..store.contract import Store
+from ..titles import first_words
 
 TOOL_TEXT = 4000  # characters of a tool message's output returned
 TEXT = 16_000  # characters of any other message's text returned
@@ -53,9 +54,10 @@ def cut(value: Any, limit: int, session_id: str) -> Any:
             f"`sessiondb sessions transcript {session_id} --json` prints them whole]")
 
 
-def session_view(s: Session) -> dict[str, Any]:
+def session_view(s: Session, first_words: str | None = None) -> dict[str, Any]:
+    """A session as the tools show it; an untitled one is called by `first_words` (titles.first_words)."""
     meta = s.metadata or {}
-    return {"id": s.id, "title": cut(s.title or meta.get("title"), LABEL, s.id),
+    return {"id": s.id, "title": cut(s.title or meta.get("title") or first_words, LABEL, s.id),
             "source": s.source, "project": cut(meta.get("project"), LABEL, s.id),
             "original_id": cut(meta.get("original_id"), LABEL, s.id), "started_at": iso(s.started_at),
             "last_active_at": iso(s.last_activity_at), "messages": s.message_count,
@@ -89,11 +91,20 @@ class Recall:
         self.store = store
         self.allow_system = allow_system
         self._sessions: dict[str, Session] = {}
+        self._words: dict[str, str | None] = {}  # an untitled session's first words, by id
 
     def _session(self, session_id: str) -> Session:
         if session_id not in self._sessions:
             self._sessions[session_id] = self.store.get_session(session_id)
         return self._sessions[session_id]
+
+    def _view(self, session: Session) -> dict[str, Any]:
+        """session_view, reading the first words of a session that has no title (once per call)."""
+        if session.title or (session.metadata or {}).get("title"):
+            return session_view(session)
+        if session.id not in self._words:
+            self._words[session.id] = first_words(self.store, session.id)
+        return session_view(session, self._words[session.id])
 
     def _in_project(self, session: Session, project: str | None) -> bool:
         if not project:
@@ -104,6 +115,7 @@ class Recall:
     def search(self, query: str, *, source: str | None = None, project: str | None = None, since: Any = None,
                until: Any = None, role: str | None = None, include_tools: bool = False, limit: int = 20) -> list[dict]:
         self._sessions.clear()  # sessions change between calls; within one, look each up once
+        self._words.clear()
         hits = self.store.search(query, source=source or None, role=role or None, since=moment(since, "since"),
                                  until=moment(until, "until"), include_tools=include_tools,
                                  limit=MAX_SCAN if project else limit)
@@ -116,7 +128,7 @@ class Recall:
             session = self._session(hit.session_id)
             if not self._in_project(session, project):
                 continue
-            view = session_view(session)
+            view = self._view(session)
             found.append({"session_id": hit.session_id, "message_id": hit.message_id, "role": hit.role,
                           "time": iso(hit.timestamp), "snippet": hit.snippet, "compacted": hit.compacted,
                           "session_title": view["title"], "source": hit.session_source, "project": view["project"]})
@@ -129,6 +141,7 @@ class Recall:
         """The hits of store.recall as search returns them, under `hits`, with a `note` in
         words: how many were found, or that nothing was (a model reads text, not an empty list)."""
         self._sessions.clear()
+        self._words.clear()
         hits = self.store.recall(question, source=source or None, since=moment(since, "since"),
                                  until=moment(until, "until"), limit=MAX_SCAN if project else limit)
         found = self._views(hits, project, limit)
@@ -146,6 +159,7 @@ class Recall:
             if isinstance(value, int) and value > MAX_READ:
                 raise InvalidInput(f"{name} is {value:,}; one read returns at most {MAX_READ} messages: "
                                    "read on from the last message_id with around_message_id")
+        self._words.clear()
         found = self.store.find_session(session)
         if around is None:
             messages = self.store.transcript(found.id, include_compacted=include_compacted, limit=limit)
@@ -156,13 +170,14 @@ class Recall:
             messages = before[::-1] + after
             if not any(m.id == around for m in before):
                 raise InvalidInput(f"message {around} is not in session {found.id}")
-        return {"session": session_view(found), "messages": [message_view(m) for m in messages]}
+        return {"session": self._view(found), "messages": [message_view(m) for m in messages]}
 
     def list(self, *, source: str | None = None, project: str | None = None, since: Any = None,
              until: Any = None, limit: int = 50) -> list[dict]:
         page = self.store.list_sessions(source=source or None, since=moment(since, "since"),
                                         until=moment(until, "until"), limit=MAX_SCAN if project else limit)
-        return [session_view(s) for s in page.items if self._in_project(s, project)][:limit]
+        self._words.clear()
+        return [self._view(s) for s in page.items if self._in_project(s, project)][:limit]
 
     def append(self, session: str | None, role: str, content: str, *, uid: str | None = None,
                title: str | None = None) -> dict[str, Any]:

@@ -33,8 +33,8 @@ from ..model import (
 )
 from ..inputs import (
     MAX_PAGE, NewMessage, check_cost, check_count, check_flag, check_label, check_lease, check_limit, check_metadata,
-    check_nonnegative, check_session_id, check_session_ref, check_timestamp, check_ttl, check_unicode, clean_title,
-    new_session_id, new_uid, prepare_messages, prepare_summary,
+    check_nonnegative, check_session_id, check_session_ref, check_stored_time, check_timestamp, check_ttl,
+    check_unicode, clean_title, new_session_id, new_uid, prepare_messages, prepare_summary,
 )
 from . import commands as cmd
 from . import compaction, handles, lineage, observed, sessions, spool, usage, verify
@@ -88,7 +88,7 @@ _ROLES = frozenset(r.value for r in Role)
 _MODES = ("in_place", "rotate")
 #: What `extend` may be told to create a missing session with (create_session's arguments but its id).
 _CREATE_KEYS = frozenset({"source", "title", "profile", "session_key", "user_id", "chat_id", "chat_type", "thread_id",
-                          "model", "parent_session_id", "metadata", "parent_relation"})
+                          "model", "parent_session_id", "metadata", "parent_relation", "started_at"})
 
 
 @naming_the_store
@@ -162,13 +162,15 @@ class CheckedStore(Transfer, Identity, Turns):
         parent_session_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         parent_relation: str | None = None,
+        started_at: float | None = None,
     ) -> Session:
         now = self._clock()
         given = None if session_id is None else check_session_id(session_id)
         command = self._creation(
             source, session_id=given or new_session_id(now), title=title, profile=profile, session_key=session_key,
             user_id=user_id, chat_id=chat_id, chat_type=chat_type, thread_id=thread_id, model=model,
-            parent_session_id=parent_session_id, metadata=metadata, parent_relation=parent_relation, now=now)
+            parent_session_id=parent_session_id, metadata=metadata, parent_relation=parent_relation,
+            started_at=started_at, now=now)
         for _attempt in range(MINT_ATTEMPTS):
             try:
                 return self._open().write(partial(sessions.create, values=asdict(command)))
@@ -183,7 +185,8 @@ class CheckedStore(Transfer, Identity, Turns):
                   session_key: str | None = None, user_id: str | None = None, chat_id: str | None = None,
                   chat_type: str | None = None, thread_id: str | None = None, model: str | None = None,
                   parent_session_id: str | None = None, metadata: Mapping[str, Any] | None = None,
-                  parent_relation: str | None = None, now: float) -> cmd.CreateSession:
+                  parent_relation: str | None = None, started_at: float | None = None,
+                  now: float) -> cmd.CreateSession:
         """create_session's arguments checked, as the command that creates the session."""
         if parent_relation is not None and parent_session_id is None:
             raise InvalidInput("parent_relation needs a parent_session_id")
@@ -200,7 +203,7 @@ class CheckedStore(Transfer, Identity, Turns):
             model=check_label(model, "model"),
             parent_session_id=check_label(parent_session_id, "parent_session_id"),
             parent_relation=check_label(parent_relation, "parent_relation"),
-            started_at=now,
+            started_at=now if started_at is None else check_stored_time(started_at, "started_at"),
             metadata=check_metadata(metadata, self._limits),
         )
 

@@ -62,6 +62,7 @@ class Store(Protocol):
         parent_session_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         parent_relation: str | None = None,
+        started_at: float | None = None,
     ) -> Session:
         """Create a session. `source` names the surface writing it (cli, gateway, desktop...).
 
@@ -71,6 +72,8 @@ class Store(Protocol):
         the session continues it: 'compression' makes it the parent's continuation
         (followed by tip() and late writes, as if rotated by a compaction); 'branch',
         'reset', 'delegation' or any other label is recorded and never followed.
+        `started_at` (seconds since the epoch or an aware datetime; default: now) is when
+        the session began, for one brought in from elsewhere: an import gives its source's time.
         """
 
     def get_session(self, session_id: str) -> Session:

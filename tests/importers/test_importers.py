@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -277,3 +278,24 @@ def test_an_oversize_record_is_reported_and_skipped_and_the_rest_is_imported(hom
     assert any("'git_branch' was left out" in r and "max_metadata_value_bytes" in r for r in reasons)
     assert any(m["line"] == 2 and "max_reasoning_bytes" in m["reason"] for m in report.malformed)
     assert report.messages == written.messages + 2
+
+
+@pytest.mark.parametrize("source", list(SOURCES))
+def test_an_imported_session_starts_when_its_source_did_not_when_it_was_imported(home, source):
+    written = write(source, home)
+    with sessiondb.open_store() as store:
+        import_from(store, source, path_arg(source, written))
+        stored = store.list_sessions(source=source, limit=1000).items
+        for s in stored:
+            first = store.transcript(s.id, include_compacted=True, limit=1)
+            began = first[0].timestamp if first else None
+            assert began is not None and s.started_at <= began, (s.id, s.started_at, began)
+            assert s.last_activity_at is None or s.started_at <= s.last_activity_at
+
+
+def test_a_codex_session_starts_at_its_session_meta(home):
+    histories.codex(home)
+    with sessiondb.open_store() as store:
+        import_from(store, "codex")
+        started = store.get_session(f"codex-{histories.CODEX_SESSION}").started_at
+    assert started == datetime(2026, 11, 21, 10, 0, tzinfo=timezone.utc).timestamp()

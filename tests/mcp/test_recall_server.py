@@ -117,6 +117,19 @@ def test_an_agent_lists_sessions_and_reads_a_whole_transcript(store_home):
     assert missing.is_error and "no-such-session" in missing.content[0].text
 
 
+def test_an_untitled_session_is_called_by_the_first_words_its_user_typed(store_home):
+    async def steps(client):
+        listed = data(await client.call_tool("list_sessions", {"source": "codex"}))
+        hits = data(await client.call_tool("search", {"query": "invoice", "source": "codex"}))
+        read = data(await client.call_tool("transcript", {"session_id": listed[0]["id"]}))
+        return listed, hits, read
+
+    listed, hits, read = call(store_home, steps)
+    words = "Why is invoice 0 rounded wrong?"  # not the context Codex sent before it
+    assert [s["title"] for s in listed] == [words] and read["session"]["title"] == words
+    assert {h["session_title"] for h in hits} == {words}
+
+
 def test_appending_needs_the_flag_and_then_stores_once_by_uid(store_home):
     async def refused(client):
         return await client.call_tool("append", {"role": "user", "content": "remember this"})

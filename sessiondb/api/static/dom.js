@@ -27,6 +27,45 @@ export function highlighted(snippet) {
   return node;
 }
 
+// What a session is called: its title, else the first words its user said (the API's
+// first_words, the same rule as the CLI's list), else a placeholder.
+export function titleOf(title, firstWords) {
+  return title || firstWords || "Untitled session";
+}
+
+// The words of search `q` marked inside `root` (an opened message): each text node is split
+// around its matches and each match wrapped in a <mark> element, built as DOM nodes, so the
+// message's text is never parsed as HTML. Words are matched whole, `prefix*` as a prefix;
+// excluded words (-word) and the operators are not marked. Returns how many were marked.
+export function markWords(root, q) {
+  const terms = [];
+  for (const raw of q.split(/\s+/)) {
+    if (!raw || raw.startsWith("-") || /^(OR|AND|NOT)$/.test(raw)) continue;
+    const word = raw.replace(/^["(]+|[")]+$/g, "");
+    const core = word.replace(/\*$/, "").replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+    if (core) terms.push(word.endsWith("*") ? core : core + "(?![\\p{L}\\p{N}])");
+  }
+  if (!terms.length) return 0;
+  const pattern = new RegExp(`(?<![\\p{L}\\p{N}])(?:${terms.join("|")})`, "giu");
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  const nodes = [];
+  while (walker.nextNode()) nodes.push(walker.currentNode);
+  let marked = 0;
+  for (const node of nodes) {
+    if (node.parentElement.closest("mark, .msg-head")) continue;
+    const text = node.nodeValue;
+    const parts = [];
+    let at = 0;
+    for (const match of text.matchAll(pattern)) {
+      parts.push(text.slice(at, match.index), el("mark", { text: match[0] }));
+      at = match.index + match[0].length;
+      marked += 1;
+    }
+    if (parts.length) node.replaceWith(...parts, text.slice(at));
+  }
+  return marked;
+}
+
 export function when(ts) {
   if (!ts) return "";
   return new Date(ts * 1000).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });

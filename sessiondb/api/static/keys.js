@@ -1,5 +1,5 @@
-// The keyboard: `/` focuses search; arrows or j/k move through the sessions or hits shown
-// in the sidebar; Enter opens (they are buttons); Esc closes the open dialog, then the
+// The keyboard: `/` focuses search; arrows (outside the transcript, which they scroll) or
+// j/k move through the sessions or hits shown in the sidebar; Enter opens (they are buttons); Esc closes the open dialog, then the
 // open transcript (on a phone), then the search. Every control is a native button, link
 // or field, so Tab reaches it.
 
@@ -37,10 +37,14 @@ export function installKeys(app) {
       event.preventDefault();
       app.showSidebar();
       document.getElementById("search").focus();
-    } else if (event.key === "ArrowDown" || event.key === "j") {
+      return;
+    }
+    // In the transcript the arrows scroll it; j and k move through the list from anywhere.
+    const arrows = !event.target.closest("#view");
+    if ((arrows && event.key === "ArrowDown") || event.key === "j") {
       event.preventDefault();
       move(1);
-    } else if (event.key === "ArrowUp" || event.key === "k") {
+    } else if ((arrows && event.key === "ArrowUp") || event.key === "k") {
       event.preventDefault();
       move(-1);
     }

@@ -4,7 +4,7 @@
 // a question: it is asked of /api/recall (any of its words, stemmed; one page of the best).
 
 import { api, query } from "./api.js";
-import { $, el, highlighted, plural, showError, when } from "./dom.js";
+import { $, el, highlighted, plural, showError, titleOf, when } from "./dom.js";
 
 const PAGE = 50;
 
@@ -67,7 +67,7 @@ export class Search {
     const items = found.items.map((hit) => el("li", {}, el("button", {
       type: "button", class: "hit item", "data-testid": "hit", "data-session": hit.session_id, "data-message": hit.message_id,
       onclick: () => this.app.open(hit.session_id, hit.message_id, hit.compacted) },
-      el("span", { class: "title", text: hit.session_title || "Untitled session" }),
+      el("span", { class: "title", text: titleOf(hit.session_title, hit.session_first_words) }),
       el("span", { class: "meta", text: `${hit.session_source} · ${hit.role} · ${when(hit.timestamp)}${hit.compacted ? " · compacted" : ""} · ${plural(found.sessions[hit.session_id], "match", "matches")} in this session` }),
       highlighted(hit.snippet))));
     $("hits").replaceChildren(...items);

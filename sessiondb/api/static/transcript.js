@@ -2,7 +2,7 @@
 // the newest messages or, from a search hit, around the message that matched.
 
 import { api, download, query, sessionPath } from "./api.js";
-import { $, copy, el, plural, showError, when } from "./dom.js";
+import { $, copy, el, markWords, plural, showError, titleOf, when } from "./dom.js";
 import { sessionUsage, sessionUsageFor } from "./usage.js";
 
 const MESSAGES = 200;  // messages per transcript page
@@ -79,16 +79,17 @@ export class Transcript {
     return api(sessionPath(this.id, "/transcript?") + query(Object.assign({ profile: this.profile, html: true, include_compacted: this.compacted }, params)));
   }
 
-  // Open a session at its newest messages, or at `target` (a message id) with its neighbours.
+  // Show a session at its newest messages, or at `target` (a message id) with its
+  // neighbours; with `compacted`, its compacted history too.
   async open(id, target = null, compacted = false) {
     this.id = id;
-    if (compacted) this.compacted = true;
+    this.compacted = compacted;
     const view = $("view");
     try {
       const p = query({ profile: this.profile });
-      const [s, lineage, usage, turns, page] = await Promise.all([
+      const [s, lineage, usage, turns, checkpoints, page] = await Promise.all([
         api(sessionPath(id, "?") + p), api(sessionPath(id, "/lineage?") + p), sessionUsageFor(this.profile, id),
-        api(sessionPath(id, "/turns?") + p),
+        api(sessionPath(id, "/turns?") + p), api(sessionPath(id, "/checkpoints?") + p),
         target === null ? this.page({ order: "latest", limit: MESSAGES }) : this.page({ around: target, limit: AROUND }),
       ]);
       if (this.id !== id) return;
@@ -98,8 +99,10 @@ export class Transcript {
       const newer = el("button", { type: "button", class: "newer", "data-testid": "newer", text: "Load newer messages", onclick: () => this.loadNewer() });
       older.hidden = this.older === null;
       newer.hidden = this.newer === null;
-      const transcript = el("div", { id: "transcript", "data-testid": "transcript" }, renderMessages(page.items, target !== null));
-      view.replaceChildren(this.header(s, lineage.items, usage), turnList(turns.items), older, transcript, newer);
+      const transcript = el("div", { id: "transcript", "data-testid": "transcript", tabindex: "-1", role: "region",
+        "aria-label": "Messages" }, renderMessages(page.items, target !== null));
+      view.replaceChildren(this.header(s, lineage.items, usage), turnList(turns.items),
+        checkpointList(this, id, checkpoints), older, transcript, newer);
       if (!page.items.length) {
         view.append(el("p", { class: "empty", "data-testid": "empty-session", text: s.message_count
           ? "Every message of this session is archived history: show it with “Show compacted history”."
@@ -111,6 +114,8 @@ export class Transcript {
         const hit = document.getElementById(`m${target}`);
         hit.classList.add("target");
         hit.setAttribute("aria-current", "true");
+        const q = this.app.route.q;
+        if (q && !/\?\s*$/.test(q)) markWords(hit, q);  // a question's words are not what it matched
         hit.scrollIntoView({ block: "center" });
         hit.focus({ preventScroll: true });
       }
@@ -156,7 +161,7 @@ export class Transcript {
         if (title !== null) this.app.update(s.id, { title: title.trim() || null });
       } }),
       el("button", { type: "button", "data-testid": "toggle-compacted", text: this.compacted ? "Hide compacted history" : "Show compacted history",
-        onclick: () => { this.compacted = !this.compacted; this.open(s.id); } }),
+        onclick: () => this.app.navigate({ compacted: !this.compacted, message: null }) }),
       el("button", { type: "button", "data-testid": "copy-session-id", text: "Copy id", onclick: () => copy(s.id, "the session id") }),
       exportLink("md", "Export Markdown"), exportLink("jsonl", "Export JSONL"));
     const chain = el("p", { class: "lineage", "data-testid": "lineage" });
@@ -165,16 +170,16 @@ export class Transcript {
       lineage.forEach((item, i) => {
         if (i) chain.append(" → ");
         chain.append(item.id === s.id ? el("span", { class: "here", text: item.title || item.id })
-          : el("button", { type: "button", class: "link", text: item.title || item.id, onclick: () => this.open(item.id) }));
+          : el("button", { type: "button", class: "link", text: item.title || item.id, onclick: () => this.app.open(item.id, null, i < lineage.length - 1) }));  // an earlier session holds compacted history
       });
     } else chain.hidden = true;
     const origin = s.parent_session_id && s.parent_relation !== "compression"
       ? el("p", { class: "lineage" }, `${s.parent_relation || "continues"} of `,
-        el("button", { type: "button", class: "link", text: s.parent_session_id, onclick: () => this.open(s.parent_session_id) })) : null;
+        el("button", { type: "button", class: "link", text: s.parent_session_id, onclick: () => this.app.open(s.parent_session_id) })) : null;
     const flags = [s.pinned && "pinned", s.archived && "archived", s.hidden && "hidden", s.ended_at && `ended (${s.end_reason})`].filter(Boolean);
     return el("div", { class: "head" },
       el("button", { type: "button", class: "back", "data-testid": "back", text: "← Sessions", onclick: () => this.app.closeView() }),
-      el("h2", { "data-testid": "session-title", text: s.title || "Untitled session" }),
+      el("h2", { "data-testid": "session-title", text: titleOf(s.title, s.first_words) }),
       el("p", { class: "meta", text: `${s.id} · ${s.source} · started ${when(s.started_at)} · ${plural(s.message_count, "message")}${flags.length ? " · " + flags.join(", ") : ""}` }),
       chain, origin, sessionUsage(usage), actions);
   }
@@ -191,4 +196,60 @@ function turnList(turns) {
       text: `${when(t.started_at)} · ${t.outcome || "running"}: ${t.explanation || "still running"}${failed}` }));
   }
   return el("details", { class: "turns-box" }, el("summary", { text: `${turns.length} turn(s): why each ended` }), list);
+}
+
+
+// The agent's checkpoints of the session's working tree, with diff and restore through the
+// same library calls as `sessiondb checkpoints` (turns.Checkpoints), so with the same
+// refusals in the same words: tools that run in a container or over ssh, and a restore that
+// would overwrite a file changed since the agent's own last write (every file listed, and
+// a second, forced restore offered).
+function checkpointList(transcript, id, { environment, items }) {
+  if (!items.length) return document.createDocumentFragment();
+  const path = (c, rest) => sessionPath(id, `/checkpoints/${encodeURIComponent(c.id)}${rest}?`) + query({ profile: transcript.profile });
+  const list = el("ol", { class: "checkpoints", "data-testid": "checkpoints" });
+  for (const c of items) {
+    const out = el("div", { class: "checkpoint-out", "data-testid": "checkpoint-out", role: "status" });
+    const refused = (error) => {
+      const files = ((error.body && error.body.detail && error.body.detail.files) || []).filter((f) => f.status === "refused");
+      out.replaceChildren(el("p", { class: "error", text: error.message }),
+        ...(files.length ? [el("ul", {}, ...files.map((f) => el("li", { text: `${f.path}: ${f.reason}` })))] : []));
+      return files.length > 0;  // a person's edits stand in the way: forcing is a choice to offer
+    };
+    const restore = async (force) => {
+      const question = force ? `Overwrite the files listed and put the tree back as checkpoint ${c.id} has it?`
+        : `Put the tree back as checkpoint ${c.id} has it? The tree as it is now is checkpointed first.`;
+      if (!window.confirm(question)) return;
+      try {
+        const report = await api(path(c, "/restore") + (force ? "&force=true" : ""), { method: "POST" });
+        out.replaceChildren(el("p", { text: `Restored checkpoint ${report.checkpoint}; the tree as it was is checkpoint ${report.checkpoint_before}.` }),
+          el("ul", {}, ...report.files.map((f) => el("li", { text: `${f.status}: ${f.path}` }))));
+      } catch (error) {
+        if (refused(error) && !force) {
+          out.append(el("button", { type: "button", "data-testid": "checkpoint-force", text: "Restore anyway, overwriting these files", onclick: () => restore(true) }));
+        }
+      }
+    };
+    const diff = async () => {
+      try {
+        const found = await api(path(c, "/diff"));
+        out.replaceChildren(found.changes.length
+          ? el("pre", { class: "diff", "data-testid": "checkpoint-diff", tabindex: "0",
+            text: found.changes.map((f) => f.patch || `${f.change}: ${f.path} (binary)\n`).join("") })
+          : el("p", { text: `Nothing changed since checkpoint ${found.checkpoint}.` }));
+      } catch (error) {
+        refused(error);
+      }
+    };
+    list.append(el("li", { "data-testid": "checkpoint", "data-id": c.id },
+      el("span", { text: `#${c.id} · ${when(c.created_at)} · ${c.label} · ${plural(c.files, "file")} · ${c.tree}` }),
+      el("span", { class: "msg-tools" },
+        el("button", { type: "button", class: "small", "data-testid": "checkpoint-diff-open", text: "Diff", "aria-label": `Diff checkpoint ${c.id}`, onclick: diff }),
+        el("button", { type: "button", class: "small", "data-testid": "checkpoint-restore", text: "Restore", "aria-label": `Restore checkpoint ${c.id}`, onclick: () => restore(false) })),
+      out));
+  }
+  return el("details", { class: "turns-box", "data-testid": "checkpoints-box" },
+    el("summary", { text: `${plural(items.length, "checkpoint")} of the working tree` }),
+    environment.refusal ? el("p", { class: "error", "data-testid": "checkpoint-refusal", text: `Diff and restore are refused: ${environment.refusal}` }) : null,
+    list);
 }

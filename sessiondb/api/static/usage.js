@@ -15,23 +15,34 @@ function svg(tag, attrs = {}, text) {
 
 const tokens = (row) => row.input_tokens + row.output_tokens;
 
+// At most this many labels under a chart's bars (and values over them): about 70 px each
+// at the chart's width, so none overlaps; more bars keep every bar and label every k-th.
+const LABELS = 9;
+
 // Vertical bars, one per item, scaled to the largest; each bar names its value in a <title>.
+// With more bars than LABELS, every k-th bar is labelled and values are left to the titles
+// and to the totals written beside the chart.
 export function barChart(items, label, caption) {
-  const width = 640, height = 180, top = 16, bottom = 34, gap = 6;
+  const width = 640, height = 180, top = 16, bottom = 34;
   const most = Math.max(1, ...items.map(tokens));
-  const slot = (width - gap) / Math.max(items.length, 1);
+  const slot = (width - 6) / Math.max(items.length, 1);
+  const gap = Math.min(6, slot / 4);
+  const every = Math.ceil(items.length / LABELS);
   const chart = svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", class: "chart",
     "aria-label": caption, preserveAspectRatio: "xMidYMid meet" });
   chart.append(svg("title", {}, caption));
   items.forEach((item, i) => {
     const h = Math.max(1, (tokens(item) / most) * (height - top - bottom));
-    const x = gap + i * slot, y = height - bottom - h, w = Math.max(2, slot - gap);
+    const x = 6 + i * slot, y = height - bottom - h, w = Math.max(1, slot - gap);
     const bar = svg("rect", { x, y, width: w, height: h, rx: 2, class: "bar" });
     bar.append(svg("title", {}, `${label(item)}: ${tokens(item).toLocaleString()} tokens, ${money(item.cost_usd)}`));
     chart.append(bar);
+    if (i % every) return;
     chart.append(svg("text", { x: x + w / 2, y: height - bottom + 14, "text-anchor": "middle", class: "axis" }, label(item)));
-    chart.append(svg("text", { x: x + w / 2, y: Math.max(12, y - 4), "text-anchor": "middle", class: "axis" },
-      compact(tokens(item))));
+    if (every === 1) {
+      chart.append(svg("text", { x: x + w / 2, y: Math.max(12, y - 4), "text-anchor": "middle", class: "axis" },
+        compact(tokens(item))));
+    }
   });
   chart.append(svg("line", { x1: 0, x2: width, y1: height - bottom, y2: height - bottom, class: "baseline" }));
   return chart;
@@ -76,10 +87,34 @@ export async function openProfileUsage(profile) {
       el("p", { text: `${plural(report.sessions, "session")} with usage · ${plural(report.totals.calls, "call")} · ${(report.totals.input_tokens + report.totals.output_tokens).toLocaleString()} tokens · ${money(report.totals.cost_usd)}` }),
       modelTable(report.models, report.totals, `Tokens and cost by model, profile ${profile}`),
       el("h3", { text: "Tokens by day" }),
-      barChart(report.days, (d) => d.day.slice(5), `Tokens by day (UTC, the day each session was last active), profile ${profile}`));
+      el("div", { class: "chart-row" },
+        barChart(report.days, (d) => d.day.slice(5), `Tokens by day (UTC, the day each session was last active), profile ${profile}`),
+        dayTotals(report.days)),
+      el("details", {}, el("summary", { text: "Every day as a table" }), dayTable(report.days, profile)));
   } catch (error) {
     showError(body, error);
   }
+}
+
+// The days' totals in words, beside their chart: the span, the sum, the busiest day.
+function dayTotals(days) {
+  const sum = days.reduce((n, d) => n + tokens(d), 0);
+  const cost = days.reduce((n, d) => n + d.cost_usd, 0);
+  const busiest = days.reduce((a, b) => (tokens(b) > tokens(a) ? b : a));
+  const span = days.length > 1 ? `${days[0].day} to ${days[days.length - 1].day}` : days[0].day;
+  return el("dl", { class: "chart-totals", "data-testid": "day-totals" },
+    el("dt", { text: "Days with usage" }), el("dd", { text: `${days.length.toLocaleString()} (${span})` }),
+    el("dt", { text: "Tokens" }), el("dd", { text: sum.toLocaleString() }),
+    el("dt", { text: "Cost" }), el("dd", { text: money(cost) }),
+    el("dt", { text: "Busiest day" }), el("dd", { text: `${busiest.day}: ${tokens(busiest).toLocaleString()} tokens` }));
+}
+
+function dayTable(days, profile) {
+  const head = el("tr", {}, ...["Day (UTC)", "Tokens", "Cost"].map((h) => el("th", { scope: "col", text: h })));
+  const rows = days.map((d) => el("tr", {}, el("th", { scope: "row", text: d.day }),
+    el("td", { text: tokens(d).toLocaleString() }), el("td", { text: money(d.cost_usd) })));
+  return el("div", { class: "table-scroll", tabindex: "0", role: "region", "aria-label": `Tokens by day, profile ${profile}` },
+    el("table", { class: "usage-table", "data-testid": "day-table" }, el("thead", {}, head), el("tbody", {}, ...rows)));
 }
 
 export function sessionUsageFor(profile, id) {

@@ -118,6 +118,10 @@ def test_a_child_session_needs_an_existing_parent(store):
         {"source": "cli", "model": 3.5},
         {"source": "cli", "chat_id": "a\x00b"},
         {"source": "cli", "profile": "../escape"},
+        {"source": "cli", "started_at": "yesterday"},
+        {"source": "cli", "started_at": float("nan")},
+        {"source": "cli", "started_at": datetime(2026, 1, 1)},  # naive: no zone to place it in
+        {"source": "cli", "started_at": 1e12},  # past the year 9999
     ],
 )
 def test_creating_a_session_from_bad_input_raises_invalid_input_and_writes_nothing(store, kwargs):
@@ -126,6 +130,13 @@ def test_creating_a_session_from_bad_input_raises_invalid_input_and_writes_nothi
     with pytest.raises(InvalidInput):
         store.create_session(source, **kwargs)
     assert all_sessions(store, include_archived=True, include_hidden=True) == []
+
+
+def test_a_session_brought_in_from_elsewhere_starts_when_its_source_says(store):
+    began = datetime(2026, 3, 1, 9, 30, tzinfo=timezone.utc)
+    s = store.create_session("codex", started_at=began)
+    assert store.get_session(s.id).started_at == began.timestamp()
+    assert store.create_session("codex", started_at=1_700_000_000).started_at == 1_700_000_000.0
 
 
 def test_a_session_can_name_another_profile(store):
