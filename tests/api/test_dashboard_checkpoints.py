@@ -111,7 +111,8 @@ def test_the_words_a_search_matched_are_marked_inside_the_message_it_opened_as_t
     if width < 760:
         page.click("[data-testid=back]")
     page.locator("[data-testid=hit]", has_text="window.pwned").first.click()
-    target = page.locator("[data-testid=message].target")
+    # The message that hit opened (not the one the first hit left marked).
+    target = page.locator("[data-testid=message].target", has_text="window.pwned")
     target.locator("mark").first.wait_for()
     assert target.locator("script, b").count() == 0 and "<b>bold</b>" in target.inner_text()
     assert page.evaluate("window.pwned === undefined")
@@ -129,6 +130,8 @@ def test_checkpoints_a_diff_and_a_refusal_have_no_serious_accessibility_violatio
         if width < 760 and page.locator("[data-testid=back]").is_visible():
             page.click("[data-testid=back]")
         page.click(f"[data-testid=session]:has-text('{title}')")
+        # The session opened is shown before its box is opened (not the last session's box).
+        page.locator("[data-testid=session-title]", has_text=title).wait_for()
         page.click("[data-testid=checkpoints-box] summary")
         page.click("[data-testid=checkpoint-diff-open]")
         page.locator("[data-testid=checkpoint-out] > *").first.wait_for()
