@@ -126,13 +126,6 @@ KNOWN_GAPS = {
         "SessiondbMemoryService returns up to `limit` (default 20) memories, not 10, and recall orders equal "
         "matches newest first",
 }
-_TRIGRAMS = "recall matches CJK text by its trigrams: a two-character word (太郎) finds nothing"
-
-
-def known_gap(name: str, params: dict) -> str | None:
-    if name == "test_search_memory_non_latin" and params.get("query") == "太郎":
-        return _TRIGRAMS
-    return KNOWN_GAPS.get(name)
 
 
 #: Upstream tests that need a module the `adk` extra does not install, skipped where it is missing.
@@ -143,7 +136,7 @@ NEEDS = {"test_vertex_ai_session_service_raises_not_implemented_for_get_user_sta
 def implementation(request, tmp_path):
     if request.node.originalname in NEEDS:
         pytest.importorskip(NEEDS[request.node.originalname])
-    gap = known_gap(request.node.originalname, request.node.callspec.params)
+    gap = KNOWN_GAPS.get(request.node.originalname)
     if gap and request.param in SESSIONDB:
         request.node.add_marker(pytest.mark.xfail(reason=f"known gap: {gap}", strict=True))
     options = {}
