@@ -18,7 +18,6 @@ search for its own word, every acknowledged summary and probe is stored, and ver
 from __future__ import annotations
 
 import random
-import signal
 import statistics
 import subprocess
 import sys
@@ -28,7 +27,7 @@ from collections import Counter
 import pytest
 
 import sessiondb
-from fleet_writers import COMPACTOR, Writer, check_store
+from fleet_writers import COMPACTOR, Writer, check_store, stopped
 
 FAILOVERS = 20
 WRITERS = 3
@@ -76,13 +75,7 @@ def test_failovers_by_sigkill_of_the_primary_mid_load_lose_no_acknowledged_write
             gave_up += restart_the_writers_that_gave_up(writers)
             time.sleep(1.0)
     finally:
-        for process in [compactor] + [w.process for w in writers]:
-            process.send_signal(signal.SIGKILL)
-            process.wait()
-    acked = {w.name: w.acked() for w in writers}
-    lines = compactions.read_text().splitlines(keepends=True)
-    summaries = [line.split() for line in lines if line.startswith("ack ") and line.endswith("\n")]
-    refusals = Counter(line.split()[1].rstrip(":") for line in lines if line.startswith("refused "))
+        acked, summaries, refusals = stopped(compactor, writers, compactions)
     total = sum(len(uids) for uids in acked.values())
     rotations = sum(1 for s in summaries if s[1] == "rotate")
     assert len(killed) >= FAILOVERS and len(set(k.split("->")[1] for k in killed)) == 2, killed  # both nodes led

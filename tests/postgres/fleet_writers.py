@@ -114,3 +114,16 @@ def check_store(store, conversations: list[str], acked: dict[str, list[str]],
     report = store.verify()
     problems += [("verify", p) for p in ([] if report.ok else report.problems)]
     return searched, problems
+
+
+def stopped(compactor: subprocess.Popen, writers: list[Writer], compactions: Path
+            ) -> tuple[dict[str, list[str]], list[list[str]], Counter]:
+    """Kill the compactor and the writers; what each writer had acknowledged, the
+    compactions acknowledged (their ack lines, split) and the refusals by kind."""
+    for process in [compactor] + [w.process for w in writers]:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    lines = compactions.read_text().splitlines(keepends=True)
+    summaries = [line.split() for line in lines if line.startswith("ack ") and line.endswith("\n")]
+    refusals = Counter(line.split()[1].rstrip(":") for line in lines if line.startswith("refused "))
+    return {w.name: w.acked() for w in writers}, summaries, refusals

@@ -14,7 +14,6 @@ the store passes verify().
 from __future__ import annotations
 
 import random
-import signal
 import subprocess
 import sys
 import time
@@ -23,7 +22,7 @@ from collections import Counter
 import pytest
 
 import sessiondb
-from fleet_writers import COMPACTOR, Writer, check_store
+from fleet_writers import COMPACTOR, Writer, check_store, stopped
 
 ROUNDS = 100  # server kills
 WRITERS = 3
@@ -60,13 +59,7 @@ def test_a_hundred_server_kills_mid_load_lose_no_acknowledged_write(pg_server, p
                 writer.start()
         time.sleep(1.0)
     finally:
-        for process in [compactor] + [w.process for w in writers]:
-            process.send_signal(signal.SIGKILL)
-            process.wait()
-    acked = {w.name: w.acked() for w in writers}
-    lines = compactions.read_text().splitlines(keepends=True)
-    summaries = [line.split() for line in lines if line.startswith("ack ") and line.endswith("\n")]
-    refusals = Counter(line.split()[1].rstrip(":") for line in lines if line.startswith("refused "))
+        acked, summaries, refusals = stopped(compactor, writers, compactions)
     total = sum(len(uids) for uids in acked.values())
     restarts = sum(w.restarts for w in writers)
     rotations = sum(1 for s in summaries if s[1] == "rotate")
