@@ -25,7 +25,7 @@ def test_the_cause_names_are_exactly_the_documented_ones():
     assert [c.value for c in Cause] == [
         "locked", "disk_full", "read_only", "corrupt", "fts_index", "replaced", "deleted_wal",
         "compression_busy", "compression_closed", "unreachable", "unavailable", "auth_failed",
-        "server_disk_full", "standby", "statement_timeout", "unknown",
+        "server_disk_full", "standby", "statement_timeout", "pooler_mode", "unknown",
     ]
 
 
