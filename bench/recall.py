@@ -17,13 +17,18 @@ per category, with the p50 and p99 time of one call. Modes: the query language
 and PostgreSQL (a private server from the machine's binaries, tests/pgserver.py; skipped
 with a sentence when none can be started).
 
-    python bench/recall.py [--data DIR] [--backend sqlite|postgres|both] [--json FILE]
+At scale (--copies N): the conversations stored N times over in one SQLite store (44: 201,740
+messages, a session per copy), 300 of the questions (a fixed sample) asked by search and by
+recall: p50 and p99 of one call, and hit@10 counting an evidence turn of any copy.
+
+    python bench/recall.py [--data DIR] [--backend sqlite|postgres|both] [--copies N] [--json FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import sys
 import tempfile
@@ -114,6 +119,33 @@ def sqlite_stores(scratch: Path):
     return lambda name: sessiondb.open_store(scratch / f"{name}.db")
 
 
+def at_scale(scratch: Path, data: list, copies: int) -> dict[str, dict]:
+    """Search and recall over the conversations stored `copies` times in one SQLite store."""
+    asked = random.Random(7).sample([q for _, _, questions in data for q in questions], 300)
+    found: dict[str, dict] = {}
+    with sessiondb.open_store(scratch / "scale.db") as store:
+        for copy in range(copies):
+            for name, turns, _ in data:
+                session = store.create_session("locomo", session_id=f"{name}-{copy}")
+                batch = [{"uid": f"{copy}:{uid}", "role": "user", "content": text, "timestamp": at}
+                         for uid, text, at in turns]
+                for start in range(0, len(batch), 1000):
+                    store.append(session.id, batch[start:start + 1000])
+        store.search("warm")  # the index caught up before any call is timed
+        for mode, method in MODES.items():
+            times, hits = [], 0
+            for q in asked:
+                started = time.perf_counter()
+                found_uids = [h.uid.split(":", 1)[1] for h in getattr(store, method)(str(q["question"]), limit=10)]
+                times.append(time.perf_counter() - started)
+                hits += bool(set(q["evidence"]) & set(found_uids))
+            ordered = sorted(times)
+            found[mode] = {"messages": copies * sum(len(t) for _, t, _ in data), "questions": len(asked),
+                           "hit@10": hits / len(asked), "p50_ms": statistics.median(ordered) * 1000,
+                           "p99_ms": ordered[int(0.99 * (len(ordered) - 1))] * 1000}
+    return found
+
+
 def report(backend: str, results: dict[str, dict]) -> None:
     print(f"\n{backend}")
     header = f"  {'mode':<16} {'category':<12} {'n':>5} {'hit@5':>6} {'hit@10':>7} {'all@10':>7}"
@@ -131,6 +163,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--backend", choices=("sqlite", "postgres", "both"), default="both")
+    parser.add_argument("--copies", type=int, help="also measure SQLite with the conversations stored N times over")
     parser.add_argument("--json", type=Path, help="write the figures here too")
     args = parser.parse_args()
     if not args.data.is_dir() or not any(args.data.glob("*.json")):
@@ -146,6 +179,12 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="sessiondb-recall-") as scratch:
             everything["sqlite"] = measure(sqlite_stores(Path(scratch)), data)
         report("SQLite", everything["sqlite"])
+        if args.copies:
+            with tempfile.TemporaryDirectory(prefix="sessiondb-recall-") as scratch:
+                everything["sqlite at scale"] = at_scale(Path(scratch), data, args.copies)
+            for mode, figures_ in everything["sqlite at scale"].items():
+                print(f"  at scale, {figures_['messages']:,} messages, {mode}: hit@10 (any copy) "
+                      f"{figures_['hit@10']:.3f}, p50 {figures_['p50_ms']:.1f} ms, p99 {figures_['p99_ms']:.1f} ms")
     if args.backend in ("postgres", "both"):
         import pgserver
         try:

@@ -68,6 +68,12 @@ NEXT_SHARE, PREVIOUS_SHARE = 0.6, 0.3
 SPREAD_FROM = 200
 #: The most trigrams of CJK text a question keeps (each is one OR'd term).
 MAX_RECALL_TRIGRAMS = 32
+#: A word is common when more than this many messages hold it and more than COMMON_SHARE
+#: of them (a speaker's name, a greeting): it adds to the score of a message the
+#: question's rarer words matched, but does not make a match by itself, so a recall over
+#: a large memory ranks the matches of its rarer words, not most of the memory. Below
+#: COMMON_MESSAGES every word is ranked wherever it matches (LoCoMo's conversations are).
+COMMON_MESSAGES, COMMON_SHARE = 5_000, 0.02
 
 _WORD = re.compile(r"[^\W_]+")
 _MONTHS = {name.lower(): number for names in (calendar.month_name, calendar.month_abbr)
@@ -153,6 +159,18 @@ def _when(text: str) -> tuple[float, float] | None:
     except (ValueError, OverflowError):  # no such day or year ("31 June 2023", "in 0000")
         return None
     return (start.replace(tzinfo=timezone.utc).timestamp(), end.replace(tzinfo=timezone.utc).timestamp() + DATE_AFTER)
+
+
+def rarer(counts: dict[str, int], messages: int) -> tuple[list[str], list[str]]:
+    """The question's words split by how many messages hold each (`counts`, of `messages`):
+    (those that make a match, the common ones that only add to a match's score). In a
+    question of only common words, the rarest makes the matches."""
+    common = [w for w, n in counts.items() if n > COMMON_MESSAGES and n > COMMON_SHARE * messages]
+    rare = [w for w in counts if w not in common]
+    if not rare and common:
+        rare = [min(common, key=counts.__getitem__)]
+        common.remove(rare[0])
+    return rare, common
 
 
 def spread(scores: dict[int, float], neighbours: dict[int, tuple[int | None, int | None]]) -> dict[int, float]:

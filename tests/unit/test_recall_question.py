@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 import pytest
 
 from sessiondb.query import MAX_TERMS
-from sessiondb.recall import DATE_AFTER, MAX_RECALL_TRIGRAMS, question
+from sessiondb.recall import COMMON_MESSAGES, DATE_AFTER, MAX_RECALL_TRIGRAMS, question, rarer
 
 
 def at(*day: int) -> float:
@@ -45,3 +45,14 @@ def test_the_time_a_question_names(text, when):
 def test_any_text_is_a_question_and_its_terms_are_bounded(text):
     asked = question(text)
     assert len(asked.words) <= MAX_TERMS and len(asked.trigrams) <= MAX_RECALL_TRIGRAMS
+
+
+def test_a_common_word_only_adds_to_the_matches_of_the_rarer_ones():
+    counts = {"john": 60_000, "kayak": 40, "trip": 3_000}
+    assert rarer(counts, 200_000) == (["kayak", "trip"], ["john"])
+    assert rarer(counts, 4_000_000) == (["john", "kayak", "trip"], [])  # under COMMON_SHARE of a larger memory
+    assert rarer({"john": COMMON_MESSAGES, "kayak": 1}, 100) == (["john", "kayak"], [])  # a small memory: every word
+
+
+def test_in_a_question_of_common_words_the_rarest_makes_the_matches():
+    assert rarer({"john": 60_000, "said": 80_000, "get": 70_000}, 200_000) == (["john"], ["said", "get"])

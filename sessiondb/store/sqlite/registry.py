@@ -181,6 +181,7 @@ class SharedFile:
                 conn = self._idle.get_nowait()
             except queue.Empty:
                 conn = connect(self.path, patience=self._patience, vfs=self._vfs, immutable=self.full is not None)
+                conn.execute(index_schema.TERMS)
                 configure_reader(conn)
                 with self._readers_lock:
                     self._all_readers.append(conn)

@@ -49,7 +49,7 @@ from ...query import (
     ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, LIKE_SNIPPET_CONTEXT, RANK_WINDOW, Query, Term, fold, like_pattern,
     like_snippet, snippet_window, through_trigrams, windowed,
 )
-from ...recall import SCAN_SCORE, SPREAD_FROM, Recall, best, favour, spread
+from ...recall import COMMON_MESSAGES, SCAN_SCORE, SPREAD_FROM, Recall, best, favour, rarer, spread
 from .index.schema import CJK, STEMS, TOKENIZERS, TOOL_TEXT_LIMIT, WORDS, text_sql
 
 __all__ = ["TOOL_TEXT_LIMIT", "recall", "search"]
@@ -237,8 +237,9 @@ def recall(conn: apsw.Connection, question: Recall, *, profile: str | None, sour
     Its words are OR'd over the `stems` index, its CJK trigrams over the `cjk` index. A
     message's score is the sum of its bm25 in each; every match is ranked, not only the
     newest: a question is asked of the whole memory, and its best answer may be its
-    oldest message. Then the best SPREAD_FROM share their scores with their neighbours
-    and those written when the question says are favoured (sessiondb.recall)."""
+    oldest message; in a large memory, those of its rarer words (sessiondb.recall.rarer).
+    Then the best SPREAD_FROM share their scores with their neighbours and those written
+    when the question says are favoured (sessiondb.recall)."""
     where, params = _filters(profile=profile, source=source, session_id=session_id, role=role, since=since,
                              until=until, include_tools=include_tools)
     if conn.execute("SELECT 1 FROM search_touched WHERE seq > ? LIMIT 1", (touched_to,)).fetchone():
@@ -248,19 +249,41 @@ def recall(conn: apsw.Connection, question: Recall, *, profile: str | None, sour
     needs_sessions = profile is not None or source is not None
     matches = {STEMS: " OR ".join(map(fts_string, question.words)),
                CJK: " OR ".join(fts_string(t) for t in question.trigrams if through_trigrams(t))}
-    scores: dict[int, float] = {}
     times: dict[int, float] = {}
     found_in: dict[int, str] = {}
-    for index, match in matches.items():
-        if not match:
-            continue
-        for mid, score, times[mid] in conn.execute(
+    narrowed = any(f is not None for f in (profile, source, session_id, role, since, until))
+
+    def bm25_of(index: str, match: str) -> dict[int, float]:
+        """The best RANK_WINDOW matches of `match` the filters keep, by bm25 (negated)."""
+        if narrowed:  # the filters first: they may leave few of the matches
+            rows = conn.execute(
                 f"SELECT m.id, bm25({index}) AS score, m.timestamp FROM idx.{index} "
                 f"CROSS JOIN messages AS m ON m.id = {index}.rowid {sessions_join if needs_sessions else ''} "
                 f"WHERE {index} MATCH ? AND {' AND '.join(where)} ORDER BY score LIMIT ?",
-                (match, *params, RANK_WINDOW)):
-            scores[mid] = scores.get(mid, 0.0) - score
+                (match, *params, RANK_WINDOW))
+        else:
+            rows = _best_kept(conn, index, match, " AND ".join(where), params)
+        found: dict[int, float] = {}
+        for mid, score, times[mid] in rows:
+            found[mid] = -score
             found_in.setdefault(mid, index)
+        return found
+
+    scores: dict[int, float] = {}
+    rare, common = list(question.words), []
+    if question.words and (messages := _messages(conn)) > COMMON_MESSAGES:
+        rare, common = rarer(_counts(conn, question.words), messages)
+    if rare:
+        # The common words only add to the matches of the rarer ones (sessiondb.recall):
+        # a message both find is scored by bm25 over all of them, one the rarer alone find
+        # by theirs, which is the same sum with the common words absent.
+        scores = bm25_of(STEMS, " OR ".join(map(fts_string, rare)))
+        if common:
+            scores.update(bm25_of(STEMS, f"({' OR '.join(map(fts_string, rare))}) AND "
+                                         f"({' OR '.join(map(fts_string, common))})"))
+    if matches[CJK]:
+        for mid, score in bm25_of(CJK, matches[CJK]).items():
+            scores[mid] = scores.get(mid, 0.0) + score
     scanned: dict[int, str] = {}  # the snippets of the matches of runs too short for the trigram index
     short = tuple(Term(t, phrase=True) for t in question.trigrams if not through_trigrams(t))
     if short:
@@ -295,6 +318,45 @@ def recall(conn: apsw.Connection, question: Recall, *, profile: str | None, sour
         cut.update(snippets(index, match, mine, (HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE, ELLIPSIS), SNIPPET_TOKENS[index]))
     return [_hit(page[mid][:8], scanned[mid] if mid not in cut and mid in scanned
                  else _snippet(cut.get(mid), texts[mid], *spans[mid]), score) for mid, score in ranked]
+
+
+def _best_kept(conn: apsw.Connection, index: str, match: str, kept: str, params: list[Any]) -> list[tuple]:
+    """(id, bm25, time) of the best RANK_WINDOW matches that `kept` (the plain filters: not
+    rewound, not a tool's) holds for, best first. Ranked in the index before a row is
+    read from `messages`, then read in pages until the window is full: joining every match
+    first costs more than its bm25 when a question's words match tens of thousands."""
+    best: list[tuple] = []
+    page = 2 * RANK_WINDOW
+    offset = 0
+    while True:
+        rows = conn.execute(
+            f"SELECT r.id, r.score, m.timestamp, {kept} FROM (SELECT rowid AS id, bm25({index}) AS score "
+            f"FROM idx.{index} WHERE {index} MATCH ? ORDER BY score LIMIT ? OFFSET ?) AS r "
+            f"LEFT JOIN messages AS m ON m.id = r.id ORDER BY r.score",
+            (*params, match, page, offset)).fetchall()
+        best += [row[:3] for row in rows if row[3]]
+        if len(best) >= RANK_WINDOW or len(rows) < page:
+            return best[:RANK_WINDOW]
+        offset += page
+        page *= 4
+
+
+def _counts(conn: apsw.Connection, words: tuple[str, ...]) -> dict[str, int]:
+    """How many messages the `stems` index holds each word in (read from its term list,
+    the word stemmed as the index stems it; a word of several tokens counts none)."""
+    tokens = _scratch().fts5_tokenizer("porter", TOKENIZERS[STEMS].split()[1:])
+    counts = {}
+    for word in words:
+        stems = tokens(word.encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY, None)
+        row = conn.execute(f"SELECT doc FROM temp.{STEMS}_terms WHERE term = ?", (stems[0][2],)).fetchone() \
+            if len(stems) == 1 else None
+        counts[word] = row[0] if row else 0
+    return counts
+
+
+def _messages(conn: apsw.Connection) -> int:
+    """About how many messages the store holds (its highest id: read from the table's end)."""
+    return conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
 
 
 def _snippet(cut: str | None, text: str, start: int, end: int) -> str:

@@ -9,6 +9,7 @@ import unicodedata
 import pytest
 
 from sessiondb import InvalidInput
+from sessiondb.recall import COMMON_MESSAGES
 
 
 def uids(hits):
@@ -139,3 +140,30 @@ def test_a_question_naming_a_time_favours_what_was_written_then(store):
     assert uids(store.recall("What did they adopt in May 2023?"))[0] == "spring"
     assert uids(store.recall("What did they adopt on 2 May, 2023?"))[0] == "spring"
     assert uids(store.recall("What did they adopt in 2021?"))[0] == "summer"
+
+
+def test_in_a_large_memory_a_common_word_ranks_the_matches_of_the_rarer_ones(store):
+    # "ann" is in every message, far more than COMMON_MESSAGES and COMMON_SHARE of them: the
+    # question's rarer word finds the matches, and the common one still counts in their score.
+    s = store.create_session("telegram")
+    filler = [{"role": "user", "content": f"Ann: note {i}"} for i in range(COMMON_MESSAGES + 100)]
+    for start in range(0, len(filler), 1000):
+        store.append(s.id, filler[start:start + 1000])
+    for uid, said in (("both", "Ann: a kayak trip with my brother"), ("rare", "Bob: a kayak trip with my brother")):
+        store.append(store.create_session("cli").id, [{"uid": uid, "role": "user", "content": said}])
+    assert uids(store.recall("Did Ann go on a kayak trip?", limit=2)) == ["both", "rare"]
+    assert len(store.recall("Ann", limit=5)) == 5  # a question of common words only still finds them
+
+
+def test_matches_the_filters_leave_out_never_fill_the_ranking(store):
+    # Two thousand and more tool outputs rank above the one user message (shorter, the word
+    # twice): with tools left out (the default) the message is still found.
+    s = store.create_session("telegram")
+    for turn in range(5):
+        calls = [f"c{turn}-{i}" for i in range(500)]
+        store.append(s.id, [{"role": "assistant", "content": "", "tool_calls": [
+            {"id": c, "type": "function", "function": {"name": "paddle", "arguments": "{}"}} for c in calls]}])
+        store.append(s.id, [{"role": "tool", "tool_call_id": c, "content": "kayak kayak"} for c in calls])
+    store.append(s.id, [{"uid": "mine", "role": "user", "content": "I would like to rent a kayak for the lake"}])
+    assert uids(store.recall("kayak")) == ["mine"]
+    assert len(store.recall("kayak", include_tools=True, limit=20)) == 20

@@ -57,6 +57,11 @@ WORDS, STEMS, CJK = "words", "stems", "cjk"
 TOKENIZERS = {WORDS: "unicode61 remove_diacritics 2", STEMS: "porter unicode61 remove_diacritics 2",
               CJK: "trigram remove_diacritics 1"}
 
+#: How many messages hold each term of the stems index (recall's common words): a view of
+#: its term list, made in each reader's temp schema before the reader turns query-only,
+#: and found by name once a search attaches the index as `idx`.
+TERMS = f"CREATE VIRTUAL TABLE temp.{STEMS}_terms USING fts5vocab(idx, {STEMS}, row)"
+
 _TABLES = "".join(
     f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING fts5(text, content='', contentless_delete=1, "
     f"tokenize='{tokenizer}');"
