@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-long test-sdk test-pooler reliability reliability-postgres failover bench bench-growth bench-core bench-lineage bench-search bench-search-peers bench-recall profile-search bench-api bench-fleet clean
+.PHONY: run test test-long test-sdk test-pooler reliability reliability-postgres failover bench bench-growth bench-core bench-lineage bench-search bench-search-peers bench-recall profile-search bench-api bench-fleet bench-replicas clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -125,6 +125,11 @@ $(FLEET_PEER)/.installed:
 	$(FLEET_PEER)/bin/pip install --quiet --upgrade pip
 	$(FLEET_PEER)/bin/pip install --quiet openai-agents "sqlalchemy[asyncio]" asyncpg || echo "bench: could not install the SQLAlchemySession peer (reported n/a)"
 	touch $@
+
+# Searches from a hot standby under an append load on the primary, beside the primary's own
+# (bench/bench_replicas.py, docs/fleet.md; about 2 minutes).
+bench-replicas: $(STAMP)
+	$(BIN)/python bench/bench_replicas.py
 
 bench-fleet: $(STAMP) $(FLEET_PEER)/.installed
 	$(BIN)/python bench/bench_fleet.py --peer-python $(FLEET_PEER)/bin/python

@@ -63,7 +63,9 @@ def open_store(
     for the default, `sessiondb_NAME` for profile NAME, or `schema=` to name one), created
     and migrated on first open. There `patience` is how long a call keeps retrying while
     the server is unreachable or restarting, `pool_size` (default 10) bounds this handle's
-    connections, and durability "normal" turns off the server's synchronous commit. With
+    connections, durability "normal" turns off the server's synchronous commit, and
+    `replicas` (a list of URLs of streaming replicas) takes searches, recalls and listings
+    to a replica once it has replayed this handle's writes (docs/fleet.md). With
     no location, home or profile given at all, $SESSIONDB_URL, when set, is the location.
 
     Testing hooks, left None in real use: `vfs` names a registered SQLite VFS (an

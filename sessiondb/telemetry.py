@@ -84,6 +84,9 @@ class _Instruments:
         self.failovers = meter.create_counter(
             "sessiondb.failovers", unit="{failover}",
             description="Times a store's server answered from another address than before (a failover)")
+        self.reads = meter.create_counter(
+            "sessiondb.replica_reads", unit="{read}",
+            description="Searches, recalls and listings of a store with replicas, by the server that answered")
         for name, (unit, description) in GAUGES.items():
             meter.create_observable_gauge(name, callbacks=[functools.partial(_observe, metrics, name)],
                                           unit=unit, description=description)
@@ -235,6 +238,13 @@ def failed_over(system: str) -> None:
     made = _instruments()
     if made is not None:
         made.failovers.add(1, {"db.system.name": system})
+
+
+def read_served(system: str, served_by: str) -> None:
+    """A read a replica could take was answered by `served_by` ("replica" or "primary")."""
+    made = _instruments()
+    if made is not None:
+        made.reads.add(1, {"db.system.name": system, "sessiondb.served_by": served_by})
 
 
 # --- gauges of open handles ----------------------------------------------------------------

@@ -169,6 +169,29 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
+def start_replica(primary: Server) -> Server:
+    """A streaming replica of `primary` (a base backup with -R: a standby that follows its
+    WAL over the primary's socket), in its own directory and socket, started; hot standby."""
+    root = Path(tempfile.mkdtemp(prefix="sessiondb-pg-replica-", dir="/var/tmp"))
+    os.chmod(root, 0o755)
+    replica = Server(primary.bindir, root)
+    try:
+        replica.data.mkdir(mode=0o700)
+        if os.geteuid() == 0:
+            shutil.chown(root, "postgres", "postgres")
+            shutil.chown(replica.data, "postgres", "postgres")
+        run = subprocess.run(replica._as_owner([
+            str(primary.bindir / "pg_basebackup"), "-D", str(replica.data), "-R", "-X", "stream",
+            "-h", str(primary.socket_dir), "-p", str(PORT), "-U", "postgres"]), capture_output=True, text=True)
+        if run.returncode:
+            raise ServerUnavailable(f"pg_basebackup failed: {run.stderr.strip() or run.stdout.strip()}")
+        replica.start()
+    except BaseException:
+        replica.destroy()
+        raise
+    return replica
+
+
 def start_server() -> Server:
     """A fresh cluster, started; ServerUnavailable says why when there can be none."""
     bindir = find_bindir()

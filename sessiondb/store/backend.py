@@ -88,6 +88,15 @@ class AppendingBackend(Protocol):
 
 
 @runtime_checkable
+class ReplicatedBackend(Protocol):
+    """A backend with read replicas (PostgreSQL: postgres/replicas.py)."""
+
+    def read_nearby(self, work: Callable[[Rows], T]) -> T:
+        """`read(work)`, or the same read on a replica that has replayed every write this
+        handle acknowledged (a listing: what the caller wrote is always in it)."""
+
+
+@runtime_checkable
 class MaintenanceBackend(Protocol):
     """Backup and the rewrites that refuse while other processes hold the store (S-19)."""
 

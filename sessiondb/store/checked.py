@@ -222,7 +222,10 @@ class CheckedStore(Transfer, Identity, Turns):
         limit: int = 50,
         cursor: str | None = None,
     ) -> Page:
-        return self._open().read(partial(sessions.listed, query=cmd.ListSessions(
+        backend = self._open()
+        # backend.ReplicatedBackend's method where it has one, looked up as run_append does.
+        read = getattr(backend, "read_nearby", backend.read)
+        return read(partial(sessions.listed, query=cmd.ListSessions(
             source=check_label(source, "source"),
             include_archived=check_flag(include_archived, "include_archived"),
             include_hidden=check_flag(include_hidden, "include_hidden"),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import psycopg
 
@@ -27,6 +27,7 @@ from ..sql import Dialect, SQLRows
 from . import maintenance, messages, migrations, pooler, search, verify
 from .batching import AppendBatcher
 from .connect import DEFAULT_PATIENCE, DEFAULT_POOL_SIZE, EXTENSIONS_SCHEMA, Database, on_own_connection
+from .replicas import Replicas
 from .text import from_server, to_server
 
 T = TypeVar("T")
@@ -57,9 +58,12 @@ class PostgresBackend:
 
     def __init__(self, url: str, *, profile: str | None = None, schema: str | None = None,
                  patience: float = DEFAULT_PATIENCE, pool_size: int = DEFAULT_POOL_SIZE,
-                 durability: str = "full") -> None:
+                 durability: str = "full", replicas: Sequence[str] = ()) -> None:
         self._db = Database(url, schema=schema, profile=profile, patience=patience, pool_size=pool_size,
                             synchronous_commit=DURABILITY[durability])
+        #: Streaming replicas that take searches, recalls and listings once they have replayed
+        #: this handle's writes (replicas.py); None without any.
+        self._replicas = Replicas(replicas, schema=self._db.schema, primary=self._db) if replicas else None
         self.location = f"{self._db.location}#{self._db.schema}"
         # Refused batches (damage only) are kept under the home, one folder per server and schema.
         self.spool_anchor = spool_anchor(self._db.location, self._db.schema)
@@ -67,6 +71,8 @@ class PostgresBackend:
         if on_own_connection(self._db.conninfo, self._db.location, self._db.patience, self._migrate):
             self._db.use_pooler()
         self._db.open()
+        if self._replicas is not None:
+            self._replicas.open()
         self._appends = AppendBatcher(self._run, self._direct, lambda conn: SQLRows(conn, DIALECT), self._fresh)
 
     def _migrate(self, conn: psycopg.Connection) -> bool:
@@ -100,6 +106,8 @@ class PostgresBackend:
         if not self._closed.is_set():
             self._closed.set()
             self._db.close()
+            if self._replicas is not None:
+                self._replicas.close()
 
     def write(self, work: Callable[[Rows], T]) -> T:
         """`work` on the schema's rows in one transaction, re-run whole if the connection
@@ -109,6 +117,11 @@ class PostgresBackend:
     def read(self, work: Callable[[Rows], T]) -> T:
         """`work` on the schema's rows in one REPEATABLE READ snapshot (see Backend.read)."""
         return self._run(lambda conn: work(SQLRows(conn, DIALECT)), read_only=True)
+
+    def read_nearby(self, work: Callable[[Rows], T]) -> T:
+        """`read(work)`, on a replica that has replayed this handle's writes when the store
+        has replicas (see backend.ReplicatedBackend)."""
+        return self._read_nearby(lambda conn: work(SQLRows(conn, DIALECT)))
 
     def stream(self, work: Callable[[Rows], Iterator[T]]) -> Iterator[T]:
         """What `work` yields from the schema's rows, in one REPEATABLE READ snapshot; not
@@ -125,16 +138,32 @@ class PostgresBackend:
     def _run(self, work: Callable[[psycopg.Connection], T], *, read_only: bool = False) -> T:
         if self._closed.is_set():
             raise StoreClosed("this store handle is closed; open the store again")
-        return self._db.run(work, read_only=read_only)
+        try:
+            return self._db.run(work, read_only=read_only)
+        finally:
+            if not read_only and self._replicas is not None:
+                self._replicas.wrote()  # a failed write may have committed too
 
     def _direct(self, work: Callable[[psycopg.Connection], T]) -> T:
         """`work` on a connection outside any transaction: each statement commits itself."""
         if self._closed.is_set():
             raise StoreClosed("this store handle is closed; open the store again")
-        return self._db.session(work)
+        try:
+            return self._db.session(work)
+        finally:
+            if self._replicas is not None:
+                self._replicas.wrote()
 
     def _read(self, work: Callable[[psycopg.Connection], T]) -> T:
         return self._run(work, read_only=True)
+
+    def _read_nearby(self, work: Callable[[psycopg.Connection], T]) -> T:
+        """A read a replica may answer once it has replayed this handle's writes (replicas.py)."""
+        if self._replicas is None:
+            return self._read(work)
+        if self._closed.is_set():
+            raise StoreClosed("this store handle is closed; open the store again")
+        return self._replicas.read(work)
 
     def _fresh(self, conn: psycopg.Connection, session_id: str, batch: Any, now: float) -> list[Message] | None:
         """The common append's one statement, its function named by schema; through a pooler
@@ -146,11 +175,11 @@ class PostgresBackend:
 
     def search(self, query: cmd.Search) -> list[SearchHit]:
         fields = {name: getattr(query, name) for name in query.__slots__}
-        return self._read(partial(search.search, **fields))
+        return self._read_nearby(partial(search.search, **fields))
 
     def recall(self, query: cmd.Search) -> list[SearchHit]:
         fields = {name: getattr(query, name) for name in query.__slots__ if name != "query"}
-        return self._read(partial(search.recall, question=query.query, **fields))
+        return self._read_nearby(partial(search.recall, question=query.query, **fields))
 
     def footprint(self) -> tuple[int, int]:
         """The bytes of the schema's tables and sequences, and 0: the server's WAL is not
