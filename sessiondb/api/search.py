@@ -34,6 +34,7 @@ async def search(
     since: float | None = Query(None, allow_inf_nan=False),
     until: float | None = Query(None, allow_inf_nan=False),
     include_tools: bool = False,
+    include_reasoning: bool = Query(False, description="Match responses' reasoning too (words, not substrings)."),
     substring: bool = False,
     limit: int = Query(20, ge=1, le=SEARCH_WINDOW),
     offset: int = Query(0, ge=0, le=SEARCH_WINDOW, description="Skip this many hits (the next page)."),
@@ -46,7 +47,8 @@ async def search(
     """
     store = await store_for(request, profile)
     hits = await store.search(q, source=source, session_id=session_id, role=role, since=since, until=until,
-                              include_tools=include_tools, substring=substring, limit=SEARCH_WINDOW)
+                              include_tools=include_tools, include_reasoning=include_reasoning, substring=substring,
+                              limit=SEARCH_WINDOW)
     if spread:
         hits = spread_by_session(hits)
     page = hits[offset:offset + limit]

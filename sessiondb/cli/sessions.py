@@ -254,20 +254,22 @@ def _hit_filters(command: Callable[..., None]) -> Callable[..., None]:
 @click.argument("query")
 @_hit_filters
 @click.option("--tools", "include_tools", is_flag=True, help="Search tool output too.")
+@click.option("--reasoning", "include_reasoning", is_flag=True, help="Search responses' reasoning too (by words).")
 @click.option("--substring", is_flag=True, help="Match terms as substrings (implied by CJK text).")
 @click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True, help="At most this many hits.")
 @json_option
 @rows_option
 @click.pass_obj
 def search(ctx: CliContext, query: str, source: str | None, session_ref: str | None, role: str | None,
-           since: float | None, until: float | None, include_tools: bool, substring: bool, limit: int,
-           as_json: JsonOutput | None, rows: str | None) -> None:
+           since: float | None, until: float | None, include_tools: bool, include_reasoning: bool, substring: bool,
+           limit: int, as_json: JsonOutput | None, rows: str | None) -> None:
     """Find messages: words, "phrases", OR, -word, prefix*."""
     one_format(as_json, rows)
     with ctx.open() as store:
         session_id = None if session_ref is None else resolve(ctx, store, session_ref).id
         found = ctx.call(store.search, query, source=source, session_id=session_id, role=role, since=since,
-                         until=until, include_tools=include_tools, substring=substring, limit=limit)
+                         until=until, include_tools=include_tools, include_reasoning=include_reasoning,
+                         substring=substring, limit=limit)
     if as_json:
         as_json.emit([hit.to_dict() for hit in found])
     elif rows:

@@ -113,12 +113,13 @@ class Recall:
         return any(project in str(meta.get(k) or "") for k in ("project", "cwd"))
 
     def search(self, query: str, *, source: str | None = None, project: str | None = None, since: Any = None,
-               until: Any = None, role: str | None = None, include_tools: bool = False, limit: int = 20) -> list[dict]:
+               until: Any = None, role: str | None = None, include_tools: bool = False, limit: int = 20,
+               include_reasoning: bool = False) -> list[dict]:
         self._sessions.clear()  # sessions change between calls; within one, look each up once
         self._words.clear()
         hits = self.store.search(query, source=source or None, role=role or None, since=moment(since, "since"),
                                  until=moment(until, "until"), include_tools=include_tools,
-                                 limit=MAX_SCAN if project else limit)
+                                 include_reasoning=include_reasoning, limit=MAX_SCAN if project else limit)
         return self._views(hits, project, limit)
 
     def _views(self, hits: list, project: str | None, limit: int) -> list[dict]:

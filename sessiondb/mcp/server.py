@@ -60,15 +60,17 @@ def build(store: Store, *, allow_append: bool = False, allow_system: bool = Fals
     @offer(reading)
     def search(query: str, source: str | None = None, project: str | None = None,
                since: str | None = None, until: str | None = None, role: str | None = None,
-               include_tools: bool = False, limit: int = 20) -> list[dict[str, Any]]:
+               include_tools: bool = False, limit: int = 20,
+               include_reasoning: bool = False) -> list[dict[str, Any]]:
         """Search every stored session's messages, best first. Query language: words (all must
         match), "quoted phrases", OR, -word to exclude, prefix*. Filters: source (the tool:
         claude-code, codex, llm, hermes, openai-agents, langchain, cli...), project (part of
         the project path or cwd), since/until (ISO 8601), role (user, assistant, system, tool).
         Compacted history is included (hits say compacted: true); tool output only with
-        include_tools. Each hit has session_id and message_id for transcript."""
+        include_tools; a response's reasoning (its thinking) only with include_reasoning.
+        Each hit has session_id and message_id for transcript."""
         return answer(memory.search, query, source=source, project=project, since=since, until=until,
-                      role=role, include_tools=include_tools, limit=limit)
+                      role=role, include_tools=include_tools, include_reasoning=include_reasoning, limit=limit)
 
     @offer(reading)
     def recall(question: str, source: str | None = None, project: str | None = None, since: str | None = None,

@@ -114,6 +114,7 @@ class Search:
     since: float | None
     until: float | None
     include_tools: bool
+    include_reasoning: bool  # a search's words match reasoning too; never a recall's
     limit: int
 
 

@@ -343,6 +343,7 @@ class Store(Protocol):
         include_tools: bool = False,
         limit: int = 20,
         substring: bool = False,
+        include_reasoning: bool = False,
     ) -> list[SearchHit]:
         """Messages matching `query`, best first (at most `limit`, 1..1000).
 
@@ -360,7 +361,10 @@ class Store(Protocol):
         message's output is searchable. Filters: the session's profile and source, one
         session, the message's role, and its timestamp in [since, until). Hits are ranked
         by bm25 among the newest 1,000 matches of the query and its filters, on every
-        backend (query.RANK_WINDOW).
+        backend (query.RANK_WINDOW). With include_reasoning, the words of a query also
+        match a message's reasoning (a model's thinking, as importers and adapters keep
+        it): a message matches when its text does or its reasoning does, each judged whole,
+        and its snippet comes from where it matched; substrings match the text only.
         """
 
     def recall(

@@ -467,6 +467,9 @@ def search(rows: MemoryRows, query: cmd.Search) -> list[SearchHit]:
     matches: list[tuple[float, Row, str]] = []
     for row, text in scanned:
         score = _score(parsed, text)
+        if score is None and query.include_reasoning and not parsed.substring and row["reasoning"]:
+            score = _score(parsed, row["reasoning"])  # found in its reasoning: the snippet is cut there
+            text = row["reasoning"] if score is not None else text
         if score is not None:
             if parsed.substring:
                 score = score / max(len(text), 1) if dense else 0.0

@@ -154,9 +154,25 @@ def test_an_index_of_the_previous_layout_gains_the_stems_and_is_indexed_again(tm
         assert uids(store.search("temples")) == []  # the index is made and caught up
     # The layout an earlier release wrote: no stems index, text indexed as stored.
     conn = apsw.Connection(f"{path}-search")
-    conn.execute("DROP TABLE stems; PRAGMA user_version=2")
+    conn.execute("DROP TABLE stems; DROP TABLE thoughts; PRAGMA user_version=2")
     conn.close()
     with sessiondb.open_store(path) as store:
         assert uids(store.recall("What did Caroline research?")) == ["it"]
         assert uids(store.search("Python")) == ["it"]  # indexed again, CJK runs set apart
+        check_indexes(store)
+
+
+def test_an_index_without_the_thoughts_gains_them_and_finds_reasoning(tmp_path):
+    path = tmp_path / "upgraded.db"
+    with sessiondb.open_store(path) as store:
+        store.append(store.create_session("cli").id, [
+            {"uid": "it", "role": "assistant", "content": "Done.", "reasoning": "The zeppelin config was stale."}])
+        assert uids(store.search("temples")) == []  # the index is made and caught up
+    # The layout the release before wrote: no thoughts index.
+    conn = apsw.Connection(f"{path}-search")
+    conn.execute("DROP TABLE thoughts; PRAGMA user_version=3")
+    conn.close()
+    with sessiondb.open_store(path) as store:
+        assert uids(store.search("zeppelin", include_reasoning=True)) == ["it"]
+        assert uids(store.search("zeppelin")) == []
         check_indexes(store)

@@ -67,7 +67,7 @@ def test_a_read_transaction_writes_nothing():
 
 def _search(store, text: str, *, substring: bool = False, **filters):
     query = {"profile": None, "source": None, "session_id": None, "role": None, "since": None, "until": None,
-             "include_tools": False, "limit": 10, **filters}
+             "include_tools": False, "include_reasoning": False, "limit": 10, **filters}
     return [(hit.uid, hit.snippet) for hit in store.search(cmd.Search(parse(text, substring=substring), **query))]
 
 
@@ -122,7 +122,7 @@ def test_search_filters_and_substrings(searched):
 def test_recall_finds_any_content_word_stemmed_rarer_words_first(searched):
     def ask(text: str):
         filters = {"profile": None, "source": None, "session_id": None, "role": None, "since": None,
-                   "until": None, "include_tools": False, "limit": 10}
+                   "until": None, "include_tools": False, "include_reasoning": False, "limit": 10}
         return [hit.uid for hit in searched.recall(cmd.Search(question(text), **filters))]
 
     assert ask("When does the café open?") == ["a", "b"]  # "opens" is "open", "cafes" "cafe"; "when", "does" left out

@@ -64,7 +64,7 @@ def test_a_store_written_only_through_the_api_verifies_clean_and_counts_what_it_
     # Every stored row is indexed, the rewound one too (the state is joined at query time);
     # no message has CJK text, so the trigram index holds none.
     assert report.checked == {"sessions": 2, "messages": 10, "search_words": 10, "search_stems": 10,
-                              "search_cjk": 0, "leases": 1, "usage": 1}
+                              "search_cjk": 0, "search_thoughts": 0, "leases": 1, "usage": 1}
     assert report.to_dict()["ok"] is True
 
 

@@ -36,6 +36,7 @@ from typing import Any
 import psycopg
 
 from ...model import SearchHit
+from .text import from_server
 from ...recall import SCAN_SCORE, SPREAD_FROM, Recall, best, favour, spread
 from ...query import (
     ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, LIKE_SNIPPET_CONTEXT, RANK_WINDOW, SNIPPET_SCAN, Query, Term,
@@ -48,6 +49,8 @@ _FOLDED = f"search_fold({_TEXT})"
 _HEADLINE = (f"StartSel={HIGHLIGHT_OPEN}, StopSel={HIGHLIGHT_CLOSE}, MaxWords=16, MinWords=6, ShortWord=0, "
              f"MaxFragments=1, FragmentDelimiter={ELLIPSIS}")
 _HIT = "m.id, m.session_id, m.uid, m.role, m.timestamp, m.state, s.title, s.source"
+#: A message's reasoning as words (migration 0012, whose index serves it).
+_THOUGHTS = "reasoning_words(m.reasoning)"
 
 
 def _tsquery(term: Term, params: list[Any]) -> str:
@@ -87,14 +90,19 @@ def _substrings(query: Query, params: list[Any]) -> list[str]:
 
 def search(conn: psycopg.Connection, query: Query, *, profile: str | None, source: str | None,
            session_id: str | None, role: str | None, since: float | None, until: float | None,
-           include_tools: bool, limit: int) -> list[SearchHit]:
-    """The best `limit` hits for a parsed query, best first."""
+           include_tools: bool, include_reasoning: bool, limit: int) -> list[SearchHit]:
+    """The best `limit` hits for a parsed query, best first. With include_reasoning, words
+    match a message's reasoning too (migration 0012's index), each judged whole."""
     if query.empty:
         return []
     where, params = ["m.state <> 'rewound'"], []
     tsquery_params: list[Any] = []
     tsquery = None if query.substring else _words(query, tsquery_params)
-    if tsquery is not None:
+    reasoning = include_reasoning and tsquery is not None
+    if reasoning:
+        where.append(f"(m.words @@ ({tsquery}) OR m.reasoning IS NOT NULL AND {_THOUGHTS} @@ ({tsquery}))")
+        params += tsquery_params * 2
+    elif tsquery is not None:
         where.append(f"m.words @@ ({tsquery})")
         params += tsquery_params
     _filter(where, params, [("coalesce(s.profile, 'main') = %s", profile), ("s.source = %s", source)])
@@ -109,21 +117,34 @@ def search(conn: psycopg.Connection, query: Query, *, profile: str | None, sourc
     # collecting every one of its matches.
     # Only the first SNIPPET_SCAN characters of a hit's text are read: its snippet is cut
     # from a window of them (query.snippet_window), so it costs the same whatever the text.
+    score = f"ts_rank(words, {tsquery})"
+    if reasoning:  # the better of the text's rank and the reasoning's
+        score = f"greatest({score}, ts_rank(reasoning_words(reasoning), {tsquery}))"
     rows = conn.execute(
-        f"WITH window_ AS (SELECT {_HIT}, m.words, m.content, m.parts FROM messages AS m "
+        f"WITH window_ AS (SELECT {_HIT}, m.words, m.content, m.parts, m.reasoning FROM messages AS m "
         f"JOIN sessions AS s ON s.id = m.session_id WHERE {' AND '.join(where)} "
         "ORDER BY m.id DESC LIMIT %s), "
-        f"best AS (SELECT *, ts_rank(words, {tsquery}) AS score FROM window_ ORDER BY score DESC, id DESC LIMIT %s) "
+        f"best AS (SELECT *, {score} AS score FROM window_ ORDER BY score DESC, id DESC LIMIT %s) "
         f"SELECT id, session_id, uid, role, timestamp, state, title, source, "
-        f"left(search_text(role, content, parts), {SNIPPET_SCAN + 1}), score "
+        f"left(search_text(role, content, parts), {SNIPPET_SCAN + 1}), score, "
+        f"{f'left(reasoning, {SNIPPET_SCAN + 1})' if reasoning else 'NULL'} "
         "FROM best ORDER BY score DESC, id DESC",
-        (*params, RANK_WINDOW, *tsquery_params, limit),
+        (*params, RANK_WINDOW, *tsquery_params * (2 if reasoning else 1), limit),
         prepare=False).fetchall()
     texts = [row[8] or "" for row in rows]
     spans = [snippet_window(text, query.needles, words=True) for text in texts]
     cut = headlines(conn, tsquery, tsquery_params, [text[start:end] for text, (start, end) in zip(texts, spans)])
-    return [_hit(row[:8], windowed(headline, *span, len(text)) if headline else text[:2 * LIKE_SNIPPET_CONTEXT],
-                 float(row[9])) for row, text, span, headline in zip(rows, texts, spans, cut)]
+    snippets = [windowed(headline, *span, len(text)) if headline else "" for text, span, headline in zip(texts, spans, cut)]
+    # A hit its text does not match was found in its reasoning: the snippet is cut from there.
+    thought = [i for i, snippet in enumerate(snippets) if not snippet and rows[i][10]]
+    if thought:
+        thoughts = [from_server(rows[i][10]) for i in thought]
+        around = [snippet_window(t, query.needles, words=True) for t in thoughts]
+        marked = headlines(conn, tsquery, tsquery_params, [t[start:end] for t, (start, end) in zip(thoughts, around)])
+        for i, t, span, headline in zip(thought, thoughts, around, marked):
+            snippets[i] = windowed(headline, *span, len(t)) if headline else ""
+    return [_hit(row[:8], snippet or text[:2 * LIKE_SNIPPET_CONTEXT], float(row[9]))
+            for row, text, snippet in zip(rows, texts, snippets)]
 
 
 def headlines(conn: psycopg.Connection, tsquery: str, tsquery_params: list[Any], texts: list[str],
@@ -259,7 +280,8 @@ def recall(conn: psycopg.Connection, question: Recall, *, profile: str | None, s
             continue
         substrings = Query(groups=(terms,), excluded=(), substring=True)
         for hit in search(conn, substrings, profile=profile, source=source, session_id=session_id, role=role,
-                          since=since, until=until, include_tools=include_tools, limit=RANK_WINDOW):
+                          since=since, until=until, include_tools=include_tools, include_reasoning=False,
+                          limit=RANK_WINDOW):
             scores[hit.message_id] = scores.get(hit.message_id, 0.0) + (hit.score if worth is None else worth)
             times[hit.message_id] = hit.timestamp
     if not scores:

@@ -178,7 +178,8 @@ class PostgresBackend:
         return self._read_nearby(partial(search.search, **fields))
 
     def recall(self, query: cmd.Search) -> list[SearchHit]:
-        fields = {name: getattr(query, name) for name in query.__slots__ if name != "query"}
+        fields = {name: getattr(query, name) for name in query.__slots__
+                  if name not in ("query", "include_reasoning")}  # a recall never reads reasoning
         return self._read_nearby(partial(search.recall, question=query.query, **fields))
 
     def footprint(self) -> tuple[int, int]:

@@ -50,11 +50,11 @@ from ...query import (
     like_snippet, snippet_window, through_trigrams, windowed,
 )
 from ...recall import COMMON_MESSAGES, SCAN_SCORE, SPREAD_FROM, Recall, best, favour, rarer, spread
-from .index.schema import CJK, STEMS, TOKENIZERS, TOOL_TEXT_LIMIT, WORDS, text_sql
+from .index.schema import CJK, STEMS, THOUGHTS, TOKENIZERS, TOOL_TEXT_LIMIT, WORDS, text_sql
 
 __all__ = ["TOOL_TEXT_LIMIT", "recall", "search"]
 
-SNIPPET_TOKENS = {WORDS: 16, STEMS: 16, CJK: 40}
+SNIPPET_TOKENS = {WORDS: 16, STEMS: 16, CJK: 40, THOUGHTS: 16}
 #: A message row's indexed text, as SQL on the alias `m` (every query here reads it so).
 _TEXT = text_sql("m")
 
@@ -127,6 +127,7 @@ def search(
     since: float | None,
     until: float | None,
     include_tools: bool,
+    include_reasoning: bool,
     limit: int,
     touched_to: int = 0,
 ) -> list[SearchHit]:
@@ -134,7 +135,8 @@ def search(
 
     Runs on a store connection with the index attached as `idx` and caught up (by the
     caller) to what the store held when the search began; `touched_to` is the index's mark
-    in the store's log of deleted and changed ids."""
+    in the store's log of deleted and changed ids. With include_reasoning, words match a
+    message's reasoning too (the `thoughts` index), text and reasoning each judged whole."""
     if query.empty:
         return []
     plan = _Plan(query)
@@ -167,13 +169,25 @@ def search(
     # joined in the window only when a filter is on them (every message has its session).
     sessions_join = "CROSS JOIN sessions AS s ON s.id = m.session_id"
     needs_sessions = profile is not None or source is not None
-    ranked = conn.execute(
-        f"SELECT id, score FROM (SELECT m.id AS id, bm25({index}) AS score FROM idx.{index} "
-        f"CROSS JOIN messages AS m ON m.id = {index}.rowid {sessions_join if needs_sessions else ''} "
-        f"WHERE {index} MATCH ? AND {' AND '.join(where)} ORDER BY {index}.rowid DESC LIMIT ?) "
-        f"ORDER BY score, id DESC LIMIT ?",
-        (plan.match, *params, RANK_WINDOW, limit),
-    ).fetchall()
+    thinking = include_reasoning and index == WORDS
+    if thinking:  # a match of the text or of the reasoning, scored by the better
+        found = (f"(SELECT rowid, min(score) AS score FROM (SELECT rowid, bm25({WORDS}) AS score FROM idx.{WORDS} "
+                 f"WHERE {WORDS} MATCH ? UNION ALL SELECT rowid, bm25({THOUGHTS}) FROM idx.{THOUGHTS} "
+                 f"WHERE {THOUGHTS} MATCH ?) GROUP BY rowid) AS f")
+        ranked = conn.execute(
+            f"SELECT id, score FROM (SELECT m.id AS id, f.score AS score FROM {found} "
+            f"CROSS JOIN messages AS m ON m.id = f.rowid {sessions_join if needs_sessions else ''} "
+            f"WHERE {' AND '.join(where)} ORDER BY f.rowid DESC LIMIT ?) ORDER BY score, id DESC LIMIT ?",
+            (plan.match, plan.match, *params, RANK_WINDOW, limit),
+        ).fetchall()
+    else:
+        ranked = conn.execute(
+            f"SELECT id, score FROM (SELECT m.id AS id, bm25({index}) AS score FROM idx.{index} "
+            f"CROSS JOIN messages AS m ON m.id = {index}.rowid {sessions_join if needs_sessions else ''} "
+            f"WHERE {index} MATCH ? AND {' AND '.join(where)} ORDER BY {index}.rowid DESC LIMIT ?) "
+            f"ORDER BY score, id DESC LIMIT ?",
+            (plan.match, *params, RANK_WINDOW, limit),
+        ).fetchall()
     if not ranked:
         return []
     page = {row[0]: row for row in conn.execute(
@@ -184,7 +198,16 @@ def search(
     spans = {mid: snippet_window(text, query.needles, words=not query.substring) for mid, text in texts.items()}
     cut = snippets(index, plan.match, {mid: texts[mid][start:end] for mid, (start, end) in spans.items()},
                    (HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE, ELLIPSIS), SNIPPET_TOKENS[index])
-    return [_hit(page[mid][:8], _snippet(cut.get(mid), texts[mid], *spans[mid]), -score) for mid, score in ranked]
+    shown = {mid: _snippet(cut.get(mid), texts[mid], *spans[mid]) for mid in page}
+    if thinking and (elsewhere := [mid for mid in page if mid not in cut]):
+        # Found in its reasoning, not its text: the snippet is cut from the reasoning.
+        thoughts = dict(conn.execute(f"SELECT id, reasoning FROM messages WHERE reasoning IS NOT NULL AND "
+                                     f"id IN ({', '.join('?' * len(elsewhere))})", elsewhere).fetchall())
+        around = {mid: snippet_window(t, query.needles, words=True) for mid, t in thoughts.items()}
+        marked = snippets(THOUGHTS, plan.match, {mid: thoughts[mid][a:b] for mid, (a, b) in around.items()},
+                          (HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE, ELLIPSIS), SNIPPET_TOKENS[WORDS])
+        shown.update({mid: windowed(snippet, *around[mid], len(thoughts[mid])) for mid, snippet in marked.items()})
+    return [_hit(page[mid][:8], shown[mid], -score) for mid, score in ranked]
 
 
 def _filters(*, profile: str | None, source: str | None, session_id: str | None, role: str | None,
@@ -289,7 +312,7 @@ def recall(conn: apsw.Connection, question: Recall, *, profile: str | None, sour
     if short:
         for hit in search(conn, Query(groups=(short,), excluded=(), substring=True), profile=profile, source=source,
                           session_id=session_id, role=role, since=since, until=until, include_tools=include_tools,
-                          limit=RANK_WINDOW, touched_to=touched_to):
+                          include_reasoning=False, limit=RANK_WINDOW, touched_to=touched_to):
             scores[hit.message_id] = scores.get(hit.message_id, 0.0) + SCAN_SCORE
             times[hit.message_id] = hit.timestamp
             scanned.setdefault(hit.message_id, hit.snippet)

@@ -132,7 +132,8 @@ class SQLiteBackend:
         return self._file.search(lambda conn, touched_to: search.search(conn, touched_to=touched_to, **fields))
 
     def recall(self, query: cmd.Search) -> list[SearchHit]:
-        fields = {name: getattr(query, name) for name in query.__slots__ if name != "query"}
+        fields = {name: getattr(query, name) for name in query.__slots__
+                  if name not in ("query", "include_reasoning")}  # a recall never reads reasoning
         self._check_open()
         return self._file.search(lambda conn, touched_to: search.recall(conn, query.query, touched_to=touched_to,
                                                                         **fields))

@@ -335,3 +335,26 @@ def test_a_query_longer_than_the_limit_is_refused(store, kyoto):
     store.search("kyoto " + "x" * 19_000)  # within the limit: taken
     with pytest.raises(InvalidInput, match="20,000"):
         store.search("kyoto " * 4_000)
+
+
+def test_reasoning_is_searched_only_when_asked(store):
+    s = store.create_session("claude-code")
+    asked, *_ = store.append(s.id, [
+        {"uid": "asked", "role": "user", "content": "Which port does the service use?"},
+        {"uid": "answer", "role": "assistant", "content": "It listens on 8080.",
+         "reasoning": "The config file sets the listener; the zeppelin flag is unrelated."},
+        {"uid": "said", "role": "assistant", "content": "The zeppelin lands at noon."},
+    ])
+    assert [h.uid for h in store.search("zeppelin")] == ["said"]  # the text only, by default
+    found = {h.uid: h for h in store.search("zeppelin", include_reasoning=True)}
+    assert set(found) == {"said", "answer"}
+    assert "zeppelin" in found["answer"].snippet and "listener" in found["answer"].snippet  # cut from the reasoning
+    assert store.search("listener config", include_reasoning=True)[0].uid == "answer"
+    assert store.search("listener 8080", include_reasoning=True) == []  # text and reasoning are each judged whole
+    store.rewind(s.id, asked.id)
+    assert store.search("zeppelin", include_reasoning=True) == []  # rewound: never found
+
+
+def test_include_reasoning_is_a_flag(store):
+    with pytest.raises(InvalidInput):
+        store.search("zeppelin", include_reasoning="yes")

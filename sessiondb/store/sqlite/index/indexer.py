@@ -275,12 +275,14 @@ def index_batch(conn: apsw.Connection, limit: int) -> bool:
             for start in range(0, len(again), 500):
                 chunk = again[start:start + 500]
                 _add(conn, conn.cursor().execute(
-                    f"SELECT m.id, {text} FROM store.messages AS m WHERE m.id IN ({', '.join('?' * len(chunk))})",
+                    f"SELECT m.id, {text}, m.reasoning FROM store.messages AS m "
+                    f"WHERE m.id IN ({', '.join('?' * len(chunk))})",
                     chunk,
                 ))
             touched_to = touched[-1][0]
         added, last = _add(conn, conn.cursor().execute(
-            f"SELECT m.id, {text} FROM store.messages AS m WHERE m.id > ? ORDER BY m.id LIMIT ?", (indexed_to, limit)
+            f"SELECT m.id, {text}, m.reasoning FROM store.messages AS m WHERE m.id > ? ORDER BY m.id LIMIT ?",
+            (indexed_to, limit)
         ))
         conn.executemany("UPDATE state SET value = ? WHERE key = ?",
                          [(max(indexed_to, last), "indexed_to"), (touched_to, "touched_to")])
@@ -292,15 +294,19 @@ def index_batch(conn: apsw.Connection, limit: int) -> bool:
     return len(touched) < limit and added < limit
 
 
-def _add(conn: apsw.Connection, rows: Iterable[tuple[int, str]]) -> tuple[int, int]:
-    """Index rows as they are read (a batch of long texts is never all in memory); returns
-    how many and the last id. One prepared statement per index for the whole batch."""
+def _add(conn: apsw.Connection, rows: Iterable[tuple[int, str, str | None]]) -> tuple[int, int]:
+    """Index rows (id, text, reasoning) as they are read (a batch of long texts is never all
+    in memory); returns how many and the last id. One prepared statement per index for the
+    whole batch."""
     count = last = 0
     cjk: list[tuple[int, str]] = []
+    thoughts: list[tuple[int, str]] = []
 
     def words() -> Iterable[dict[str, object]]:
         nonlocal count, last
-        for mid, text in rows:
+        for mid, text, reasoning in rows:
+            if reasoning:
+                thoughts.append((mid, indexable(reasoning)))
             text = indexable(text)
             runs = cjk_runs(text)
             if runs:
@@ -315,4 +321,6 @@ def _add(conn: apsw.Connection, rows: Iterable[tuple[int, str]]) -> tuple[int, i
                      f"INSERT INTO {schema.STEMS}(rowid, text) VALUES (:id, :text)", words())
     if cjk:
         conn.executemany(f"INSERT INTO {schema.CJK}(rowid, text) VALUES (?, ?)", cjk)
+    if thoughts:
+        conn.executemany(f"INSERT INTO {schema.THOUGHTS}(rowid, text) VALUES (?, ?)", thoughts)
     return count, last

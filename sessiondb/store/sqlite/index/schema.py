@@ -13,6 +13,9 @@ What it holds (contentless FTS5: no copy of the text, which stays in `messages` 
   the Porter stemmer (English: `researched` and `research` are one word); recall's
   index (sessiondb.recall). A word of another language goes through the same rules
   in the text and in the question, so it finds the same word (not its inflections).
+- `thoughts`, tokenizer as `words`: each response's reasoning (a model's thinking, kept
+  by importers and adapters as `reasoning`), for a search that asks for it
+  (include_reasoning); a search never looks there otherwise.
 - `cjk`, tokenizer `trigram remove_diacritics 1`: only the runs of text in scripts written
   without spaces (query.cjk_runs), joined by newlines, of the messages that have any: the
   one place the word tokenizer cannot split words. Trigrams of whole messages would be
@@ -50,12 +53,13 @@ from ..connect import connect
 
 FILES = INDEX_SUFFIXES  # beside the store file: the index, its WAL, shared memory, journal
 SUFFIX = FILES[0]
-VERSION = 3  # PRAGMA user_version of the index file's layout (2: marks that only rise; 3: the stems
-# index, text NFC; a file of an older layout is indexed again, one of another is index damage, rebuilt)
+VERSION = 4  # PRAGMA user_version of the index file's layout (2: marks that only rise; 3: the stems
+# index, text NFC; 4: the thoughts index; a file of an older layout is indexed again, one of
+# another is index damage, rebuilt)
 TOOL_TEXT_LIMIT = 8192  # characters of a tool message's output that are indexed
-WORDS, STEMS, CJK = "words", "stems", "cjk"
+WORDS, STEMS, CJK, THOUGHTS = "words", "stems", "cjk", "thoughts"
 TOKENIZERS = {WORDS: "unicode61 remove_diacritics 2", STEMS: "porter unicode61 remove_diacritics 2",
-              CJK: "trigram remove_diacritics 1"}
+              CJK: "trigram remove_diacritics 1", THOUGHTS: "unicode61 remove_diacritics 2"}
 
 #: How many messages hold each term of the stems index (recall's common words): a view of
 #: its term list, made in each reader's temp schema before the reader turns query-only,
@@ -135,7 +139,7 @@ def open_index(store: Path, *, patience: float, vfs: str | None, path: Path | No
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
-        elif version == 2:
+        elif version in _UPGRADED:
             _upgrade(conn)
         elif version != VERSION:
             raise apsw.CorruptError(f"search index file has layout {version}, expected {VERSION}")
@@ -146,12 +150,17 @@ def open_index(store: Path, *, patience: float, vfs: str | None, path: Path | No
     return conn
 
 
+#: The older layouts a file is brought from: it gains the indexes it lacks and is indexed again.
+_UPGRADED = (2, 3)
+
+
 def _upgrade(conn: apsw.Connection) -> None:
-    """A layout-2 index gains the stems index and is indexed again from the first message
-    (its words were indexed before NFC), by the catch-ups that follow, in batches."""
+    """An index of an older layout gains the indexes it lacks (stems, thoughts) and is
+    indexed again from the first message (a layout-2 file's words were indexed before NFC),
+    by the catch-ups that follow, in batches."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        if conn.execute("PRAGMA user_version").fetchone()[0] == 2:  # not upgraded meanwhile
+        if conn.execute("PRAGMA user_version").fetchone()[0] in _UPGRADED:  # not upgraded meanwhile
             conn.execute(_TABLES)
             for name in TOKENIZERS:
                 conn.execute(f"INSERT INTO {name}({name}) VALUES ('delete-all')")
