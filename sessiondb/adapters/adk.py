@@ -15,9 +15,7 @@ on the disk or the server.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import threading
 from typing import Any
 
 from google.adk.errors import StaleSessionError
@@ -44,9 +42,6 @@ __all__ = ["SessiondbMemoryService", "SessiondbSessionService"]
 #: retry of an event whose first delivery was stored is a re-delivery, never stale).
 _RECENT = 20
 _PAGE = 500
-#: How many locks a service's stale checks take turns on, a session always on the same one:
-#: appends to one session take turns, appends to others mostly do not.
-_STRIPES = 64
 
 _STALE = ("The session has been modified in storage since it was loaded. "
           "Please reload the session before appending more events.")
@@ -70,9 +65,6 @@ class SessiondbSessionService(OnStore, BaseSessionService):
                  check_stale: bool = True, **open_options: Any) -> None:
         super().__init__(location, store, open_options)
         self._check_stale = check_stale
-        # Of two appends from stale copies of one session through this service, exactly one
-        # is stored: the check and the write are one step here (see _refuse_if_stale).
-        self._checking = [threading.Lock() for _ in range(_STRIPES)] if check_stale else None
 
     # --- sessions ----------------------------------------------------------------------
 
@@ -207,14 +199,16 @@ class SessiondbSessionService(OnStore, BaseSessionService):
         stored = self._conversation(session.app_name, session.user_id, session.id)
         if stored is None:
             raise SessionNotFoundError(f"Session {session.id} not found.")
-        checking = self._checking[hash(stored.id) % _STRIPES] if self._checking else contextlib.nullcontext()
-        with checking:
+        try:
             if self._check_stale:
-                self._refuse_if_stale(stored, session, event)
-            try:
+                # The check and the write are one unit of work, the conversation's end locked:
+                # of two writers from stale copies, in any processes, exactly one is stored.
+                self._store.extend(stored.id, lambda _root, newest, _history: _unless_stale(newest, session, event,
+                                                                                             message), newest=_RECENT)
+            else:
                 self._store.append(stored.id, message)
-            except MessageConflict:
-                raise AlreadyExistsError(f"Event {event.id} already exists with other content.") from None
+        except MessageConflict:
+            raise AlreadyExistsError(f"Event {event.id} already exists with other content.") from None
         # After the event: an event refused above applies nothing. A retried event applies
         # its delta again, with the same values.
         if scopes["session"]:
@@ -222,22 +216,21 @@ class SessiondbSessionService(OnStore, BaseSessionService):
         state.write(self._store, scopes["app"], session.app_name)
         state.write(self._store, scopes["user"], session.app_name, session.user_id)
 
-    def _refuse_if_stale(self, stored: StoredSession, session: Session, event: Event) -> None:
-        """StaleSessionError when the store holds events this session object never saw.
 
-        The session's revision is the uid of the newest message it saw stored (set by every
-        read and append of this service; for a session built elsewhere, its last event).
-        The check reads before the write, under this service's lock: of two stale writers
-        through one service exactly one wins. The store has no conditional append (store
-        this message only if the session's newest uid is still the revision), so writers
-        in two processes (or through two services) checking in the same instant can both
-        pass, and then both events are kept.
-        """
-        marker = session._storage_update_marker
-        if marker is None:
-            marker = session.events[-1].id if session.events else ""
-        recent = [m.uid for m in self._newest(stored.id, _RECENT)]
-        if event.id in recent:
-            return  # a re-delivery of an event already stored: stores nothing again
-        if (recent[0] if recent else "") != marker:
-            raise StaleSessionError(_STALE)
+def _unless_stale(newest: list[Message], session: Session, event: Event,
+                  message: dict[str, Any]) -> list[dict[str, Any]]:
+    """The event's message to store after the conversation's `newest` messages (oldest
+    first), or StaleSessionError when they hold events this session object never saw.
+
+    The session's revision is the uid of the newest message it saw stored (set by every
+    read and append of this service; for a session built elsewhere, its last event). An
+    event among the newest already is a re-delivery: its message is given again, and the
+    store keeps it once (by uid).
+    """
+    marker = session._storage_update_marker
+    if marker is None:
+        marker = session.events[-1].id if session.events else ""
+    recent = [m.uid for m in newest]
+    if event.id not in recent and (recent[-1] if recent else "") != marker:
+        raise StaleSessionError(_STALE)
+    return [message]

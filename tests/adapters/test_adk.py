@@ -23,6 +23,7 @@ from google.adk.sessions.base_session_service import GetSessionConfig
 from google.genai import types
 
 import sessiondb
+from sessiondb.adapters import adk
 from sessiondb.adapters.adk import SessiondbMemoryService, SessiondbSessionService
 from sessiondb.adapters.adk_events import message_of
 
@@ -295,31 +296,30 @@ def test_a_session_changed_elsewhere_is_stale(where):
     assert "lost" not in reread.state
 
 
-def test_of_two_stale_copies_appending_at_once_through_one_service_exactly_one_is_stored(where):
-    # Each writer's stale check, once it has read the store, waits for the other writer to
-    # have read it too: if the check and the write were two steps, both would pass and both
-    # events be stored. The wait is a bound on a hang (the other writer may be held off, as
-    # it must be), never a latency claim.
+def test_of_two_stale_copies_appending_at_once_through_two_services_exactly_one_is_stored(where, monkeypatch):
+    # Each writer's stale check, once it has read the conversation's end, waits for the
+    # other writer to have read it too: if the check and the write were two steps, both
+    # would pass and both events be stored. The wait is a bound on a hang (the other writer
+    # is held off by the lock, as it must be), never a latency claim.
     both_read = threading.Barrier(2, timeout=1)
+    checked = adk._unless_stale
+
+    def check_then_wait(*args):
+        found = checked(*args)
+        with contextlib.suppress(threading.BrokenBarrierError):
+            both_read.wait()
+        return found
+
+    monkeypatch.setattr(adk, "_unless_stale", check_then_wait)
 
     async def scenario():
-        async with service(where) as sessions:
-            await sessions.create_session(app_name=APP, user_id="ana", session_id="raced")
-            read = sessions._newest
-
-            def newest_then_wait(session_id, count=1):
-                found = read(session_id, count)
-                if count > 1:  # the stale check's read
-                    with contextlib.suppress(threading.BrokenBarrierError):
-                        both_read.wait()
-                return found
-
-            sessions._newest = newest_then_wait
-            loaded = await sessions.get_session(app_name=APP, user_id="ana", session_id="raced")
-            copies = [loaded.model_copy(deep=True) for _ in range(2)]
-            results = await asyncio.gather(*(sessions.append_event(copy, event(n)) for n, copy in enumerate(copies, 1)),
+        async with service(where) as here, service(where) as there:
+            await here.create_session(app_name=APP, user_id="ana", session_id="raced")
+            copies = [await s.get_session(app_name=APP, user_id="ana", session_id="raced") for s in (here, there)]
+            results = await asyncio.gather(*(s.append_event(copy, event(n))
+                                             for n, (s, copy) in enumerate(zip((here, there), copies), 1)),
                                            return_exceptions=True)
-            return results, await sessions.get_session(app_name=APP, user_id="ana", session_id="raced")
+            return results, await here.get_session(app_name=APP, user_id="ana", session_id="raced")
 
     results, reread = asyncio.run(scenario())
     assert sorted(type(r).__name__ for r in results) == ["Event", "StaleSessionError"]
