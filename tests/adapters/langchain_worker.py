@@ -1,6 +1,8 @@
 """One process of the LangChain adapter's two-writer test: turns added to one session.
 
-    python langchain_worker.py LOCATION SESSION_ID NAME TURNS
+    python langchain_worker.py LOCATION OPTIONS SESSION_ID NAME TURNS
+
+(OPTIONS: open_store's keyword arguments as JSON, a PostgreSQL store's schema.)
 
 Once its history is open it prints "ready" and waits for a line on stdin, so the test
 starts both processes' writes together; then it adds TURNS turns as
@@ -10,6 +12,7 @@ an id, the answer with the id a model gives it.
 
 from __future__ import annotations
 
+import json
 import sys
 
 from langchain_core.messages import AIMessage, HumanMessage
@@ -17,8 +20,8 @@ from langchain_core.messages import AIMessage, HumanMessage
 from sessiondb.adapters.langchain import SessiondbChatMessageHistory
 
 
-def main(location: str, session_id: str, name: str, turns: int) -> None:
-    with SessiondbChatMessageHistory(session_id, location) as history:
+def main(location: str, options: dict, session_id: str, name: str, turns: int) -> None:
+    with SessiondbChatMessageHistory(session_id, location, **options) as history:
         print("ready", flush=True)
         sys.stdin.readline()
         for i in range(turns):
@@ -26,5 +29,5 @@ def main(location: str, session_id: str, name: str, turns: int) -> None:
 
 
 if __name__ == "__main__":
-    location, session_id, name, turns = sys.argv[1:]
-    main(location, session_id, name, int(turns))
+    location, options, session_id, name, turns = sys.argv[1:]
+    main(location, json.loads(options), session_id, name, int(turns))

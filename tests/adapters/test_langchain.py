@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -205,10 +206,11 @@ def test_messages_without_ids_read_back_as_the_sdks_own_history_gives_them(store
     assert ours.messages == theirs.messages == turns
 
 
-def test_two_processes_adding_to_one_session_lose_double_and_reorder_nothing(tmp_path):
-    location, turns = str(tmp_path / "shared.db"), 40
+def test_two_processes_adding_to_one_session_lose_double_and_reorder_nothing(store_place):
+    (location, options), turns = store_place, 40
     checkout = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}  # this checkout's sessiondb
-    workers = [subprocess.Popen([sys.executable, str(WORKER), location, "shared", name, str(turns)], env=checkout,
+    workers = [subprocess.Popen([sys.executable, str(WORKER), location, json.dumps(options), "shared", name,
+                                 str(turns)], env=checkout,
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                for name in ("north", "south")]
     assert [w.stdout.readline() for w in workers] == ["ready\n", "ready\n"]  # both open: now write together
@@ -218,7 +220,7 @@ def test_two_processes_adding_to_one_session_lose_double_and_reorder_nothing(tmp
     for worker in workers:
         _, err = worker.communicate(timeout=240)
         assert worker.returncode == 0, err
-    with SessiondbChatMessageHistory("shared", location) as history:
+    with SessiondbChatMessageHistory("shared", location, **options) as history:
         said = [m.content for m in history.messages]
         assert history.store.verify().ok
     assert sorted(said) == sorted({*said}) and len(said) == 2 * 2 * turns
