@@ -10,6 +10,8 @@ from tests.sdk.openai_agents.implementation import CURRENT
 collect_ignore = ["test_responses.py"]  # the SDK's helpers (get_text_message), not a session test
 
 _INTERNALS = "examines SQLiteSession's internals (its sqlite3 connections, locks or rows written past it)"
+_SUBCLASSED = ("subclasses SQLiteSession to gate its writes; the fixture builds a SessiondbSession in its place, "
+               "so the subclass's gates never run")
 #: The SDK's tests that examine its own class, not the session protocol (docs/adapters/sdk-suites.md).
 NOT_APPLICABLE = {
     "test_sqlite_session_close_closes_worker_thread_connections": _INTERNALS,
@@ -26,11 +28,24 @@ NOT_APPLICABLE = {
     "test_sqlite_session_rollback_failure_evicts_connection": _INTERNALS,
     "test_sqlite_session_closed_rejects_empty_add_items":
         "matches SQLiteSession's own error text; SessiondbSession raises StoreClosed",
+    # OpenAIResponsesCompactionSession's tests over a session that injects failures
+    "test_run_compaction_restores_history_when_cancelled_again_during_restore":
+        "reads the SDK's list session's own list (self._items)",
+    "test_cancel_restore_waits_for_mutation_lock_before_newer_writes": _SUBCLASSED,
+    "test_exception_restore_drains_when_compaction_is_cancelled": _SUBCLASSED,
+}
+#: Upstream tests that fail on the SDK's own class at the installed release (the vendored
+#: file is of an earlier one), skipped for every implementation.
+NOT_THIS_RELEASE = {
+    "test_deferred_compaction_persists_across_tool_turns":
+        "written for openai-agents 0.22.0: at 0.24.0 the SDK's own list session never reaches compact",
 }
 
 
 @pytest.fixture(autouse=True, params=["SQLiteSession", "sessiondb-sqlite", "sessiondb-postgresql"])
 def implementation(request, tmp_path):
+    if request.node.originalname in NOT_THIS_RELEASE:
+        pytest.skip(f"not at this release: {NOT_THIS_RELEASE[request.node.originalname]}")
     if request.param != "SQLiteSession" and request.node.originalname in NOT_APPLICABLE:
         pytest.skip(f"not applicable: {NOT_APPLICABLE[request.node.originalname]}")
     options = {}
