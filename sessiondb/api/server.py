@@ -24,6 +24,11 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 RESERVED = 0.1  # the share of --max-connections kept for requests whose headers have arrived
+#: The most bytes a request's line and headers may take: a recall's question of 20,000
+#: characters (the API's bound) in a script of four UTF-8 bytes a character is 240,000
+#: bytes in the URL, percent-encoded. The HTTP parser's own default, 16 KiB, reset the
+#: connection of such a request instead of answering it.
+MAX_REQUEST_HEAD = 512 * 1024
 
 
 class Waiting:
@@ -94,5 +99,6 @@ def config(app, *, host: str, port: int, header_timeout: float, max_connections:
     waiting = Waiting(max_connections - max(1, int(max_connections * RESERVED)))
     return uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on",
                           timeout_graceful_shutdown=5, limit_concurrency=max_connections,
+                          h11_max_incomplete_event_size=MAX_REQUEST_HEAD,
                           http=functools.partial(HeaderDeadline, header_timeout=header_timeout,  # type: ignore[arg-type]
                                                  waiting=waiting))

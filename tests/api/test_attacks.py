@@ -276,3 +276,15 @@ def test_a_foreign_host_is_refused_even_with_the_right_token(guarded):
     with guarded.client() as api:
         is_error(api.get("/api/sessions", headers={"Host": f"evil.example:{port_of(guarded)}"}), 421)
         assert api.get("/api/sessions").status_code == 200
+
+
+def test_the_longest_question_in_any_script_is_answered(server):
+    # 20,000 characters of four UTF-8 bytes each: 240,000 bytes of URL, percent-encoded
+    # (requests, as httpx refuses a query that long on the client's side).
+    import requests
+
+    owner = {"Authorization": f"Bearer {server.token}"}
+    answered = requests.get(f"{server.url}/api/recall", params={"q": "𬝖" * 20_000}, headers=owner, timeout=30)
+    too_long = requests.get(f"{server.url}/api/recall", params={"q": "𬝖" * 20_001}, headers=owner, timeout=30)
+    assert answered.status_code == 200 and answered.json()["items"] == []
+    assert too_long.status_code == 422 and set(too_long.json()) == {"code", "message", "detail"}
