@@ -471,8 +471,7 @@ class CheckedStore(Transfer, Identity, Turns):
                                f"and this one has {parsed.given}: search for fewer of its words")
         return self._open().search(_searching(parsed, profile=profile, source=source, session_id=session_id,
                                               role=role, since=since, until=until, include_tools=include_tools,
-                                              include_reasoning=check_flag(include_reasoning, "include_reasoning"),
-                                              limit=limit))
+                                              include_reasoning=include_reasoning, limit=limit))
 
     def recall(
         self,
@@ -506,7 +505,7 @@ class CheckedStore(Transfer, Identity, Turns):
 
 def _searching(query: search_query.Query | questions.Recall, *, profile: Any, source: Any, session_id: Any,
                role: str | None, since: Any, until: Any, include_tools: Any, limit: Any,
-               include_reasoning: bool = False) -> cmd.Search:
+               include_reasoning: Any = False) -> cmd.Search:
     """A search's (or a recall's) filters, checked, around what it looks for."""
     if role is not None and (not isinstance(role, str) or role not in _ROLES):
         raise InvalidInput(f"role must be one of system, user, assistant, tool (got {role!r})")
@@ -519,6 +518,6 @@ def _searching(query: search_query.Query | questions.Recall, *, profile: Any, so
         since=check_timestamp(since, "since"),
         until=check_timestamp(until, "until"),
         include_tools=check_flag(include_tools, "include_tools"),
-        include_reasoning=include_reasoning,
+        include_reasoning=check_flag(include_reasoning, "include_reasoning"),
         limit=check_limit(limit),
     )

@@ -20,8 +20,8 @@ one only once it has replayed everything this handle acknowledged. The rule:
 
 What it does not promise: another process's writes, acknowledged to that process, may not
 have reached a replica yet. A handle reads its own writes; a caller that must see another
-process's newest writes reads from a store opened without replicas. Writes, and the reads inside a write's unit of work, never go
-to a replica.
+process's newest writes reads from a store opened without replicas. Writes, and the reads
+inside a write's unit of work, never go to a replica.
 """
 
 from __future__ import annotations

@@ -36,12 +36,12 @@ from typing import Any
 import psycopg
 
 from ...model import SearchHit
-from .text import from_server
 from ...recall import SCAN_SCORE, SPREAD_FROM, Recall, best, favour, spread
 from ...query import (
     ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, LIKE_SNIPPET_CONTEXT, RANK_WINDOW, SNIPPET_SCAN, Query, Term,
     has_cjk, like_pattern, like_snippet, snippet_window, through_trigrams, windowed,
 )
+from .text import from_server
 
 _WORD = re.compile(r"[^\W_]+")
 _TEXT = "search_text(m.role, m.content, m.parts)"
@@ -132,19 +132,23 @@ def search(conn: psycopg.Connection, query: Query, *, profile: str | None, sourc
         (*params, RANK_WINDOW, *tsquery_params * (2 if reasoning else 1), limit),
         prepare=False).fetchall()
     texts = [row[8] or "" for row in rows]
-    spans = [snippet_window(text, query.needles, words=True) for text in texts]
-    cut = headlines(conn, tsquery, tsquery_params, [text[start:end] for text, (start, end) in zip(texts, spans)])
-    snippets = [windowed(headline, *span, len(text)) if headline else "" for text, span, headline in zip(texts, spans, cut)]
+    snippets = _cut(conn, tsquery, tsquery_params, texts, query.needles)
     # A hit its text does not match was found in its reasoning: the snippet is cut from there.
     thought = [i for i, snippet in enumerate(snippets) if not snippet and rows[i][10]]
-    if thought:
-        thoughts = [from_server(rows[i][10]) for i in thought]
-        around = [snippet_window(t, query.needles, words=True) for t in thoughts]
-        marked = headlines(conn, tsquery, tsquery_params, [t[start:end] for t, (start, end) in zip(thoughts, around)])
-        for i, t, span, headline in zip(thought, thoughts, around, marked):
-            snippets[i] = windowed(headline, *span, len(t)) if headline else ""
+    for i, snippet in zip(thought, _cut(conn, tsquery, tsquery_params, [from_server(rows[i][10]) for i in thought],
+                                        query.needles)):
+        snippets[i] = snippet
     return [_hit(row[:8], snippet or text[:2 * LIKE_SNIPPET_CONTEXT], float(row[9]))
             for row, text, snippet in zip(rows, texts, snippets)]
+
+
+def _cut(conn: psycopg.Connection, tsquery: str, tsquery_params: list[Any], texts: list[str],
+         needles: list[str]) -> list[str]:
+    """Each text's snippet for `tsquery`: its headline over a window around its first match,
+    marked where the window cut it ("" where the window holds no match)."""
+    spans = [snippet_window(text, needles, words=True) for text in texts]
+    cut = headlines(conn, tsquery, tsquery_params, [text[start:end] for text, (start, end) in zip(texts, spans)])
+    return [windowed(headline, *span, len(text)) if headline else "" for text, span, headline in zip(texts, spans, cut)]
 
 
 def headlines(conn: psycopg.Connection, tsquery: str, tsquery_params: list[Any], texts: list[str],
