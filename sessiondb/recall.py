@@ -127,17 +127,23 @@ def question(text: str) -> Recall:
         text = text.encode("utf-8", "replace").decode("utf-8")
     text = unicodedata.normalize("NFC", text.replace("\x00", " "))
     trigrams: list[str] = []
+    for run in cjk_runs(text) if has_cjk(text) else ():
+        run = fold(run)
+        trigrams += [run[i:i + TRIGRAM] for i in range(max(1, len(run) - TRIGRAM + 1))]
+    every = words(text)
+    content = dict.fromkeys(word for word in every if word not in STOP_WORDS)
+    if not content and not trigrams:
+        content = dict.fromkeys(every)  # nothing but stop words ("Who was it?"): recall them rather than nothing
+    return Recall(tuple(content)[:MAX_TERMS], tuple(dict.fromkeys(trigrams))[:MAX_RECALL_TRIGRAMS], _when(text))
+
+
+def words(text: str) -> list[str]:
+    """The words of `text` as recall reads them, folded and bounded as the index holds
+    them; its CJK runs are not words (they are matched by their trigrams)."""
     if has_cjk(text):
         for run in cjk_runs(text):
             text = text.replace(run, " ")
-            run = fold(run)
-            trigrams += [run[i:i + TRIGRAM] for i in range(max(1, len(run) - TRIGRAM + 1))]
-    words = dict.fromkeys(folded for word in _WORD.findall(text)
-                          if (folded := fold(word[:MAX_TERM_LENGTH])) not in STOP_WORDS)
-    if not words and not trigrams:
-        # Nothing but stop words ("Who was it?"): recall them rather than nothing.
-        words = dict.fromkeys(fold(word[:MAX_TERM_LENGTH]) for word in _WORD.findall(text))
-    return Recall(tuple(words)[:MAX_TERMS], tuple(dict.fromkeys(trigrams))[:MAX_RECALL_TRIGRAMS], _when(text))
+    return [fold(word[:MAX_TERM_LENGTH]) for word in _WORD.findall(text)]
 
 
 def _when(text: str) -> tuple[float, float] | None:

@@ -13,8 +13,10 @@ from google.adk.memory.memory_entry import MemoryEntry
 from google.adk.sessions.session import Session
 from typing_extensions import override
 
+from .. import recall
 from ..errors import InvalidInput, MessageConflict, SessionExists
-from ..model import Session as StoredSession
+from ..model import Message, Session as StoredSession
+from ..query import fold
 from ..store.aio import AsyncStore
 from ..store.contract import Store
 from .adk_events import event_of, message_of
@@ -23,6 +25,8 @@ from .adk_store import SOURCE, OnStore, belongs
 #: The ADK session id under which add_events_to_memory keeps events given without one (the
 #: SDK's in-memory service's name for that bucket).
 UNSESSIONED = "__unknown_session_id__"
+#: How many of recall's best matches (the user's own) search_memory reads and ranks.
+RANKED = 100
 
 
 class SessiondbMemoryService(OnStore, BaseMemoryService):
@@ -35,11 +39,12 @@ class SessiondbMemoryService(OnStore, BaseMemoryService):
     event id once: an id already stored keeps what was stored first. `search_memory`
     runs sessiondb's recall (store.recall: the query is the model's own phrasing, so any
     of its content words may match, stemmed, rare words counting most) over the user's
-    conversations in the app and returns up to `limit` events, best first.
+    conversations in the app and returns up to `limit` events (ten, as the SDK's own
+    service), ranked as `ranked` says.
     """
 
     def __init__(self, location: str | os.PathLike[str] | None = None, *, store: Store | AsyncStore | None = None,
-                 limit: int = 20, **open_options: Any) -> None:
+                 limit: int = 10, **open_options: Any) -> None:
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise InvalidInput(f"limit must be an integer between 1 and 1000, not {limit!r}")
         super().__init__(location, store, open_options)
@@ -100,7 +105,7 @@ class SessiondbMemoryService(OnStore, BaseMemoryService):
 
     def _search(self, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
         owners: dict[str, bool] = {}
-        memories = []
+        found: list[Message] = []
         # Searched across the store's ADK sessions, then narrowed to this user's: the
         # widest page, so other users' matches do not crowd theirs out.
         for hit in self._store.recall(query, source=SOURCE, limit=1000):
@@ -109,12 +114,41 @@ class SessiondbMemoryService(OnStore, BaseMemoryService):
                 owners[hit.session_id] = belongs(root, app_name, user_id)
             if not owners[hit.session_id]:
                 continue
-            found = self._store.transcript(hit.session_id, after=hit.message_id - 1, limit=1, include_compacted=True)
-            if not found or found[0].id != hit.message_id:
-                continue  # moved by a compaction since the search: found again next time
-            event = event_of(found[0])
+            read = self._store.transcript(hit.session_id, after=hit.message_id - 1, limit=1, include_compacted=True)
+            if read and read[0].id == hit.message_id:  # else moved by a compaction since: found next time
+                found.append(read[0])
+                if len(found) == RANKED:
+                    break
+        memories = []
+        for message in ranked(found, recall.question(query))[:self._limit]:
+            event = event_of(message)
             memories.append(MemoryEntry(id=event.id, content=event.content, author=event.author,
                                         timestamp=datetime.fromtimestamp(event.timestamp, timezone.utc).isoformat()))
-            if len(memories) == self._limit:
-                break
         return SearchMemoryResponse(memories=memories)
+
+
+def ranked(found: list[Message], question: recall.Recall) -> list[Message]:
+    """Recall's matches in the order ADK's memory contract expects: the events holding
+    the most of the question's words first (as the SDK's in-memory service counts them,
+    whole words, or a CJK trigram inside the text); among those, the ones whose words are
+    rarer among the matches; then in the order they were stored. A match made only by a
+    stem (`researched` for `research`) holds none of the words as written and comes last,
+    in recall's order."""
+    held = [_held(message.text, question) for message in found]
+    matches: dict[str, int] = {}
+    for needles in held:
+        for needle in needles:
+            matches[needle] = matches.get(needle, 0) + 1
+
+    def key(i: int) -> tuple[int, float, int]:
+        rarity = sum(1 / matches[needle] for needle in held[i])
+        return -len(held[i]), -rarity, found[i].id if held[i] else i
+
+    return [found[i] for i in sorted(range(len(found)), key=key)]
+
+
+def _held(text: str, question: recall.Recall) -> set[str]:
+    """The question's words and trigrams `text` holds, case and accents folded."""
+    words = set(recall.words(text))
+    folded = fold(text) if question.trigrams else ""
+    return {word for word in question.words if word in words} | {t for t in question.trigrams if t in folded}

@@ -514,6 +514,27 @@ def test_memory_answers_the_model_s_own_phrasing_as_the_sdk_s_memory_does(where)
     assert found["sdk"] == found["sessiondb"] == ["The ADK is a great toolkit."]
 
 
+def test_memory_ranks_the_most_words_held_then_the_rarer_then_the_order_stored_then_stems(where):
+    location, open_options = where
+    texts = ["Caroline said hello", "Caroline went out", "I researched painting", "Caroline likes painting",
+             "painting class tonight", "Caroline again", "research notes"]
+
+    async def scenario():
+        async with service(where) as sessions, SessiondbMemoryService(location, **open_options) as memory:
+            session = await sessions.create_session(app_name=APP, user_id="ana", session_id="ranks")
+            for number, text in enumerate(texts, 1):
+                await sessions.append_event(session, event(number, text))
+            return [[m.content.parts[0].text for m in (await memory.search_memory(
+                        app_name=APP, user_id="ana", query=query)).memories]
+                    for query in ("What about Caroline's painting?", "research")]
+
+    painting, research = asyncio.run(scenario())
+    # both words first; then the rarer word's match; then the common one's, in the order stored
+    assert painting == ["Caroline likes painting", "I researched painting", "painting class tonight",
+                        "Caroline said hello", "Caroline went out", "Caroline again"]
+    assert research == ["research notes", "I researched painting"]  # held only by its stem: found, after
+
+
 def test_the_store_is_called_off_the_event_loop(tmp_path, monkeypatch):
     threads = set()
     with sessiondb.open_store(tmp_path / "agents.db") as store:

@@ -116,16 +116,9 @@ def pytest_generate_tests(metafunc):
         raise pytest.UsageError(f"ADK's {name} is not classified in tests/sdk/adk/conftest.py")
 
 
-_RANKING = ("recall ranks by bm25 (rare words count most, a match gains from its neighbours), not by how many of "
-            "the query's words an event holds")
 #: Upstream tests sessiondb's adapter fails, with why (docs/adapters/sdk-suites.md). Marked as expected
 #: failures, strictly: one that starts to pass fails the run until it is taken off this list.
-KNOWN_GAPS = {
-    "test_search_memory_ranks_by_number_of_matching_words": _RANKING,
-    "test_search_memory_returns_at_most_ten_memories":
-        "SessiondbMemoryService returns up to `limit` (default 20) memories, not 10, and recall orders equal "
-        "matches newest first",
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 
 #: Upstream tests that need a module the `adk` extra does not install, skipped where it is missing.
