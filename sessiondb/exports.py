@@ -11,7 +11,7 @@ import re
 from datetime import datetime, timezone
 from typing import Any, Iterable, Iterator
 
-from .model import content_text
+from .model import content_text, json_text, shown
 
 
 def when(ts: float | None) -> str:
@@ -30,11 +30,16 @@ def call_summary(call: Any) -> str:
 
 def jsonl(records: Iterable[dict[str, Any]]) -> Iterator[str]:
     for record in records:
-        yield json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n"
+        yield json_text(record, separators=(",", ":"), allow_nan=False) + "\n"
 
 
 def markdown(records: Iterable[dict[str, Any]]) -> Iterator[str]:
-    """An export stream as Markdown for reading (rewound messages counted, not shown)."""
+    """An export stream as Markdown for reading (rewound messages counted, not shown; half
+    a character shown as its escape, model.shown)."""
+    return map(shown, _markdown(records))
+
+
+def _markdown(records: Iterable[dict[str, Any]]) -> Iterator[str]:
     rewound = 0
     for record in records:
         kind = record.get("type")

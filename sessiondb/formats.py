@@ -104,9 +104,10 @@ JSON_COLUMNS = {"sessions": frozenset({"metadata"}), "messages": frozenset({"par
                 "usage": frozenset(), "turns": frozenset({"receipts"})}
 BOOL_COLUMNS = {"sessions": frozenset({"pinned", "archived", "hidden"}), "messages": frozenset(), "usage": frozenset(),
                 "turns": frozenset()}
-# Text that append stores as given, NUL bytes included; everything else of type TEXT is a label without NUL.
-FREE_TEXT_COLUMNS = {"sessions": frozenset(), "messages": frozenset({"content", "reasoning"}), "usage": frozenset(),
-                     "turns": frozenset()}
+# Text that append stores as given, NUL and half a character included (store/text.py); everything
+# else of type TEXT is a label without either.
+FREE_TEXT_COLUMNS = {"sessions": frozenset(), "messages": frozenset({"content", "reasoning", "parts", "tool_calls"}),
+                     "usage": frozenset(), "turns": frozenset()}
 
 
 # --- export -----------------------------------------------------------------------------
@@ -273,6 +274,8 @@ def _fields(table: str, record: Any, line: int, what: str) -> dict[str, Any]:
                 raise ImportRejected(line, f"the {what}'s {name!r} must not be null")
         elif name in JSON_COLUMNS[table]:
             value = _json_text(value, name, line, what)
+            if name not in FREE_TEXT_COLUMNS[table] and not _is_unicode(value):
+                raise ImportRejected(line, f"the {what}'s {name!r} holds half a character (an unpaired surrogate)")
         elif name in BOOL_COLUMNS[table]:
             if not isinstance(value, bool):
                 raise ImportRejected(line, f"the {what}'s {name!r} must be true or false, not {value!r}")
@@ -292,7 +295,7 @@ def _json_text(value: Any, name: str, line: int, what: str) -> str:
 
 def _check_type(value: Any, column: Column, line: int, what: str, *, free_text: bool = False) -> None:
     ok = {
-        "TEXT": isinstance(value, str) and (free_text or "\x00" not in value) and _is_unicode(value),
+        "TEXT": isinstance(value, str) and (free_text or ("\x00" not in value and _is_unicode(value))),
         "INTEGER": isinstance(value, int) and not isinstance(value, bool),
         "REAL": isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value),
     }.get(column.type, isinstance(value, (str, int, float)) and not isinstance(value, bool))
@@ -302,7 +305,8 @@ def _check_type(value: Any, column: Column, line: int, what: str, *, free_text: 
 
 
 def _is_unicode(value: str) -> bool:
-    """False for text SQLite cannot store: a lone surrogate (a JSON "\\ud800" escape)."""
+    """False for text that holds half a character (a JSON "\\ud800" escape), which only a
+    message's text keeps."""
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:

@@ -96,8 +96,9 @@ def clean_title(title: str | None) -> str | None:
 
 
 def check_unicode(value: str, what: str) -> str:
-    """Refuse text SQLite cannot store: an unpaired surrogate (from a JSON "\\ud800" escape
-    or a surrogate-escaped file name) has no UTF-8 form."""
+    """Refuse an id, label or name holding half a character: an unpaired surrogate (from a
+    JSON "\\ud800" escape or a surrogate-escaped file name) has no UTF-8 form. (A message's
+    text keeps one, escaped where it is stored: store/text.py.)"""
     utf8_size(value, what)
     return value
 
@@ -112,6 +113,12 @@ def utf8_size(value: str, what: str) -> int:
     except UnicodeEncodeError as exc:
         raise InvalidInput(f"{what} is not valid Unicode text: it holds an unpaired surrogate at "
                            f"character {exc.start}") from None
+
+
+def text_size(value: str) -> int:
+    """The bytes of a message's text in UTF-8, half a character (an unpaired surrogate,
+    which the store keeps: store/text.py) counted as the three bytes its code point takes."""
+    return len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass"))
 
 
 def check_label(value: Any, what: str, *, required: bool = False) -> str | None:
@@ -372,14 +379,14 @@ def prepare_message(raw: Message | Mapping[str, Any], index: int = 0, limits: Me
     parts: str | None = None
     if isinstance(content, str):
         text = content
-        size = utf8_size(content, f"{where}: content")
+        size = text_size(content)
     elif isinstance(content, list):
         if len(content) > limits.max_parts:
             raise InvalidInput(f"{where}: content has {len(content):,} parts; the limit is {limits.max_parts:,} "
                                "parts per message (MessageLimits.max_parts)")
         parts = dump_json(content, f"{where}: content")
-        text = check_unicode(content_text(content), f"{where}: content")
-        size = utf8_size(parts, f"{where}: content")
+        text = content_text(content)
+        size = text_size(parts)
     elif content is not None:
         raise InvalidInput(f"{where}: content must be text, a list of parts or None")
     else:
@@ -397,7 +404,7 @@ def prepare_message(raw: Message | Mapping[str, Any], index: int = 0, limits: Me
             raise InvalidInput(f"{where}: tool_calls has {len(tool_calls):,} calls; the limit is "
                                f"{limits.max_tool_calls:,} per message (MessageLimits.max_tool_calls)")
         tool_calls_json = dump_json(tool_calls, f"{where}: tool_calls")
-        tool_calls_size = utf8_size(tool_calls_json, f"{where}: tool_calls")
+        tool_calls_size = text_size(tool_calls_json)
         if tool_calls_size > limits.max_tool_calls_bytes:
             raise InvalidInput(f"{where}: tool_calls is {tool_calls_size:,} bytes as JSON; the limit is "
                                f"{limits.max_tool_calls_bytes:,} bytes per message (MessageLimits.max_tool_calls_bytes)")
@@ -415,7 +422,7 @@ def prepare_message(raw: Message | Mapping[str, Any], index: int = 0, limits: Me
     reasoning = data.get("reasoning")
     if reasoning is not None and not isinstance(reasoning, str):
         raise InvalidInput(f"{where}: reasoning must be text")
-    reasoning_size = 0 if reasoning is None else utf8_size(reasoning, f"{where}: reasoning")
+    reasoning_size = 0 if reasoning is None else text_size(reasoning)
     if reasoning_size > limits.max_reasoning_bytes:
         raise InvalidInput(f"{where}: reasoning is {reasoning_size:,} bytes; the limit is "
                            f"{limits.max_reasoning_bytes:,} bytes per message (MessageLimits.max_reasoning_bytes)")

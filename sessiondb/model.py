@@ -5,6 +5,7 @@ are in sessiondb.inputs."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
@@ -428,6 +429,22 @@ def content_text(content: str | list[Any] | None) -> str:
         elif isinstance(part, Mapping) and isinstance(part.get("text"), str):
             texts.append(part["text"])
     return "\n".join(texts)
+
+
+_HALF = re.compile("[\ud800-\udfff]")  # in a str, a surrogate is always unpaired
+
+
+def shown(text: str) -> str:
+    """`text` as it leaves sessiondb in UTF-8 (a terminal, a file, an HTTP or MCP answer):
+    half a character (an unpaired surrogate, which a message's text may hold and which has
+    no UTF-8 form) written as its escape `\\udXXX`, everything else as it is."""
+    return text if text.isascii() else _HALF.sub(lambda half: f"\\u{ord(half.group()):04x}", text)
+
+
+def json_text(value: Any, **options: Any) -> str:
+    """`value` as JSON text in UTF-8, its characters as they are (not \\u-escaped) but half
+    a character, written as JSON's own escape `\\udXXX`, which reads back exactly."""
+    return shown(json.dumps(value, ensure_ascii=False, **options))
 
 
 def dump_json(value: Any, what: str) -> str:

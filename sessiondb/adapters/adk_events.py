@@ -30,7 +30,7 @@ FOREIGN_AUTHOR = "sessiondb"
 
 def message_of(event: Event) -> dict[str, Any]:
     """The sessiondb message that stores `event`."""
-    record = json.loads(event.model_dump_json(exclude_none=True))
+    record = event.model_dump(mode="json", exclude_none=True)  # as JSON would read it, half characters kept
     parts = list(event.content.parts or []) if event.content else []
     calls = [p.function_call for p in parts if p.function_call]
     responses = [p.function_response for p in parts if p.function_response]

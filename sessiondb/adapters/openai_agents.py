@@ -134,7 +134,7 @@ def from_message(message: Message) -> dict[str, Any]:
 
 
 def _digest(*parts: str) -> str:
-    return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:40]
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:40]
 
 
 # --- the conversation in the store ---------------------------------------------------------

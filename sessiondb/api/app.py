@@ -22,6 +22,7 @@ from .guard import DEFAULT_MAX_BODY, Guard, allowed_hosts
 from .maintenance import router as maintenance_routes
 from .metrics import prometheus_registry
 from .metrics import router as metrics_routes
+from .responses import JSONResponse
 from .stores import Stores
 
 try:
@@ -57,6 +58,7 @@ def create_app(home: str | Path | None = None, *, token: str | None = None, host
 
     # No /docs or /redoc: their pages load scripts from a CDN; /openapi.json stays.
     app = FastAPI(title="sessiondb", version=VERSION, lifespan=lifespan, docs_url=None, redoc_url=None,
+                  default_response_class=JSONResponse,
                   description="The durable memory of AI agents: sessions, messages, search, doctor.")
     app.state.stores = stores
     app.state.metrics = prometheus_registry() if metrics else None

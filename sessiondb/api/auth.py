@@ -23,12 +23,12 @@ import stat
 from pathlib import Path
 
 from starlette.types import ASGIApp, Receive, Scope, Send
-from starlette.responses import JSONResponse
 
 from ..errors import InvalidInput
 from ..files import DestinationExists, private_file
 from ..home import ensure_private_dir
 from .errors import error_body
+from .responses import JSONResponse
 
 TOKEN_FILENAME = "serve-token"
 

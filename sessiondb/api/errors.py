@@ -15,11 +15,11 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import Cause, CheckpointRefused, RealHomeRefused, SessionDBError, SessionTooLarge, StoreClosed, StoreHeld
 from ..guidance import error_code, for_error
+from .responses import JSONResponse
 
 log = logging.getLogger("sessiondb.api")
 

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
-from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .errors import error_body
+from .responses import JSONResponse
 
 DEFAULT_MAX_BODY = 16 * 1024 * 1024
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})

@@ -15,6 +15,8 @@ import re
 import nh3
 from markdown_it import MarkdownIt
 
+from ..model import shown
+
 _PARSER = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table").enable("strikethrough")
 TAGS = {"p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "b", "i", "s", "del", "code", "pre",
         "blockquote", "ul", "ol", "li", "table", "thead", "tbody", "tr", "th", "td", "a"}
@@ -23,9 +25,10 @@ _EMPTY_HEADING = re.compile(r"<h([1-6])>\s*</h\1>")
 
 
 def to_html(text: str) -> str:
-    """The Markdown `text` as sanitised HTML (empty headings left out)."""
+    """The Markdown `text` as sanitised HTML (empty headings left out; half a character
+    shown as its escape, which the sanitiser, in UTF-8, could not take)."""
     if not text:
         return ""
-    html = nh3.clean(_PARSER.render(text), tags=TAGS, attributes=ATTRIBUTES, url_schemes={"http", "https", "mailto"},
+    html = nh3.clean(_PARSER.render(shown(text)), tags=TAGS, attributes=ATTRIBUTES, url_schemes={"http", "https", "mailto"},
                      link_rel="noopener noreferrer", set_tag_attribute_values={"a": {"target": "_blank"}})
     return _EMPTY_HEADING.sub("", html)

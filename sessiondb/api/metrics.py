@@ -14,10 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 
 from .. import telemetry
 from .errors import error_body
+from .responses import JSONResponse
 
 router = APIRouter()
 

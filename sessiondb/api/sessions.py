@@ -10,13 +10,15 @@ body's schema is declared to OpenAPI by `body_schema`.
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 from contextlib import closing
 from typing import Any, Literal, TypeVar
 from urllib.parse import quote
 
 from fastapi import APIRouter, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
 from .. import exports
@@ -27,6 +29,7 @@ from ..inputs import MAX_PAGE
 from ..store.listing import listed
 from ..titles import untitled_words
 from . import markdown
+from .responses import JSONResponse
 from .stores import Stores
 
 router = APIRouter(tags=["sessions"])
@@ -62,13 +65,27 @@ async def with_first_words(store: AsyncStore, items: list[dict[str, Any]], prefi
     return items
 
 
+_HALF_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
 async def parsed(request: Request, model: type[Body]) -> Body:
     """The request's JSON body as `model`; its errors are the service's usual 422."""
     raw = await request.body()
 
     def parse() -> Body:
         try:
-            return model.model_validate_json(raw)
+            try:
+                return model.model_validate_json(raw)
+            except ValidationError as exc:
+                if not _HALF_ESCAPE.search(raw) or exc.errors()[0]["type"] != "json_invalid":
+                    raise
+            # Half a character ("\ud83d" alone, which a message's text may hold) is valid
+            # JSON that pydantic's parser refuses; Python's reads it exactly.
+            try:
+                return model.model_validate(json.loads(raw))
+            except ValueError as exc:  # not JSON after all: pydantic's own words for it
+                raise RequestValidationError([{"loc": ("body",), "msg": f"Invalid JSON: {exc}",
+                                               "type": "json_invalid"}]) from None
         except ValidationError as exc:
             raise RequestValidationError(exc.errors(include_url=False)) from None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import sys
 from typing import Any
 
@@ -33,6 +34,11 @@ class Cli(click.Group):
 
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, **extra: Any) -> Any:
+        for stream in (sys.stdout, sys.stderr):
+            # Half a character (an unpaired surrogate a message's text may hold) has no UTF-8
+            # form: it is printed as its escape \udXXX (in JSON, JSON's own), never a crash.
+            if isinstance(stream, io.TextIOWrapper):
+                stream.reconfigure(errors="backslashreplace")
         argv = spell_fields(list(sys.argv[1:] if args is None else args))
         options = argv[:argv.index("--")] if "--" in argv else argv
         if not standalone_mode or not any(a.startswith(("--json=", "--jq")) for a in options):

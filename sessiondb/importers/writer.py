@@ -7,8 +7,8 @@ recorded, so importing twice never counts a model call twice. Running totals (a 
 that keeps per-session counters) are recorded by their growth since the last import,
 remembered in the session's metadata. A batch the store refuses for one message (its
 source changed since it was stored, or it is not valid input) is written one message at
-a time, so that message is reported and the others are kept; one refused for half a
-character (an unpaired surrogate) is kept with U+FFFD in its place, and reported. Session
+a time, so that message is reported and the others are kept (half a character, an
+unpaired surrogate, is not refused: the store keeps it exactly). Session
 metadata the store refuses as too large is written without its largest values, each
 reported, so the session and its messages are still imported. Whatever else the store refuses as not
 valid input (a usage with an impossible count, a title too long) is reported with where
@@ -18,7 +18,6 @@ it came from, and the import goes on.
 from __future__ import annotations
 
 import json
-import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
@@ -205,14 +204,7 @@ class Writer:
         except MessageConflict:
             self.report.conflicts += 1
         except InvalidInput as exc:
-            mended = _mended(entry.message)
-            # Half a character (a string cut inside a surrogate pair) is refused by the store;
-            # the message is kept with U+FFFD in its place, so a tool's call keeps its result.
-            if mended is not None and self._one(session_id, Entry(entry.conversation, mended, entry.where,
-                                                                  entry.usage), calls):
-                self._refused(entry, f"kept with U+FFFD in place of an unpaired surrogate ({exc})")
-            elif mended is None:
-                self._refused(entry, str(exc))
+            self._refused(entry, str(exc))
         else:
             self._stored(session_id, entry, message, calls)
             return True
@@ -246,25 +238,6 @@ class Writer:
         self.report.usage_calls += 1
         recorded[event.counter] = {k: int(usage.get(k) or 0) for k in USAGE_FIELDS} | {"cost_usd": float(usage.get("cost_usd") or 0)}
         self.metadata[session_id] = dict(self.store.update_metadata(session_id, {RECORDED: recorded}).metadata)
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")  # in a str, a surrogate is always unpaired
-
-
-def _mended(value: Any) -> Any:
-    """`value` with every unpaired surrogate in its text replaced by U+FFFD, or None when
-    it holds none."""
-    def mend(item: Any) -> Any:
-        if isinstance(item, str):
-            return _SURROGATE.sub("\ufffd", item)
-        if isinstance(item, dict):
-            return {k: mend(v) for k, v in item.items()}
-        if isinstance(item, list):
-            return [mend(v) for v in item]
-        return item
-
-    mended = mend(value)
-    return None if mended == value else mended
 
 
 def _text_size(message: dict[str, Any]) -> int:

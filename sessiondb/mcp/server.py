@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import SessionDBError
+from ..model import shown
 from ..store.contract import Store
 from .recall import Recall
 
@@ -41,7 +42,7 @@ def build(store: Store, *, allow_append: bool = False, allow_system: bool = Fals
 
     def answer(call, *args, **kwargs):
         try:
-            return call(*args, **kwargs)
+            return _shown(call(*args, **kwargs))
         except SessionDBError as exc:  # the store's own words, for the model to act on
             raise ToolError(" ".join(str(exc).split())) from None
 
@@ -111,6 +112,19 @@ def build(store: Store, *, allow_append: bool = False, allow_system: bool = Fals
             return answer(memory.append, session_id, role, content, uid=uid, title=title)
 
     return server
+
+
+def _shown(value: Any) -> Any:
+    """A tool's answer with half a character (an unpaired surrogate a message's text may
+    hold) written as its escape \\udXXX: the SDK's JSON encoder refuses it, and a model
+    reads the escape as what it is."""
+    if isinstance(value, str):
+        return shown(value)
+    if isinstance(value, dict):
+        return {key: _shown(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_shown(item) for item in value]
+    return value
 
 
 def serve(store: Store, *, allow_append: bool = False, allow_system: bool = False) -> None:

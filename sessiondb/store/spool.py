@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterator
 from ..files import private_file
 from ..home import ensure_private_dir, fsync_dir
 from ..inputs import NewMessage
+from ..model import json_text
 
 SPOOL_DIR = "spool"
 FORMAT = "sessiondb-spool"
@@ -57,7 +58,7 @@ def write(db_path: Path, session_id: str, batch: list[NewMessage], cause: str,
     name = f"{_stamp():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}.json"
     final = directory / name
     with private_file(final, replace=False) as out:
-        json.dump(record, out, ensure_ascii=False)
+        out.write(json_text(record))  # half a character kept, as JSON's escape
     return final
 
 

@@ -254,6 +254,26 @@ def test_an_event_reads_back_equal(where):
     ]
 
 
+def test_an_event_holding_half_a_character_reads_back_equal_and_is_found(where):
+    cut = Event(invocation_id="inv-1", author="user", timestamp=1_234.5,
+                content=types.Content(role="user", parts=[types.Part(text="a string cut inside an emoji: \ud83d")]))
+    answer = Event(invocation_id="inv-1", author="forecaster", timestamp=1_235.0,
+                   content=types.Content(role="user", parts=[types.Part(function_response=types.FunctionResponse(
+                       id="call-1", name="weather", response={"forecast": "\udc00 sunny"}))]))
+
+    async def scenario():
+        async with service(where) as sessions, SessiondbMemoryService(where[0], **where[1]) as memory:
+            session = await sessions.create_session(app_name=APP, user_id="ana")
+            for e in (cut, answer):
+                await sessions.append_event(session, e.model_copy(deep=True))
+            found = await memory.search_memory(app_name=APP, user_id="ana", query="emoji")
+            return await sessions.get_session(app_name=APP, user_id="ana", session_id=session.id), found
+
+    reread, found = asyncio.run(scenario())
+    assert reread.events == [cut, answer]
+    assert [m.content.parts[0].text for m in found.memories] == ["a string cut inside an emoji: \ud83d"]
+
+
 def test_a_retry_storm_stores_each_event_once(where):
     retried = event(1, "Book the ryokan", actions=EventActions(state_delta={"user:bookings": 1}))
 

@@ -43,6 +43,9 @@ EVERY_KIND = {
     "chat with another role": ChatMessage("Looks right.", role="critic"),
     "function": FunctionMessage("42", name="answer"),
     "ai chunk": AIMessageChunk("partial", id="chunk-1"),
+    "human cut inside an emoji": HumanMessage("half an emoji: \ud83d", id="human-2"),
+    "ai with half a character in a tool call": AIMessage(
+        "\udc00", tool_calls=[{"name": "weather", "args": {"city": "Kyoto \ud83d"}, "id": "call-3"}]),
     "human whose last block looks like the extras": HumanMessage([{"type": "langchain", "text_content": True,
                                                                    "fields": {"name": "not mine"}}]),
 }

@@ -80,6 +80,19 @@ def test_a_graph_carries_its_state_from_one_invocation_to_the_next(store_place):
         assert (session.source, session.thread_id) == ("langgraph", "kyoto")
 
 
+def test_a_state_holding_half_a_character_comes_back_as_the_sdk_s_own_saver_gives_it(store):
+    config = {"configurable": {"thread_id": "cut"}}
+    said = [HumanMessage("a string cut inside an emoji: \ud83d")]
+    invoked, kept = [], []
+    for saver in (InMemorySaver(), SessiondbSaver(store=store)):
+        invoked.append([m.content for m in chat_graph(saver, [AIMessage("\udc00 noted")]).invoke(
+            {"messages": said}, config)["messages"]])
+        kept.append([m.content for m in chat_graph(saver, []).get_state(config).values["messages"]])
+    assert invoked == [["a string cut inside an emoji: \ud83d", "\udc00 noted"]] * 2
+    # LangGraph's own serializer writes half a character as "?", for its savers as for sessiondb's
+    assert kept == [["a string cut inside an emoji: ?", "? noted"]] * 2
+
+
 def test_a_value_shared_by_checkpoints_is_stored_once(store):
     saver = SessiondbSaver(store=store)
     config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}

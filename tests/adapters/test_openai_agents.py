@@ -27,6 +27,8 @@ WORKER = Path(__file__).parent / "agents_worker.py"
 
 #: One of every item shape a session holds, as the SDK hands them over.
 EVERY_SHAPE = [
+    {"role": "user", "content": "a string cut inside an emoji: \ud83d"},
+    {"type": "function_call_output", "call_id": "call_cut", "output": "\udc00 half a character"},
     {"role": "user", "content": "plain text from the user"},
     {"role": "system", "content": "be brief"},
     {"role": "developer", "content": [{"type": "input_text", "text": "developer note"}]},

@@ -4,6 +4,8 @@ HTML, and usage adds up per profile by model and by day."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import sessiondb
@@ -116,3 +118,20 @@ def test_usage_adds_up_per_profile_by_model_and_by_day(api):
     assert [d["day"] for d in report["days"]] == sorted(d["day"] for d in report["days"])
     assert sum(d["cost_usd"] for d in report["days"]) == pytest.approx(report["totals"]["cost_usd"])
     assert api.get("/api/usage", params={"profile": "demo", "until": 1}).json()["sessions"] == 0
+
+
+def test_half_a_character_goes_in_and_comes_out_as_json_s_escape(api):
+    # The lone surrogate travels as JSON's escape "\ud83d" both ways.
+    created = api.post("/api/sessions", json={"source": "cli"}).json()
+    stored = api.post(f"/api/sessions/{created['id']}/append", content=json.dumps({"messages": [
+        {"role": "user", "content": "cut inside an emoji \ud83d", "reasoning": "\udc00 too"}]}))
+    assert stored.status_code == 200, stored.text
+    read = api.get(f"/api/sessions/{created['id']}/transcript")
+    assert b"\\ud83d" in read.content and b"\\udc00" in read.content, read.content
+    (message,) = read.json()["items"]
+    assert (message["content"], message["reasoning"]) == ("cut inside an emoji \ud83d", "\udc00 too")
+    html = api.get(f"/api/sessions/{created['id']}/transcript", params={"html": True}).json()["items"]
+    assert "emoji \\ud83d" in html[0]["html"]
+    exported = [json.loads(line) for line in api.get(f"/api/sessions/{created['id']}/export").text.splitlines()]
+    assert [r["message"]["content"] for r in exported if r["type"] == "message"] == ["cut inside an emoji \ud83d"]
+    assert "\\ud83d" in api.get(f"/api/sessions/{created['id']}/export", params={"format": "md"}).text

@@ -6,6 +6,7 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 
+import apsw
 import pytest
 
 import histories
@@ -210,7 +211,7 @@ def test_a_tool_result_holding_half_a_character_is_kept_and_its_call_stays_answe
     line = len(transcript.read_text().splitlines()) + 2
     call = {"type": "tool_use", "id": "toolu_cut", "name": "Read", "input": {"file_path": "/tmp/emoji.txt"}}
     cut = {"type": "tool_result", "tool_use_id": "toolu_cut", "content": "a string cut inside an emoji: \ud83d"}
-    with transcript.open("a") as f:  # a lone surrogate: valid JSON, refused by the store as text
+    with transcript.open("a") as f:  # a lone surrogate: valid JSON, text with no UTF-8 form
         f.write(json.dumps(histories.claude_line("assistant", "a-0011", None, {
             "id": "msg_cut", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
             "content": [call], "stop_reason": "tool_use"})) + "\n")
@@ -220,10 +221,9 @@ def test_a_tool_result_holding_half_a_character_is_kept_and_its_call_stays_answe
         again = import_from(store, "claude-code")
         (result,) = [m for m in store.transcript(f"claude-code-{histories.SESSION}") if m.tool_call_id == "toolu_cut"]
     assert result.role == "tool" and result.tool_name == "Read"
-    assert result.text == "a string cut inside an emoji: \ufffd"
+    assert result.text == "a string cut inside an emoji: \ud83d"  # exactly as the tool gave it
     assert report.messages == written.messages + 2 and again.messages == 0
-    (noted,) = [m for m in report.malformed if m["line"] == line]
-    assert "kept with U+FFFD in place of an unpaired surrogate" in noted["reason"]
+    assert [m for m in report.malformed if m["line"] == line] == []
 
 
 def test_codex_rollouts_of_earlier_releases_without_an_envelope_are_read(home):
@@ -299,3 +299,29 @@ def test_a_codex_session_starts_at_its_session_meta(home):
         import_from(store, "codex")
         started = store.get_session(f"codex-{histories.CODEX_SESSION}").started_at
     assert started == datetime(2026, 11, 21, 10, 0, tzinfo=timezone.utc).timestamp()
+
+
+# Where each tool's history holds a word that half a character (a JSON "\ud83d" escape, as a
+# string cut inside an emoji is written) is put after: (file glob, table.column or None, word).
+HALVED = {"codex": ("**/*.jsonl", None, "rounded"), "openai-agents": ("agents.db", "agent_messages.message_data", "Cloudy"),
+          "langchain": ("chat.db", "message_store.message", "ryokan")}
+
+
+@pytest.mark.parametrize("source", HALVED)
+def test_text_holding_half_a_character_is_imported_exactly(home, source):
+    written = write(source, home)
+    pattern, column, word = HALVED[source]
+    for path in (home / ".codex").glob(pattern) if column is None else [home / pattern]:
+        if column is None:
+            path.write_text(path.read_text().replace(word, word + " \\ud83d"))
+        else:
+            table, name = column.split(".")
+            conn = apsw.Connection(str(path))
+            conn.execute(f"UPDATE {table} SET {name} = replace({name}, ?, ?)", (word, word + " \\ud83d"))
+            conn.close()
+    with sessiondb.open_store() as store:
+        report = import_from(store, source, path_arg(source, written))
+        texts = [m.text for s in store.list_sessions(source=source, limit=1000).items
+                 for m in store.transcript(s.id, include_compacted=True)]
+    assert report.messages == written.messages and len(report.malformed) == written.malformed
+    assert any(word + " \ud83d" in text for text in texts)

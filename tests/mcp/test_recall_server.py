@@ -220,3 +220,18 @@ def test_a_refused_append_to_a_new_session_leaves_no_session(tmp_path):
         assert store.list_sessions().items == []
         first = recall.append(None, "user", "short", uid="too-long")
         assert recall.append(None, "user", "short", uid="too-long")["message_id"] == first["message_id"]
+
+
+def test_half_a_character_reaches_the_model_as_its_escape(store_home):
+    with sessiondb.open_store() as store:
+        store.append(store.create_session("cli", session_id="cut").id,
+                     {"role": "user", "content": "a note cut inside an emoji \ud83d"})
+
+    async def steps(client):
+        found = data(await client.call_tool("search", {"query": "emoji"}))
+        read = data(await client.call_tool("transcript", {"session_id": "cut"}))
+        return found, read
+
+    found, read = call(store_home, steps)
+    assert [m["text"] for m in read["messages"]] == ["a note cut inside an emoji \\ud83d"]
+    assert "\\ud83d" in json.dumps(found, ensure_ascii=False)

@@ -80,6 +80,8 @@ def test_every_message_is_kept_in_its_state_and_order(old):
     tool = next(m for m in full[PARENT] if m.uid == "p-tool")
     assert (tool.tool_call_id, tool.tool_name) == ("call-1", "tides")
     assert next(m for m in full[PARENT] if m.uid == "p-parts").text == "the harbour \nopens at six"
+    written = {uid: content for _, uid, _, content, _, _ in MESSAGES}
+    assert next(m for m in full[ENDED] if m.uid == "e-marker").content == written["e-marker"]
 
 
 def test_the_export_carries_every_row(old):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -193,3 +194,21 @@ def test_a_store_from_before_batches_in_one_pass_takes_a_large_append_after_the_
     with psycopg.connect(pg_url) as conn:
         names = [r[0] for r in conn.execute(f'SELECT name FROM "{pg_schema}".schema_migrations ORDER BY name')]
     assert names == [name for name, _ in MIGRATIONS] and "0009_batches_in_one_pass" in names
+
+
+def test_a_store_from_before_escaped_json_reads_its_parts_and_tool_calls_as_written(pg_url, pg_schema, monkeypatch):
+    monkeypatch.setattr(migrations, "MIGRATIONS", MIGRATIONS[:12])  # the store a release before 0013 wrote
+    marked = "kept as written: \ufffe0 \ufffe\ufffe \ufffeud83d\ufffe"
+    with sessiondb.open_store(pg_url, schema=pg_schema) as old:
+        sid = old.create_session("cli").id
+        (mid,) = [m.id for m in old.append(sid, {"role": "assistant", "parts": ["placeholder"],
+                                                 "tool_calls": [{"id": "c1", "function": {"name": "f"}}]})]
+    with psycopg.connect(pg_url) as conn:  # as that release stored them: U+FFFE as it was
+        conn.execute(f'UPDATE "{pg_schema}".messages SET parts = %s, tool_calls = %s WHERE id = %s',
+                     (json.dumps([marked], ensure_ascii=False),
+                      json.dumps([{"id": "c1", "function": {"name": "f", "arguments": marked}}], ensure_ascii=False),
+                      mid))
+    monkeypatch.undo()
+    with sessiondb.open_store(pg_url, schema=pg_schema) as store:
+        (message,) = store.transcript(sid)
+    assert message.content == [marked] and message.tool_calls[0]["function"]["arguments"] == marked

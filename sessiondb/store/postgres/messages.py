@@ -18,7 +18,7 @@ import psycopg
 
 from ...model import ACTIVITY_ROLES, INTERNAL_NOTIFICATION, Message, MessageState
 from ...inputs import NewMessage
-from .text import from_server, to_server
+from ..text import from_stored, to_server
 
 _ACTIVE = MessageState.ACTIVE.value
 
@@ -28,9 +28,9 @@ def from_row(row: Sequence[Any]) -> Message:
      reasoning, finish_reason, token_count, timestamp, display_kind, state) = row
     return Message(
         id=mid, session_id=sid, uid=uid, seq=seq, role=role,
-        content=json.loads(parts) if parts is not None else from_server(content),
-        tool_calls=json.loads(tool_calls) if tool_calls is not None else None,
-        tool_call_id=tool_call_id, tool_name=tool_name, reasoning=from_server(reasoning),
+        content=json.loads(from_stored(parts)) if parts is not None else from_stored(content),
+        tool_calls=json.loads(from_stored(tool_calls)) if tool_calls is not None else None,
+        tool_call_id=tool_call_id, tool_name=tool_name, reasoning=from_stored(reasoning),
         finish_reason=finish_reason, token_count=token_count, timestamp=timestamp,
         display_kind=display_kind, state=state,
     )
@@ -40,7 +40,7 @@ def row(session_id: str, m: NewMessage, seq: int, now: float) -> tuple[Any, ...]
     """The row storing `m` as message `seq` of the session: session_id, uid, seq, role, content,
     parts, tool_calls, tool_call_id, tool_name, reasoning, finish_reason, token_count,
     timestamp, display_kind, state (what TEXT_COLUMNS indexes), with text as the server holds it."""
-    return (session_id, m.uid, seq, m.role, to_server(m.content), m.parts, m.tool_calls, m.tool_call_id,
+    return (session_id, m.uid, seq, m.role, to_server(m.content), to_server(m.parts), to_server(m.tool_calls), m.tool_call_id,
             m.tool_name, to_server(m.reasoning), m.finish_reason, m.token_count,
             now if m.timestamp is None else m.timestamp, m.display_kind, m.state)
 

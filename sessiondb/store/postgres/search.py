@@ -41,7 +41,7 @@ from ...query import (
     ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, LIKE_SNIPPET_CONTEXT, RANK_WINDOW, SNIPPET_SCAN, Query, Term,
     has_cjk, like_pattern, like_snippet, snippet_window, through_trigrams, windowed,
 )
-from .text import from_server
+from ..text import from_stored
 
 _WORD = re.compile(r"[^\W_]+")
 _TEXT = "search_text(m.role, m.content, m.parts)"
@@ -135,7 +135,7 @@ def search(conn: psycopg.Connection, query: Query, *, profile: str | None, sourc
     snippets = _cut(conn, tsquery, tsquery_params, texts, query.needles)
     # A hit its text does not match was found in its reasoning: the snippet is cut from there.
     thought = [i for i, snippet in enumerate(snippets) if not snippet and rows[i][10]]
-    for i, snippet in zip(thought, _cut(conn, tsquery, tsquery_params, [from_server(rows[i][10]) for i in thought],
+    for i, snippet in zip(thought, _cut(conn, tsquery, tsquery_params, [rows[i][10] for i in thought],
                                         query.needles)):
         snippets[i] = snippet
     return [_hit(row[:8], snippet or text[:2 * LIKE_SNIPPET_CONTEXT], float(row[9]))
@@ -317,4 +317,5 @@ def recall(conn: psycopg.Connection, question: Recall, *, profile: str | None, s
 def _hit(row: tuple[Any, ...], snippet: str, score: float) -> SearchHit:
     mid, sid, uid, role, timestamp, state, title, source = row
     return SearchHit(session_id=sid, message_id=mid, uid=uid, role=role, timestamp=timestamp,
-                     snippet=snippet, score=score + 0.0, state=state, session_title=title, session_source=source)
+                     snippet=from_stored(snippet), score=score + 0.0, state=state, session_title=title,
+                     session_source=source)

@@ -28,7 +28,7 @@ from . import maintenance, messages, migrations, pooler, search, verify
 from .batching import AppendBatcher
 from .connect import DEFAULT_PATIENCE, DEFAULT_POOL_SIZE, EXTENSIONS_SCHEMA, Database, on_own_connection
 from .replicas import Replicas
-from .text import from_server, to_server
+from ..text import ESCAPED_COLUMNS, from_stored, to_server
 
 T = TypeVar("T")
 #: durability -> the server's synchronous_commit: "normal" may lose the last commits of a
@@ -44,7 +44,7 @@ DIALECT = Dialect(
     name="postgresql", mark="%s", lock=" FOR NO KEY UPDATE", next_token="SELECT nextval('compaction_token')",
     inserted={"sessions": "created", "messages": "id", "turns": "seq"},
     duplicate=lambda exc: isinstance(exc, psycopg.errors.UniqueViolation),
-    codecs={("messages", "content"): (to_server, from_server), ("messages", "reasoning"): (to_server, from_server)},
+    codecs={("messages", column): (to_server, from_stored) for column in ESCAPED_COLUMNS},
     update_needs_savepoint=True,
     # lower() is implied, and serves the index sessions_title_folded; translate() keeps the fold to ASCII.
     folded="lower({col}) = lower({value}) AND translate({col}, '" + _UPPER + "', '" + _UPPER.lower() + "') "

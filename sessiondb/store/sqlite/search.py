@@ -50,6 +50,7 @@ from ...query import (
     like_snippet, snippet_window, through_trigrams, windowed,
 )
 from ...recall import COMMON_MESSAGES, SCAN_SCORE, SPREAD_FROM, Recall, best, favour, rarer, spread
+from ..text import from_stored
 from .index.schema import CJK, STEMS, THOUGHTS, TOKENIZERS, TOOL_TEXT_LIMIT, WORDS, text_sql
 
 __all__ = ["TOOL_TEXT_LIMIT", "recall", "search"]
@@ -392,7 +393,7 @@ def _hit(row: tuple[Any, ...], snippet: str, score: float) -> SearchHit:
     mid, sid, uid, role, timestamp, state, title, source = row
     return SearchHit(
         session_id=sid, message_id=mid, uid=uid, role=role, timestamp=timestamp,
-        snippet=snippet, score=score + 0.0, state=state, session_title=title, session_source=source,
+        snippet=from_stored(snippet), score=score + 0.0, state=state, session_title=title, session_source=source,
     )
 
 

@@ -23,6 +23,7 @@ from ...model import (
 from .. import commands as cmd
 from ..rows import Rows
 from ..sql import Dialect, SQLRows
+from ..text import ESCAPED_COLUMNS, from_stored, to_stored
 from . import maintenance, registry, search, verify
 from .connect import DEFAULT_PATIENCE, check_sqlite_version
 from .errors import convert
@@ -38,6 +39,7 @@ DIALECT = Dialect(
                "WHERE key = 'compaction_token' RETURNING value",
     inserted={"sessions": "rowid", "messages": "id", "turns": "seq"},
     duplicate=lambda exc: isinstance(exc, apsw.ConstraintError) and "UNIQUE constraint failed" in str(exc),
+    codecs={("messages", column): (to_stored, from_stored) for column in ESCAPED_COLUMNS},
 )
 
 
