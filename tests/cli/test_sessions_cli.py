@@ -222,3 +222,24 @@ def test_usage_shows_a_session_or_the_whole_profile_by_model(home):
     assert profile["sessions"] == 1 and profile["totals"]["input_tokens"] == 12
     assert [m["model"] for m in profile["models"]] == ["m"] and len(profile["days"]) == 1
     assert "no model calls recorded" in run(home, "sessions", "usage", "東京の天気").output
+
+
+def test_half_a_character_is_printed_as_its_escape_and_exported_and_imported_exactly(home, tmp_path):
+    with sessiondb.open_store(home=home) as store:
+        store.append(store.create_session("cli", session_id="cut").id,
+                     {"uid": "h1", "role": "user", "content": "a note cut inside an emoji \ud83d"})
+
+    def cli(where, *args):
+        done = subprocess.run([str(SESSIONDB), "--home", str(where), *args], capture_output=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.decode("utf-8")  # strict: every byte printed is UTF-8
+
+    assert "emoji \\ud83d" in cli(home, "sessions", "show", "cut")
+    assert json.loads(cli(home, "sessions", "show", "cut", "--json"))["messages"][0]["content"] == \
+        "a note cut inside an emoji \ud83d"
+    assert "emoji \\ud83d" in cli(home, "sessions", "search", "emoji")
+    out = tmp_path / "cut.jsonl"
+    cli(home, "sessions", "export", "cut", "-o", str(out))
+    cli(tmp_path / "fresh", "sessions", "import", str(out))
+    with sessiondb.open_store(home=tmp_path / "fresh") as store:
+        assert [m.content for m in store.transcript("cut")] == ["a note cut inside an emoji \ud83d"]
