@@ -25,8 +25,10 @@ from .adk_store import SOURCE, OnStore, belongs
 #: The ADK session id under which add_events_to_memory keeps events given without one (the
 #: SDK's in-memory service's name for that bucket).
 UNSESSIONED = "__unknown_session_id__"
-#: How many of recall's best matches (the user's own) search_memory reads and ranks.
-RANKED = 100
+#: How many of recall's best matches (the user's own) search_memory reads and ranks, per
+#: memory it returns: each costs two reads, and recall's order already puts most of the
+#: query's words first.
+RANKED_PER_MEMORY = 3
 
 
 class SessiondbMemoryService(OnStore, BaseMemoryService):
@@ -117,7 +119,7 @@ class SessiondbMemoryService(OnStore, BaseMemoryService):
             read = self._store.transcript(hit.session_id, after=hit.message_id - 1, limit=1, include_compacted=True)
             if read and read[0].id == hit.message_id:  # else moved by a compaction since: found next time
                 found.append(read[0])
-                if len(found) == RANKED:
+                if len(found) == RANKED_PER_MEMORY * self._limit:
                     break
         memories = []
         for message in ranked(found, recall.question(query))[:self._limit]:
