@@ -15,6 +15,8 @@ import apsw
 
 import sessiondb
 from sessiondb.store.sqlite.index.indexer import Indexer
+from sessiondb.store.sqlite.migrations import MIGRATIONS
+from sessiondb.store.sqlite.safety.schema import reference_schema
 from sessiondb.store.sqlite.index.schema import SUFFIX
 
 SESSIONS = 8
@@ -149,9 +151,14 @@ def missing_table_entry(db: Path) -> Path:
 
 
 def half_migrated(db: Path) -> Path:
-    """The last migration's objects all there, its record gone."""
+    """The objects of the last migration that builds any all there, its record gone. (One
+    that only rewrites rows, as 0008_escaped_text does, leaves nothing to find without its
+    record: the file is simply one migration behind, and the next open applies it.)"""
+    names = [name for name, _ in MIGRATIONS]
+    building = next(name for i, name in reversed(list(enumerate(names)))
+                    if set(reference_schema(frozenset(names[:i + 1]))) != set(reference_schema(frozenset(names[:i]))))
     conn = apsw.Connection(str(db))
-    conn.execute("DELETE FROM schema_migrations WHERE name = (SELECT max(name) FROM schema_migrations)")
+    conn.execute("DELETE FROM schema_migrations WHERE name = ?", (building,))
     conn.close()
     return db
 
