@@ -31,7 +31,7 @@ from urllib.parse import unquote, urlsplit
 from ..errors import InvalidInput
 from ..model import SearchHit, VerifyReport
 from ..query import RANK_WINDOW, Query, Term, cjk_runs, fold, indexable, like_snippet
-from ..recall import SPREAD_FROM, Recall, best, favour, spread
+from ..recall import COMMON_MESSAGES, SPREAD_FROM, Recall, best, favour, rarer, spread
 from . import commands as cmd
 from .rows import INSERTED, INSERTED_ORDER, TABLES, UNIQUE, Condition, Row, Table, Taken, Where
 
@@ -510,6 +510,10 @@ def recall(rows: MemoryRows, query: cmd.Search) -> list[SearchHit]:
     if not found:
         return []
     held = Counter(term for hits in found.values() for term in hits)  # how many messages hold each
+    if len(scanned) > COMMON_MESSAGES:  # a common word only adds to the matches of the rarer ones
+        rare, _common = rarer({w: held[_stem(w)] for w in question.words}, len(scanned))
+        making = {_stem(w) for w in rare} | set(question.trigrams)
+        found = {mid: hits for mid, hits in found.items() if not making.isdisjoint(hits)}
     scores = {mid: sum(n * math.log(1 + len(scanned) / held[term]) for term, n in hits.items())
               for mid, hits in found.items()}
     sources = dict(best(scores, SPREAD_FROM))

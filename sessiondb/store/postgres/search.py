@@ -36,7 +36,7 @@ from typing import Any
 import psycopg
 
 from ...model import SearchHit
-from ...recall import SCAN_SCORE, SPREAD_FROM, Recall, best, favour, spread
+from ...recall import COMMON_MESSAGES, SCAN_SCORE, SPREAD_FROM, Recall, best, favour, rarer, spread
 from ...query import (
     ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, LIKE_SNIPPET_CONTEXT, RANK_WINDOW, SNIPPET_SCAN, Query, Term,
     has_cjk, like_pattern, like_snippet, snippet_window, through_trigrams, windowed,
@@ -230,16 +230,19 @@ def _on_messages(where: list[str], params: list[Any], *, session_id: str | None,
 # index: each word of the question counts by how rare it is among the searchable messages
 # (the same idf as FTS5's), how often its lexemes occur in the message, against the
 # message's length in lexemes.
+# How many messages each of a question's words is in, and how many there are: what bm25
+# weighs a word by, and what decides which words are common (sessiondb.recall.rarer).
+_COUNTS = """
+SELECT (SELECT count(*) FROM messages WHERE state <> 'rewound'),
+       array(SELECT (SELECT count(*) FROM messages AS d WHERE d.stems @@ plainto_tsquery('stems', w.word)
+                     AND d.state <> 'rewound') FROM unnest(%s::text[]) WITH ORDINALITY AS w(word, i) ORDER BY i)
+"""
+
 _RECALL = """
-WITH terms AS MATERIALIZED (
-    SELECT w.word, plainto_tsquery('stems', w.word) AS q, tsvector_to_array(to_tsvector('stems', w.word)) AS lexemes
-    FROM unnest(%s::text[]) AS w(word)),
-everything AS (SELECT count(*) AS n FROM messages WHERE state <> 'rewound'),
-lexemes AS MATERIALIZED (
-    SELECT terms.word, unnest(terms.lexemes) AS lexeme,
-           greatest(ln(((SELECT n FROM everything) - df + 0.5) / (df + 0.5)), 1e-6) AS weight
-    FROM terms, LATERAL (SELECT count(*) AS df FROM messages AS d
-                         WHERE d.stems @@ terms.q AND d.state <> 'rewound') AS found),
+WITH lexemes AS MATERIALIZED (
+    SELECT w.word, unnest(tsvector_to_array(to_tsvector('stems', w.word))) AS lexeme,
+           greatest(ln((%s - w.df + 0.5) / (w.df + 0.5)), 1e-6) AS weight
+    FROM unnest(%s::text[], %s::bigint[]) AS w(word, df)),
 matches AS MATERIALIZED (
     SELECT m.id, m.timestamp, m.stems, length(m.stems) AS size FROM messages AS m
     JOIN sessions AS s ON s.id = m.session_id
@@ -272,8 +275,14 @@ def recall(conn: psycopg.Connection, question: Recall, *, profile: str | None, s
     words = list(question.words)
     either = " || ".join("plainto_tsquery('stems', %s)" for _ in words)
     if words:
-        statement = _RECALL.format(either=either, where=" AND ".join(where), k1=_K1, b=_B)
-        for mid, times[mid], score in conn.execute(statement, (words, *words, *params, RANK_WINDOW), prepare=False):
+        messages, held = conn.execute(_COUNTS, (words,), prepare=False).fetchone()
+        # A common word only adds to the score of a message the rarer ones match: it is
+        # weighed in every match's bm25, but matches nothing by itself (sessiondb.recall).
+        making = rarer(dict(zip(words, held)), messages)[0] if messages > COMMON_MESSAGES else words
+        statement = _RECALL.format(either=" || ".join("plainto_tsquery('stems', %s)" for _ in making),
+                                   where=" AND ".join(where), k1=_K1, b=_B)
+        for mid, times[mid], score in conn.execute(statement, (messages, words, held, *making, *params, RANK_WINDOW),
+                                                   prepare=False):
             scores[mid] = float(score)
     # CJK trigrams ranked by the trigram index; runs too short for it scanned, each match
     # worth SCAN_SCORE (sessiondb.recall).
