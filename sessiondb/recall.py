@@ -130,20 +130,26 @@ def question(text: str) -> Recall:
     for run in cjk_runs(text) if has_cjk(text) else ():
         run = fold(run)
         trigrams += [run[i:i + TRIGRAM] for i in range(max(1, len(run) - TRIGRAM + 1))]
-    every = words(text)
+    rest = _without_cjk(text)
+    every = words(rest)
     content = dict.fromkeys(word for word in every if word not in STOP_WORDS)
     if not content and not trigrams:
         content = dict.fromkeys(every)  # nothing but stop words ("Who was it?"): recall them rather than nothing
-    return Recall(tuple(content)[:MAX_TERMS], tuple(dict.fromkeys(trigrams))[:MAX_RECALL_TRIGRAMS], _when(text))
+    return Recall(tuple(content)[:MAX_TERMS], tuple(dict.fromkeys(trigrams))[:MAX_RECALL_TRIGRAMS], _when(rest))
 
 
 def words(text: str) -> list[str]:
     """The words of `text` as recall reads them, folded and bounded as the index holds
     them; its CJK runs are not words (they are matched by their trigrams)."""
+    return [fold(word[:MAX_TERM_LENGTH]) for word in _WORD.findall(_without_cjk(text))]
+
+
+def _without_cjk(text: str) -> str:
+    """`text` with each run of CJK text a space: what its words and dates are read from."""
     if has_cjk(text):
         for run in cjk_runs(text):
             text = text.replace(run, " ")
-    return [fold(word[:MAX_TERM_LENGTH]) for word in _WORD.findall(text)]
+    return text
 
 
 def _when(text: str) -> tuple[float, float] | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
 from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
@@ -137,10 +138,7 @@ def ranked(found: list[Message], question: recall.Recall) -> list[Message]:
     stem (`researched` for `research`) holds none of the words as written and comes last,
     in recall's order."""
     held = [_held(message.text, question) for message in found]
-    matches: dict[str, int] = {}
-    for needles in held:
-        for needle in needles:
-            matches[needle] = matches.get(needle, 0) + 1
+    matches = Counter(needle for needles in held for needle in needles)  # how many matches hold each
 
     def key(i: int) -> tuple[int, float, int]:
         rarity = sum(1 / matches[needle] for needle in held[i])

@@ -511,7 +511,7 @@ def recall(rows: MemoryRows, query: cmd.Search) -> list[SearchHit]:
         return []
     held = Counter(term for hits in found.values() for term in hits)  # how many messages hold each
     if len(scanned) > COMMON_MESSAGES:  # a common word only adds to the matches of the rarer ones
-        rare, _common = rarer({w: held[_stem(w)] for w in question.words}, len(scanned))
+        rare = rarer({w: held[_stem(w)] for w in question.words}, len(scanned))[0]
         making = {_stem(w) for w in rare} | set(question.trigrams)
         found = {mid: hits for mid, hits in found.items() if not making.isdisjoint(hits)}
     scores = {mid: sum(n * math.log(1 + len(scanned) / held[term]) for term, n in hits.items())

@@ -36,6 +36,7 @@ def test_cjk_text_is_cut_into_trigrams_and_latin_words_inside_it_are_words():
     ("What happened during 2022?", (at(2022, 1, 1), at(2023, 1, 1) + DATE_AFTER)),
     ("What happened on 31 June 2023?", None),  # no such day
     ("May I ask about 2023?", None),
+    ("東京でin 2023に何をした?", (at(2023, 1, 1), at(2024, 1, 1) + DATE_AFTER)),  # read apart from the CJK text
 ])
 def test_the_time_a_question_names(text, when):
     assert question(text).when == when

@@ -226,10 +226,6 @@ def _on_messages(where: list[str], params: list[Any], *, session_id: str | None,
 
 # --- recall: a question in natural language (sessiondb.recall) -----------------------------
 
-# bm25 over the `stems` column (migration 0011), as FTS5 ranks the embedded store's stems
-# index: each word of the question counts by how rare it is among the searchable messages
-# (the same idf as FTS5's), how often its lexemes occur in the message, against the
-# message's length in lexemes.
 # How many messages each of a question's words is in, and how many there are: what bm25
 # weighs a word by, and what decides which words are common (sessiondb.recall.rarer).
 _COUNTS = """
@@ -238,6 +234,10 @@ SELECT (SELECT count(*) FROM messages WHERE state <> 'rewound'),
                      AND d.state <> 'rewound') FROM unnest(%s::text[]) WITH ORDINALITY AS w(word, i) ORDER BY i)
 """
 
+# bm25 over the `stems` column (migration 0011), as FTS5 ranks the embedded store's stems
+# index: each word of the question counts by how rare it is among the searchable messages
+# (the same idf as FTS5's), how often its lexemes occur in the message, against the
+# message's length in lexemes.
 _RECALL = """
 WITH lexemes AS MATERIALIZED (
     SELECT w.word, unnest(tsvector_to_array(to_tsvector('stems', w.word))) AS lexeme,
