@@ -104,7 +104,7 @@ JSON_COLUMNS = {"sessions": frozenset({"metadata"}), "messages": frozenset({"par
                 "usage": frozenset(), "turns": frozenset({"receipts"})}
 BOOL_COLUMNS = {"sessions": frozenset({"pinned", "archived", "hidden"}), "messages": frozenset(), "usage": frozenset(),
                 "turns": frozenset()}
-# Text that append stores as given, NUL and half a character included (store/text.py); everything
+# Text that append stores as given, NUL and half a character included (store/sql.py); everything
 # else of type TEXT is a label without either.
 FREE_TEXT_COLUMNS = {"sessions": frozenset(), "messages": frozenset({"content", "reasoning", "parts", "tool_calls"}),
                      "usage": frozenset(), "turns": frozenset()}

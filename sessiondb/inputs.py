@@ -98,7 +98,7 @@ def clean_title(title: str | None) -> str | None:
 def check_unicode(value: str, what: str) -> str:
     """Refuse an id, label or name holding half a character: an unpaired surrogate (from a
     JSON "\\ud800" escape or a surrogate-escaped file name) has no UTF-8 form. (A message's
-    text keeps one, escaped where it is stored: store/text.py.)"""
+    text keeps one, escaped where it is stored: store/sql.py.)"""
     utf8_size(value, what)
     return value
 
@@ -117,7 +117,7 @@ def utf8_size(value: str, what: str) -> int:
 
 def text_size(value: str) -> int:
     """The bytes of a message's text in UTF-8, half a character (an unpaired surrogate,
-    which the store keeps: store/text.py) counted as the three bytes its code point takes."""
+    which the store keeps: store/sql.py) counted as the three bytes its code point takes."""
     return len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass"))
 
 

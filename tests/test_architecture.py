@@ -29,7 +29,7 @@ ALLOWED = {
 LEAVES = {"errors", "model", "inputs", "home", "guidance", "query", "recall", "keys", "formats", "exports", "files", "uids",
           "telemetry"}
 INTERFACE = {"store.contract", "store.optional", "store.commands", "store.backend", "store.spool", "store.listing",
-             "store.lease_holders", "store.rows", "store.sql", "store.text"}
+             "store.lease_holders", "store.rows", "store.sql"}
 BACKENDS = ("store.sqlite", "store.postgres", "store.memory")
 USERS = ("profiles", "usage", "titles", "gateway", "turns", "adapters", "importers", "testing")
 FACES = ("cli", "api", "mcp")

@@ -1,11 +1,11 @@
 """The safety net for store handles dropped without close() (S-11, S-27).
 
-A public handle owns one backend handle (the SQLite registry counts one reference per
+A public handle owns one backend handle (a SQLite SharedFile counts one reference per
 backend handle, so releasing it never tears down what other handles share). When the
 public handle is garbage-collected while still open, its backend handle is released and a
 ResourceWarning names it, the way Python's own files do. The release runs on a reaper
 thread, never inside the collector: a collection can run on any thread at any allocation,
-including one that holds the writer's or the registry's lock, and closing there could
+including one that holds the writer's or the shared files' lock, and closing there could
 deadlock. Handles inherited through fork belong to the parent and are left alone.
 """
 

@@ -16,7 +16,7 @@ import apsw
 
 from sessiondb.store.sqlite.connect import configure_writer, connect
 from sessiondb.store.sqlite.migrations import MIGRATIONS, migrate
-from sessiondb.store.text import to_stored
+from sessiondb.store.sql import to_stored
 
 SCHEMA_DIR = Path(__file__).parent / "schema"
 VERSIONS = [name for name, _ in MIGRATIONS]
@@ -36,7 +36,7 @@ MESSAGES = [
     (CHILD, "c-summary", "assistant", "summary: the harbour opens at six", None, "active"),
     (CHILD, "c-cjk", "user", "東京の港はどこですか", None, "active"),
     (ENDED, "e-user", "user", "an ended conversation about lighthouses", None, "active"),
-    # U+FFFE, the escape of store/text.py, held as it was written before 0008_escaped_text
+    # U+FFFE, the escape of store/sql.py, held as it was written before 0008_escaped_text
     (ENDED, "e-marker", "user", "kept as written: \ufffe0 \ufffe\ufffe \ufffeud83d\ufffe", None, "active"),
 ]
 
@@ -83,7 +83,7 @@ def _fill(conn: apsw.Connection, version: int) -> None:
         row["tool_call_count"] = 1 if row["id"] == PARENT else 0
         conn.execute(f"INSERT INTO sessions({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
                      tuple(row.values()))
-    escaped = version >= VERSIONS.index("0008_escaped_text") + 1  # text held through store/text.py's codec
+    escaped = version >= VERSIONS.index("0008_escaped_text") + 1  # text held through store/sql.py's codec
     for seq, (sid, uid, role, content, parts, state) in enumerate(MESSAGES, 1):
         tool = ("call-1", "tides") if role == "tool" else (None, None)
         conn.execute(

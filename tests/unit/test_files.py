@@ -15,7 +15,7 @@ import sessiondb
 from sessiondb import InvalidInput, NotASessionStore, UnsupportedSQLite
 from sessiondb.home import store_path, validate_profile
 from sessiondb.store.sqlite import connect as sqlite_connect
-from sessiondb.store.sqlite import registry
+from sessiondb.store.sqlite import store as shared_files
 from sessiondb.store.sqlite.connect import check_sqlite_version, filesystem_type, is_network_filesystem
 
 
@@ -172,7 +172,7 @@ def test_a_symlinked_home_reaches_the_same_file_and_the_same_writer(tmp_path):
         assert a.location == b.location == c.location == str(real / "state.db")
         assert a.backend._file is b.backend._file is c.backend._file
         key = (os.stat(real / "state.db").st_dev, os.stat(real / "state.db").st_ino)
-        entries = [f for k, f in registry._files.items() if k == key]
+        entries = [f for k, f in shared_files._files.items() if k == key]
         assert entries == [a.backend._file]
         assert a.backend._file.refs == 3
         sid = a.create_session("cli").id
@@ -181,7 +181,7 @@ def test_a_symlinked_home_reaches_the_same_file_and_the_same_writer(tmp_path):
     finally:
         for s in (a, b, c):
             s.close()
-    assert key not in registry._files
+    assert key not in shared_files._files
 
 
 def test_a_hard_link_to_the_store_shares_the_writer_of_the_first_path(tmp_path):
@@ -457,4 +457,4 @@ def test_a_failed_open_leaves_nothing_registered(tmp_path):
     with pytest.raises(NotASessionStore):
         sessiondb.open_store(path)
     st = os.stat(path)
-    assert (st.st_dev, st.st_ino) not in registry._files
+    assert (st.st_dev, st.st_ino) not in shared_files._files

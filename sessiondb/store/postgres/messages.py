@@ -18,7 +18,7 @@ import psycopg
 
 from ...model import ACTIVITY_ROLES, INTERNAL_NOTIFICATION, Message, MessageState
 from ...inputs import NewMessage
-from ..text import from_stored, to_server
+from ..sql import from_stored, to_server
 
 _ACTIVE = MessageState.ACTIVE.value
 

@@ -41,7 +41,7 @@ from ...query import (
     ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, LIKE_SNIPPET_CONTEXT, RANK_WINDOW, SNIPPET_SCAN, Query, Term,
     has_cjk, like_pattern, like_snippet, snippet_window, through_trigrams, windowed,
 )
-from ..text import from_stored
+from ..sql import from_stored
 
 _WORD = re.compile(r"[^\W_]+")
 _TEXT = "search_text(m.role, m.content, m.parts)"

@@ -23,12 +23,11 @@ from ...model import (
 )
 from .. import commands as cmd
 from ..rows import Rows
-from ..sql import Dialect, SQLRows
+from ..sql import ESCAPED_COLUMNS, Dialect, SQLRows, from_stored, to_server
 from . import maintenance, messages, migrations, pooler, search, verify
 from .batching import AppendBatcher
 from .connect import DEFAULT_PATIENCE, DEFAULT_POOL_SIZE, EXTENSIONS_SCHEMA, Database, on_own_connection
 from .replicas import Replicas
-from ..text import ESCAPED_COLUMNS, from_stored, to_server
 
 T = TypeVar("T")
 #: durability -> the server's synchronous_commit: "normal" may lose the last commits of a

@@ -8,7 +8,7 @@ Policy, in one place:
   process may be using it.
 - durability "full": an acknowledged commit survives power loss. With a rollback journal
   that is synchronous=FULL; in WAL the writer syncs the WAL after COMMIT instead, outside
-  the write lock (registry.py sets it up, writer.py says why that is as safe).
+  the write lock (store.py sets it up, writer.py says why that is as safe).
   "normal" is synchronous=NORMAL: it survives the process dying, not the machine.
 - A locked database is waited for by a busy handler with jittered back-off, within a
   patience budget; past it the caller gets StoreBusy.
@@ -116,7 +116,7 @@ def connect(path: Path, *, patience: float, vfs: str | None = None, immutable: b
     """Open a connection with the settings every sessiondb connection shares.
 
     `immutable` reads the main file alone, read-only, with no locks, WAL or -shm: only for
-    a file that nothing is writing (the full-disk fallback, registry.py).
+    a file that nothing is writing (the full-disk fallback, store.py).
     """
     # URI: so a connection can ATTACH the search index (or the store) through a VFS by name.
     flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE | apsw.SQLITE_OPEN_NOFOLLOW | apsw.SQLITE_OPEN_URI

@@ -50,7 +50,7 @@ from ...query import (
     like_snippet, snippet_window, through_trigrams, windowed,
 )
 from ...recall import COMMON_MESSAGES, SCAN_SCORE, SPREAD_FROM, Recall, best, favour, rarer, spread
-from ..text import from_stored
+from ..sql import from_stored
 from .index.schema import CJK, STEMS, THOUGHTS, TOKENIZERS, TOOL_TEXT_LIMIT, WORDS, text_sql
 
 __all__ = ["TOOL_TEXT_LIMIT", "recall", "search"]

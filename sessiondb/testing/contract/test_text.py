@@ -1,6 +1,6 @@
 """Any Python text a message holds comes back exactly, on every backend: NUL, half a
 character (an unpaired surrogate, from a string cut inside an emoji or JSON's "\\ud83d"),
-and the character and spellings the stores escape them with (sessiondb/store/text.py)."""
+and the character and spellings the stores escape them with (sessiondb/store/sql.py)."""
 
 from __future__ import annotations
 

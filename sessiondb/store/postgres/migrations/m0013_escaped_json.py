@@ -1,5 +1,5 @@
 """Migration 0013_escaped_json: a message's parts and tool calls held through the codec of
-store/text.py, as its content and reasoning always were.
+store/sql.py, as its content and reasoning always were.
 
 Frozen once released: change the schema with a new migration appended to MIGRATIONS.
 

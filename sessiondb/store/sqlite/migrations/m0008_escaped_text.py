@@ -1,4 +1,4 @@
-"""Migration 0008_escaped_text: a message's text held through the codec of store/text.py.
+"""Migration 0008_escaped_text: a message's text held through the codec of store/sql.py.
 
 Frozen once released: never edit it; change the schema with a new migration appended to MIGRATIONS.
 From this release a message's content, reasoning, parts and tool calls keep every Python

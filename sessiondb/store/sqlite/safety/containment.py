@@ -8,7 +8,7 @@ path again, and closing skips the checkpoint, so a damaged file is never made wo
 the process that noticed it. Two exceptions to "no handle opens the path again": a
 replaced file's old handles stay refused, and the file now at the path, another
 generation, is opened afresh by new handles, whether the old ones are still open or were
-closed (registry.py retires the old one first); and
+closed (store.py retires the old one first); and
 a file this process healed in place (repair.py, which runs only while the process has no
 handle on it) is opened again, so the spool of its refused writes can be replayed.
 

@@ -5,7 +5,7 @@ its callers; the work lives in the modules it gathers:
 - examine.py: the read-only examination and its report;
 - integrity.py: the integrity check and the classification of what it finds;
 - repair.py: the in-place repair (and RepairRefused);
-- probe.py: the startup probe the registry runs after an unclean shutdown.
+- probe.py: the startup probe store.py runs after an unclean shutdown.
 
 Damage classes, worst first:
 

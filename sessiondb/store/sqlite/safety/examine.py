@@ -2,7 +2,7 @@
 describes the classes). `examine` never writes.
 
 It opens the database read-only with APSW on a private connection, never through the
-shared writer registry (which would start a writer, replay the spool and run migrations
+shared file of store.py (which would start a writer, replay the spool and run migrations
 on a file that may be damaged). The only plain file I/O on the database is the ledger's
 head/tail sample, read through a descriptor SQLite already holds when this process has
 one (S-12, see ledger.py). The schema is checked as open checks it (schema.py), so that
@@ -78,7 +78,7 @@ class Report(DoctorReport):
 
 
 def open_readonly(db_path: Path, *, writable_schema: bool = False, quiet: bool = False) -> apsw.Connection:
-    """A private read-only connection (never the shared registry's).
+    """A private read-only connection (never a SharedFile's).
 
     `quiet` (no WAL or journal beside the file and no connection on it anywhere) opens it
     as immutable: a read-only WAL-mode connection would otherwise leave an empty -wal and a

@@ -1,7 +1,7 @@
 """The startup probe: after an unclean shutdown, a short integrity check before the first
 write, so a file damaged by the crash is refused instead of written to.
 
-The registry runs it when it opens a file's writer; it shares the doctor's integrity
+store.py runs it when it opens a file's writer; it shares the doctor's integrity
 check and classification (integrity.py) and nothing else of the doctor.
 """
 

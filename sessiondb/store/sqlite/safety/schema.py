@@ -13,7 +13,7 @@ not damaged for it). What is found, and the class and repair of each:
   of them are there exactly as the migration builds them (its record is written), else
   `structural`.
 
-The registry runs the check when it opens a file's writer, before any migration or write:
+store.py runs the check when it opens a file's writer, before any migration or write:
 whatever it finds refuses the open, and the doctor reports the same findings. It reads
 only sqlite_schema and schema_migrations, so it costs no more than the schema is long.
 Damage that only the integrity check can see (pages, b-tree contents) is the doctor's,
