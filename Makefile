@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-long test-sdk test-pooler reliability reliability-postgres failover bench bench-growth bench-core bench-lineage bench-search bench-search-peers bench-recall profile-search bench-api bench-fleet bench-replicas clean
+.PHONY: run test test-long test-sdk test-pooler reliability reliability-postgres failover bench bench-growth bench-core bench-lineage bench-search bench-search-peers bench-recall profile-search bench-api bench-fleet bench-replicas bench-exact clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -83,6 +83,16 @@ $(OPENAI)/.installed:
 
 bench: $(STAMP) $(PEERS)/.installed $(OPENAI)/.installed
 	$(BIN)/python bench/compare.py
+
+# One writer's append in exact units, each beside its target (docs/benchmarks.json's `exact`):
+# callgrind's instructions per append (valgrind from Debian, installed here when missing),
+# WAL pages per append, and CPU per message of an append of 100 beside OpenAI's add_items
+# (bench/exact.py; about 5 minutes).
+bench-exact: $(STAMP) $(OPENAI)/.installed
+	command -v valgrind >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind; } \
+	  || echo "bench: could not install valgrind (instructions reported n/a)"
+	$(BIN)/python bench/exact.py
+	$(BIN)/python bench/compare.py --render-only
 
 # How cost grows with 10k, 100k and 1M stored messages (docs/benchmarks-growth.md and a
 # chart; about 10 minutes, so not part of `make bench`).

@@ -1,0 +1,354 @@
+"""One writer's append in exact units, beside the raw loops and OpenAI's `add_items`.
+
+    make bench-exact           (or: .venv/bin/python bench/exact.py [--rounds 5] [--no-write])
+
+Throughput on a shared 2-core machine moves with the load; these figures do not, or
+hardly, and each is set beside its target:
+
+- CPU instructions per acknowledged one-message append at durability full (callgrind,
+  which counts rather than times: the difference between runs of 1,200 and 200 appends,
+  so start-up cancels out), with the search indexer held off; the same with the index
+  caught up after every append (the derived index at one-at-a-time rates, the dearest it
+  gets); and the raw loops: plain APSW into a table without an index, and into
+  sessiondb's own schema.
+- WAL pages written per one-message append to a session already holding 3,000 messages,
+  counted by a VFS that sees every write reaching the store's WAL (a page is one write of
+  the page size), beside the same count for the raw loops.
+- Per message of an append of 100 messages, sessiondb's `append` (the indexer held off,
+  and with the index caught up) beside OpenAI Agents' `SQLiteSession.add_items` at its
+  current release (bench/.venv-openai, as `make bench` has it): callgrind's instructions,
+  and the CPU time (user and system, every thread) of alternating rounds, the median
+  round's (this one moves with the machine's load).
+
+Writes the `exact` section of docs/benchmarks.json (each figure with its target and
+whether it was met) unless --no-write, and prints it. Needs valgrind (Debian's, which
+`make bench-exact` installs) for the instruction counts; without it they are reported
+as not measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+HERE = Path(__file__).resolve().parent
+DOCS = HERE.parent / "docs"
+OPENAI_PYTHON = HERE / ".venv-openai" / "bin" / "python"
+SMALL, LARGE = 200, 1200  # appends in the two runs whose difference callgrind counts
+HISTORY = 3000  # messages the session holds before the WAL pages are counted
+COUNTED_APPENDS = 500
+BATCH, WARM, BATCHES = 100, 5, 30  # the batch figures: BATCHES appends of BATCH after WARM of them
+VFS_NAME = "sessiondb-bench-wal-count"
+#: Who appends the batches: (interpreter, label); sessiondb with its indexer held off (the
+#: acknowledged path) and with it (what indexing adds, on the indexer's thread).
+BATCHERS = {
+    "sessiondb": (Path(sys.executable), "sessiondb.append, the indexer held off"),
+    "sessiondb-indexed": (Path(sys.executable), "sessiondb.append, the index caught up"),
+    "openai": (OPENAI_PYTHON, "OpenAI Agents SQLiteSession.add_items"),
+}
+
+# What callgrind counts, each a child process: (label, target per append or None).
+COUNTED = {
+    "raw": "raw loop: APSW, one INSERT and COMMIT per message, no index",
+    "raw-indexed": "raw loop: one INSERT and COMMIT per message into sessiondb's schema",
+    "acknowledged": "sessiondb.append, acknowledged path (the indexer held off)",
+    "indexed": "sessiondb.append, the index caught up after every append",
+}
+
+
+# --- the workloads (run in child processes, so each is counted or timed alone) ------------
+
+def texts(n: int) -> list[str]:
+    sys.path.insert(0, str(HERE))
+    import bench_core
+    return bench_core.bodies(n)
+
+
+def hold_off_indexer() -> None:
+    """The indexer's thread never catches up and the store's close does not either: the
+    appends are counted without the derived index."""
+    from sessiondb.store.sqlite.index import indexer
+    indexer.Indexer._serve = lambda self: self._stopping.wait()
+    indexer.Indexer.settle = lambda self: None
+
+
+def sessiondb_appends(directory: Path, bodies: list[str], *, index_each: bool, vfs: str | None = None,
+                      before: Callable[[], None] = lambda: None) -> None:
+    """One-message appends to one session; `before` runs once the session holds HISTORY
+    messages when vfs is given (the WAL count starts there), else at once."""
+    import sessiondb
+    hold_off_indexer()
+    with sessiondb.open_store(directory / "state.db", vfs=vfs) as store:
+        sid = store.create_session("bench").id
+        if vfs is not None:
+            history = [{"role": "user", "content": text} for text in texts(HISTORY)]
+            for i in range(0, HISTORY, BATCH):
+                store.append(sid, history[i:i + BATCH])
+        indexer = store._open()._file.indexer
+        indexer.catch_up()
+        before()
+        for i, text in enumerate(bodies):
+            store.append(sid, {"role": ("user", "assistant")[i % 2], "content": text})
+            if index_each:
+                indexer.catch_up()
+
+
+def raw_appends(directory: Path, bodies: list[str], *, indexed: bool, vfs: str | None = None,
+                before: Callable[[], None] = lambda: None) -> None:
+    """bench_core's raw loops, on a VFS when given (their statements, spelled the same)."""
+    import apsw
+    sys.path.insert(0, str(HERE))
+    import bench_core
+    import sessiondb
+    path = directory / "raw.db"
+    sid = "s"
+    if indexed:
+        hold_off_indexer()
+        with sessiondb.open_store(path) as store:
+            sid = store.create_session("bench").id
+    conn = apsw.Connection(str(path), **({"vfs": vfs} if vfs else {}))
+    bench_core.set_pragmas(conn)
+    if not indexed:
+        conn.execute("CREATE TABLE m(id INTEGER PRIMARY KEY, session_id TEXT, role TEXT, content TEXT, ts REAL)")
+    insert = ("INSERT INTO messages(session_id, uid, seq, role, content, timestamp) VALUES (?, ?, ?, 'user', ?, ?)"
+              if indexed else "INSERT INTO m(session_id, role, content, ts) VALUES (?, ?, ?, ?)")
+
+    def one(seq: int, text: str) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute(insert, (sid, f"u{seq}", seq, text, time.time()) if indexed else (sid, "user", text, time.time()))
+        conn.execute("COMMIT")
+
+    if vfs is not None:
+        for seq, text in enumerate(texts(HISTORY), 1):
+            one(seq, text)
+    before()
+    for seq, text in enumerate(bodies, HISTORY + 1):
+        one(seq, text)
+    conn.close()
+
+
+def counted_run(system: str, n: int) -> None:
+    """The body callgrind counts."""
+    bodies = texts(LARGE)[:n]
+    with tempfile.TemporaryDirectory() as d:
+        if system.startswith("raw"):
+            raw_appends(Path(d), bodies, indexed=system == "raw-indexed")
+        else:
+            sessiondb_appends(Path(d), bodies, index_each=system == "indexed")
+
+
+def wal_pages_run(system: str) -> float:
+    """WAL pages written per append, counted by a VFS over the default one."""
+    import apsw
+
+    class Counting(apsw.VFS):
+        def __init__(self) -> None:
+            self.pages = 0
+            self.counting = False
+            super().__init__(VFS_NAME, "")
+
+        def xOpen(self, name: Any, flags: Any) -> apsw.VFSFile:
+            return CountedFile(self, name, flags)
+
+    class CountedFile(apsw.VFSFile):
+        def __init__(self, vfs: Counting, name: Any, flags: Any) -> None:
+            self._vfs = vfs
+            filename = name.filename() if isinstance(name, apsw.URIFilename) else name
+            self._wal = bool(filename) and filename.endswith((".db-wal",))  # the store's own WAL only
+            super().__init__("", name, flags)
+
+        def xWrite(self, data: Any, offset: int) -> None:
+            super().xWrite(data, offset)
+            if self._wal and self._vfs.counting and len(data) in (4096, 8192, 16384, 32768, 65536):
+                self._vfs.pages += 1
+
+    vfs = Counting()
+
+    def start() -> None:
+        vfs.counting = True
+
+    bodies = texts(COUNTED_APPENDS)
+    with tempfile.TemporaryDirectory() as d:
+        if system.startswith("raw"):
+            raw_appends(Path(d), bodies, indexed=system == "raw-indexed", vfs=VFS_NAME, before=start)
+        else:
+            sessiondb_appends(Path(d), bodies, index_each=False, vfs=VFS_NAME, before=start)
+    if not vfs.pages:
+        raise SystemExit("the counting VFS saw no WAL page written: it does not see the store's WAL")
+    return vfs.pages / COUNTED_APPENDS
+
+
+def batch_run(system: str, bodies: list[str]) -> float:
+    """CPU seconds (user + system, every thread) per message of the appends of BATCH after
+    the first WARM (`bodies` from the parent: the peer's interpreter has neither APSW nor
+    sessiondb). The store is closed before the clock stops: the index catches up by then."""
+    batches = [[{"role": ("user", "assistant")[i % 2], "content": t} for i, t in enumerate(bodies[j:j + BATCH])]
+               for j in range(0, len(bodies), BATCH)]
+    warm, timed = batches[:WARM], batches[WARM:]
+    with tempfile.TemporaryDirectory() as d:
+        if system == "openai":
+            import asyncio
+            from agents.memory import SQLiteSession
+
+            async def run() -> float:
+                session = SQLiteSession("bench", str(Path(d) / "openai.db"))
+                for batch in warm:
+                    await session.add_items(batch)
+                started = cpu()
+                for batch in timed:
+                    await session.add_items(batch)
+                session.close()
+                return cpu() - started
+            spent = asyncio.run(run())
+        else:
+            import sessiondb
+            if system == "sessiondb":
+                hold_off_indexer()
+            store = sessiondb.open_store(Path(d) / "state.db")
+            sid = store.create_session("bench").id
+            for batch in warm:
+                store.append(sid, batch)
+            store._open()._file.indexer.catch_up()
+            started = cpu()
+            for batch in timed:
+                store.append(sid, batch)
+            store.close()
+            spent = cpu() - started
+    return spent / (BATCH * len(timed))
+
+
+def cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+# --- the parent: runs the children, compares, records ------------------------------------
+
+def child(python: Path | str, *args: str, prefix: tuple[str, ...] = (), given: str | None = None
+          ) -> subprocess.CompletedProcess:
+    return subprocess.run([*prefix, str(python), __file__, "--child", *args], capture_output=True, text=True,
+                          check=True, input=given)
+
+
+def instructions(system: str, n: int) -> int:
+    return counted(sys.executable, "count", system, str(n))
+
+
+def counted(python: Path | str, *args: str, given: str | None = None) -> int:
+    """The instructions callgrind counts in the child `args` describe."""
+    done = child(python, *args, given=given, prefix=("valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"))
+    return int(re.search(r"Collected : (\d+)", done.stderr).group(1))
+
+
+def figure(name: str, value: float | None, unit: str, target: str | None = None, *, met: bool | None = None,
+           **beside: Any) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": name, "value": None if value is None else round(value, 3), "unit": unit}
+    if target is not None:
+        entry |= {"target": target, "met": met}
+    return entry | beside
+
+
+def measure(rounds: int) -> dict[str, Any]:
+    figures = []
+    if shutil.which("valgrind"):
+        per = {system: (instructions(system, LARGE) - instructions(system, SMALL)) / (LARGE - SMALL)
+               for system in COUNTED}
+        raw = per["raw"]
+        for system, label in COUNTED.items():
+            target, met = {
+                "acknowledged": ("<= 150000 and <= 3x raw", per[system] <= 150_000 and per[system] <= 3 * raw),
+                "indexed": ("<= 300000", per[system] <= 300_000),
+            }.get(system, (None, None))
+            figures.append(figure(f"instructions per append: {label}", per[system], "instructions", target, met=met,
+                                  x_raw=round(per[system] / raw, 2)))
+    else:
+        figures.append(figure("instructions per append (valgrind is not installed)", None, "instructions"))
+    pages = {system: float(child(sys.executable, "wal", system).stdout) for system in ("raw", "raw-indexed",
+                                                                                    "acknowledged")}
+    for system in ("raw", "raw-indexed", "acknowledged"):
+        target = ("<= 2.5", pages[system] <= 2.5) if system == "acknowledged" else (None, None)
+        figures.append(figure(f"WAL pages per append to a session of {HISTORY:,}: {COUNTED[system]}", pages[system],
+                              "pages", target[0], met=target[1]))
+    figures += batch_figures(rounds)
+    return {"command": "make bench-exact", "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "figures": figures}
+
+
+def batch_figures(rounds: int) -> list[dict[str, Any]]:
+    """Appends of BATCH: instructions per message (callgrind: BATCHES batches less one,
+    after the warm-up, so start-up cancels out) and CPU µs per message (the median of
+    `rounds`, the systems alternating), sessiondb's against OpenAI's add_items."""
+    batchers = {k: v for k, v in BATCHERS.items() if v[0].exists()}
+    bodies = texts(BATCH * (WARM + BATCHES))
+    few = json.dumps(bodies[:BATCH * (WARM + 1)])
+    many = json.dumps(bodies)
+    per: dict[str, float | None] = dict.fromkeys(BATCHERS)
+    if shutil.which("valgrind"):
+        for system, (python, _) in batchers.items():
+            per[system] = ((counted(python, "batch", system, given=many) - counted(python, "batch", system, given=few))
+                           / (BATCH * (BATCHES - 1)))
+    spent: dict[str, list[float]] = {system: [] for system in batchers}
+    for r in range(rounds):
+        for system in (list(batchers) if r % 2 == 0 else list(batchers)[::-1]):
+            spent[system].append(float(child(batchers[system][0], "batch", system, given=many).stdout) * 1e6)
+    cpu_of = {system: statistics.median(runs) for system, runs in spent.items()}
+    figures = []
+    for system, (_, label) in BATCHERS.items():
+        against = "sessiondb" if system == "sessiondb" and "openai" in batchers else None
+        figures.append(figure(
+            f"instructions per message, appends of {BATCH}: {label}", per[system], "instructions",
+            "<= OpenAI add_items" if against and per["openai"] else None,
+            met=None if not (against and per["openai"]) else per[system] <= per["openai"]))
+        figures.append(figure(
+            f"CPU µs per message, appends of {BATCH}: {label}", cpu_of.get(system), "µs",
+            "<= OpenAI add_items" if against else None,
+            met=None if not against else cpu_of[system] <= cpu_of["openai"],
+            rounds=[round(x, 2) for x in spent.get(system, [])],
+            **({"version": child(OPENAI_PYTHON, "version").stdout.strip()} if system == "openai" and system in batchers
+               else {})))
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--no-write", action="store_true", help="print, leaving docs/benchmarks.json as it is")
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        kind, *rest = args.child
+        if kind == "count":
+            counted_run(rest[0], int(rest[1]))
+        elif kind == "wal":
+            print(wal_pages_run(rest[0]))
+        elif kind == "batch":
+            print(batch_run(rest[0], json.loads(sys.stdin.read())))
+        else:
+            from importlib import metadata
+            print(metadata.version("openai-agents"))
+        return
+    exact = measure(args.rounds)
+    for entry in exact["figures"]:
+        met = "" if "met" not in entry else ("  met" if entry["met"] else "  MISSED")
+        value = "n/a" if entry["value"] is None else f"{entry['value']:,.2f}"
+        print(f"{value:>12} {entry['unit']:<12} {entry['name']}"
+              f"{'  (target ' + entry['target'] + ')' if 'target' in entry else ''}{met}")
+    if not args.no_write:
+        path = DOCS / "benchmarks.json"
+        results = json.loads(path.read_text())
+        results["exact"] = exact
+        path.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+
+
+if __name__ == "__main__":
+    main()
