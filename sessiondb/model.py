@@ -74,6 +74,14 @@ class MessageState(str, Enum):
 ACTIVITY_ROLES = frozenset({Role.USER.value, Role.ASSISTANT.value})
 #: A display kind for notifications injected as synthetic user turns; not activity.
 INTERNAL_NOTIFICATION = "internal_notification"
+
+
+def is_activity(role: str, display_kind: str | None) -> bool:
+    """Whether a message of this role and display kind is user activity (moves a session's
+    last_activity_at)."""
+    return role in ACTIVITY_ROLES and display_kind != INTERNAL_NOTIFICATION
+
+
 #: Sessions a lineage walk visits at most (a guard against runaway chains).
 MAX_HOPS = 1000
 

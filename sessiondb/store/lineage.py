@@ -33,8 +33,8 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence
 from ..errors import CompressionClosed, MessageConflict, NotFound, SessionExists, SessionTooLarge, StorageError
 from ..inputs import NewMessage, child_session
 from ..model import (
-    ACTIVITY_ROLES, BRANCH, COMPRESSION, INTERNAL_NOTIFICATION, MAX_HOPS, Message, MessageState, ModelMessage, Role,
-    Session,
+    BRANCH, COMPRESSION, INTERNAL_NOTIFICATION, MAX_HOPS, Message, MessageState, ModelMessage, Role,
+    Session, is_activity,
 )
 from . import commands as cmd
 from . import sessions
@@ -96,11 +96,6 @@ def recount(rows: Rows, session_id: str) -> None:
     active = rows.select("messages", {"session_id": session_id, "state": _ACTIVE}, columns=("tool_calls",))
     calls = sum(len(json.loads(r["tool_calls"])) for r in active if r["tool_calls"] is not None)
     rows.update("sessions", {"id": session_id}, set={"message_count": len(active), "tool_call_count": calls})
-
-
-def is_activity(role: str, display_kind: str | None) -> bool:
-    """Whether a message of this role and display kind is user activity (moves last_activity_at)."""
-    return role in ACTIVITY_ROLES and display_kind != INTERNAL_NOTIFICATION
 
 
 # --- following the chain -------------------------------------------------------------------

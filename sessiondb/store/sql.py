@@ -16,15 +16,18 @@ so a failed insert leaves no partial rows.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable, Mapping, Sequence
 
+from ..inputs import NewMessage
+from ..model import Message, MessageState, is_activity
 from .rows import INSERTED, TABLES, UNIQUE, Condition, Row, Table, Taken, Where
 
 Codec = Callable[[Any], Any]
-#: A session's activity time (Rows.recent), spelled as SQLite's sessions_recent index has it.
+#: A session's activity time (Rows.recent).
 _ACTIVE = "coalesce(last_activity_at, started_at)"
 
 
@@ -46,6 +49,9 @@ class Dialect:
     folded: str = "{col} = {value} COLLATE NOCASE"
     #: a column of `sessions` holding floor(activity time / 60), if the engine keeps one (see `recent`).
     activity_minute: str | None = None
+    #: appended to `FROM sessions` in `recent`: the minute's index named, where the engine's
+    #: planner would not choose an index that serves only the first term of the order itself.
+    recent_index: str = ""
 
     def column(self, table: str, name: str) -> str:
         """The SQL spelling of a column of `table` (INSERTED: the engine's insertion order)."""
@@ -99,12 +105,11 @@ class SQLRows:
 
     def recent(self, where: Where = {}, *, since: float | None = None, until: float | None = None,
                after: tuple[float, str] | None = None, limit: int) -> list[Row]:
-        """See Rows.recent. The order is an expression both engines can index (SQLite's
-        sessions_recent); an engine that indexes the activity's minute instead (PostgreSQL:
-        an append's update of its session row is HOT only if no indexed value moves, and the
-        minute moves once a minute) orders by the minute first, which is the same order since
-        the minute only grows with the time, and bounds the minute too, so its index serves
-        the page."""
+        """See Rows.recent. An engine that indexes the activity's minute rather than the
+        activity time (both do: an append's update of its session row then leaves the index
+        as it was, HOT on PostgreSQL, and the minute moves once a minute) orders by the
+        minute first, which is the same order since the minute only grows with the time,
+        and bounds the minute too, so its index serves the page."""
         d = self._dialect
         names = _table("sessions").columns
         params = self._params("sessions", where)
@@ -128,7 +133,7 @@ class SQLRows:
         if terms:
             clause += (" AND " if clause else " WHERE ") + " AND ".join(terms)
         order = f"{_ACTIVE} DESC, id DESC" if minute is None else f"{minute} DESC, {_ACTIVE} DESC, id DESC"
-        text = (f"SELECT {', '.join(d.column('sessions', c) for c in names)} FROM sessions{clause} "
+        text = (f"SELECT {', '.join(d.column('sessions', c) for c in names)} FROM sessions{d.recent_index}{clause} "
                 f"ORDER BY {order} LIMIT {d.mark}")
         return [dict(zip(names, row)) for row in self._conn.execute(text, [*params, int(limit)])]
 
@@ -442,4 +447,53 @@ def from_stored(text: str | None) -> str | None:
     if text is None or ESCAPE not in text:
         return text
     return _ESCAPED.sub(_undone, text)
+
+
+# --- a new message's row --------------------------------------------------------------------
+#
+# What each engine's own way to store the common append (SQLiteBackend.write_append,
+# PostgreSQL's append_fresh) shares with the other: a new message's row, the Message read
+# back from a stored one, and what a batch adds to its session.
+
+#: The columns of `message_row`'s row, in its order (a stored row has its id first).
+MESSAGE_COLUMNS = ("session_id", "uid", "seq", "role", "content", "parts", "tool_calls", "tool_call_id", "tool_name",
+                   "reasoning", "finish_reason", "token_count", "timestamp", "display_kind", "state")
+_ACTIVE_STATE = MessageState.ACTIVE.value
+
+
+def message_row(session_id: str, m: NewMessage, seq: int, now: float,
+                encode: Callable[[str | None], str | None] = to_stored) -> tuple[Any, ...]:
+    """The row storing `m` as message `seq` of the session (MESSAGE_COLUMNS), stamped `now`
+    if it has no time, its text as the engine holds it (`encode`: to_stored, to_server)."""
+    return (session_id, m.uid, seq, m.role, encode(m.content), encode(m.parts), encode(m.tool_calls), m.tool_call_id,
+            m.tool_name, encode(m.reasoning), m.finish_reason, m.token_count,
+            now if m.timestamp is None else m.timestamp, m.display_kind, m.state)
+
+
+def stored_message(row: Sequence[Any]) -> Message:
+    """The Message of a stored row: its id, then MESSAGE_COLUMNS."""
+    (mid, sid, uid, seq, role, content, parts, tool_calls, tool_call_id, tool_name,
+     reasoning, finish_reason, token_count, timestamp, display_kind, state) = row
+    return Message(
+        id=mid, session_id=sid, uid=uid, seq=seq, role=role,
+        content=json.loads(from_stored(parts)) if parts is not None else from_stored(content),
+        tool_calls=json.loads(from_stored(tool_calls)) if tool_calls is not None else None,
+        tool_call_id=tool_call_id, tool_name=tool_name, reasoning=from_stored(reasoning),
+        finish_reason=finish_reason, token_count=token_count, timestamp=timestamp,
+        display_kind=display_kind, state=state,
+    )
+
+
+def session_added(batch: Sequence[NewMessage], rows: Sequence[Sequence[Any]]) -> tuple[int, int, float | None]:
+    """What `batch`, stored as `rows` (message_row's), adds to its session: its active
+    messages, their tool calls, and the newest activity time among them (None without one)."""
+    active = calls = 0
+    activity: float | None = None
+    for m, row in zip(batch, rows):
+        if m.state == _ACTIVE_STATE:
+            active += 1
+            calls += m.tool_call_total
+            if is_activity(m.role, m.display_kind) and (activity is None or row[12] > activity):
+                activity = row[12]
+    return active, calls, activity
 

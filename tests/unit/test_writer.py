@@ -439,7 +439,7 @@ def _interrupt_at(event, function_name, line_text=None):
     def tracer(frame, ev, arg):
         if state["fired"] or frame.f_code.co_name != function_name:
             return None
-        if not frame.f_code.co_filename.endswith(("writer.py", "lineage.py")):
+        if not frame.f_code.co_filename.endswith(("writer.py", "lineage.py", "sqlite/store.py")):
             return None
         if event == "call":
             state["fired"] = True
@@ -479,7 +479,7 @@ def _append_interrupted_at(path, event, function_name, line_text=None):
 @pytest.mark.parametrize(
     ("event", "function_name", "line_text"),
     [
-        ("call", "append", None),  # while the unit of work runs
+        ("call", "_fresh", None),  # while the unit of work runs (the common append: sqlite/store.py)
         ("line", "_commit_group", 'conn.execute("COMMIT")'),  # just before COMMIT
         ("call", "_sync_committed", None),  # just after COMMIT, the connection let go
         ("call", "__call__", None),  # as the WAL is synced

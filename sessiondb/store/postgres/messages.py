@@ -10,40 +10,14 @@ own is store/lineage.py's `recount`, over rows).
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import Sequence
 
 import psycopg
 
-from ...model import ACTIVITY_ROLES, INTERNAL_NOTIFICATION, Message, MessageState
 from ...inputs import NewMessage
-from ..sql import from_stored, to_server
-
-_ACTIVE = MessageState.ACTIVE.value
-
-
-def from_row(row: Sequence[Any]) -> Message:
-    (mid, sid, uid, seq, role, content, parts, tool_calls, tool_call_id, tool_name,
-     reasoning, finish_reason, token_count, timestamp, display_kind, state) = row
-    return Message(
-        id=mid, session_id=sid, uid=uid, seq=seq, role=role,
-        content=json.loads(from_stored(parts)) if parts is not None else from_stored(content),
-        tool_calls=json.loads(from_stored(tool_calls)) if tool_calls is not None else None,
-        tool_call_id=tool_call_id, tool_name=tool_name, reasoning=from_stored(reasoning),
-        finish_reason=finish_reason, token_count=token_count, timestamp=timestamp,
-        display_kind=display_kind, state=state,
-    )
-
-
-def row(session_id: str, m: NewMessage, seq: int, now: float) -> tuple[Any, ...]:
-    """The row storing `m` as message `seq` of the session: session_id, uid, seq, role, content,
-    parts, tool_calls, tool_call_id, tool_name, reasoning, finish_reason, token_count,
-    timestamp, display_kind, state (what TEXT_COLUMNS indexes), with text as the server holds it."""
-    return (session_id, m.uid, seq, m.role, to_server(m.content), to_server(m.parts), to_server(m.tool_calls), m.tool_call_id,
-            m.tool_name, to_server(m.reasoning), m.finish_reason, m.token_count,
-            now if m.timestamp is None else m.timestamp, m.display_kind, m.state)
-
+from ...model import Message
+from ..sql import message_row, session_added, stored_message, to_server
 
 #: Where each text column of append_fresh's p_texts sits in a row (migration 0006): uid, role,
 #: content, parts, tool_calls, tool_call_id, tool_name, reasoning, finish_reason, display_kind, state.
@@ -83,11 +57,9 @@ def append_fresh(conn: psycopg.Connection, session_id: str, batch: Sequence[NewM
     on the server out of scalar parameters for a small batch. The function is `schema`'s
     (else the search_path's); `synchronous_commit` is set for the statement's transaction
     when given (through a pooler)."""
-    rows = [row(session_id, m, 0, now) for m in batch]
-    active = [(m, r[12]) for m, r in zip(batch, rows) if m.state == _ACTIVE]
-    activity = [ts for m, ts in active if m.role in ACTIVITY_ROLES and m.display_kind != INTERNAL_NOTIFICATION]
+    rows = [message_row(session_id, m, 0, now, to_server) for m in batch]
     texts, tokens, times = [r[i] for r in rows for i in TEXT_COLUMNS], [r[11] for r in rows], [r[12] for r in rows]
-    counts = (len(active), sum(m.tool_call_total for m, _ in active), max(activity) if activity else None)
+    counts = session_added(batch, rows)
     pinned = () if synchronous_commit is None else (synchronous_commit,)
     if len(rows) <= _SCALAR_BATCH:
         statement = _fresh(len(rows), schema, bool(pinned))
@@ -98,7 +70,7 @@ def append_fresh(conn: psycopg.Connection, session_id: str, batch: Sequence[NewM
     if result is None:
         return None
     last_seq, ids = result[0], result[1:]
-    return [from_row((mid, session_id, r[1], last_seq + n, *r[3:])) for n, (mid, r) in enumerate(zip(ids, rows), 1)]
+    return [stored_message((mid, session_id, r[1], last_seq + n, *r[3:])) for n, (mid, r) in enumerate(zip(ids, rows), 1)]
 
 
 def recount(conn: psycopg.Connection, session_id: str) -> None:
