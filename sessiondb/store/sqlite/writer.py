@@ -120,7 +120,10 @@ class Writer:
         self._before_group = before_group
         self._on_error = on_error
         self._queue: deque[_Request] = deque()
-        self._wakeup = threading.Condition(threading.Lock())
+        # Each Condition's lock is taken on its own where nobody waits or is woken: a
+        # Condition's `with` runs Python code, several times an append.
+        self._queue_lock = threading.Lock()
+        self._wakeup = threading.Condition(self._queue_lock)
         self._connection_lock = threading.Lock()
         self._stopping = False
         self._committing = False  # set while COMMIT runs: tells an interrupt what happened
@@ -128,7 +131,8 @@ class Writer:
         # Syncing after COMMIT (set_sync): commits are numbered as they are made, and held
         # with their outcomes until a sync covers them.
         self._sync: Callable[[], None] | None = None
-        self._syncs = threading.Condition(threading.Lock())
+        self._sync_lock = threading.Lock()
+        self._syncs = threading.Condition(self._sync_lock)
         self._commits = 0  # transactions committed so far (while syncing after COMMIT)
         self._synced = 0  # the highest commit a finished sync covered
         self._syncing = False  # a caller is syncing; the others wait for it
@@ -142,7 +146,7 @@ class Writer:
     def submit(self, work: Work[T], *, in_transaction: bool = True) -> Outcome[T]:
         """Queue `work`; the Outcome holds its result once committed."""
         request = _Request(work, in_transaction)
-        with self._wakeup:
+        with self._queue_lock:
             if self._stopping:
                 raise StoreClosed("the store's writer has stopped; open the store again")
             self._queue.append(request)
@@ -227,7 +231,7 @@ class Writer:
         """The next group: every queued transactional request (or one control request).
 
         The requests stay at the head of the queue until they are done (_forget_done)."""
-        with self._wakeup:
+        with self._queue_lock:
             self._forget_done_locked()
             if not self._queue:
                 return []
@@ -237,7 +241,7 @@ class Writer:
             return list(itertools.takewhile(lambda r: r.in_transaction, itertools.islice(self._queue, MAX_GROUP)))
 
     def _forget_done(self) -> None:
-        with self._wakeup:
+        with self._queue_lock:
             self._forget_done_locked()
 
     def _forget_done_locked(self) -> None:
@@ -308,7 +312,7 @@ class Writer:
             return
         for request, _, _ in outcomes:
             request.committed = True
-        with self._syncs:
+        with self._sync_lock:
             self._commits += 1
             self._unsynced.append((self._commits, outcomes))
 

@@ -19,9 +19,11 @@ its system calls, then what a finding does to the file's writes.
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import json
 import os
 import struct
+import termios
 import threading
 import time
 from dataclasses import dataclass
@@ -105,6 +107,9 @@ class FileGuard:
         at only when the watch saw an event that may concern it (the watch below).
         """
         changes = self._watch.changes() if self._watch is not None else EVERYTHING
+        if (changes is NOTHING and self._database_seen and self._watch.watches_file
+                and (self._wal_fd is not None or not self.wal)):
+            return None  # no event for either file since each was last looked at
         finding = self._check_database(changes)
         if finding is None and self.wal:
             finding = self._check_wal(changes)
@@ -276,8 +281,12 @@ _HEADER = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len (
 
 #: What changes() returns when the watch cannot tell: every name, and the file.
 EVERYTHING = frozenset({"*"})
+#: What changes() returns when nothing happened.
+NOTHING: frozenset[str] = frozenset()
 #: The key under which changes() reports an event of the watched file itself.
 FILE = "file"
+_PENDING = struct.Struct("i")  # FIONREAD's answer: the bytes of events waiting
+_NO_BYTES = bytes(_PENDING.size)
 
 
 class FileWatch:
@@ -317,6 +326,12 @@ class FileWatch:
         """The names (and FILE) with an event since the last call; EVERYTHING whenever the
         watch cannot tell."""
         if self._fd is None or self._lost:
+            return EVERYTHING
+        try:
+            if not _PENDING.unpack(fcntl.ioctl(self._fd, termios.FIONREAD, _NO_BYTES))[0]:
+                return NOTHING  # asked without a read that fails (an exception per write group)
+        except OSError:
+            self._lost = True
             return EVERYTHING
         seen: set[str] = set()
         while True:
