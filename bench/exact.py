@@ -19,6 +19,9 @@ hardly, and each is set beside its target:
   current release (bench/.venv-openai, as `make bench` has it): callgrind's instructions,
   and the CPU time (user and system, every thread) of alternating rounds, the median
   round's (this one moves with the machine's load).
+- On a private PostgreSQL server (tests/pgserver.py): the server's CPU per one-message
+  append (the kernel's account of its backend processes) and the client's, sessiondb's
+  beside a raw INSERT into the same schema and indexes.
 
 Writes the `exact` section of docs/benchmarks.json (each figure with its target and
 whether it was met) unless --no-write, and prints it. Needs valgrind (Debian's, which
@@ -280,6 +283,7 @@ def measure(rounds: int) -> dict[str, Any]:
         figures.append(figure(f"WAL pages per append to a session of {HISTORY:,}: {COUNTED[system]}", pages[system],
                               "pages", target[0], met=target[1]))
     figures += batch_figures(rounds)
+    figures += postgres_figures(rounds)
     return {"command": "make bench-exact", "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "figures": figures}
 
@@ -317,6 +321,83 @@ def batch_figures(rounds: int) -> list[dict[str, Any]]:
             **({"version": child(OPENAI_PYTHON, "version").stdout.strip()} if system == "openai" and system in batchers
                else {})))
     return figures
+
+
+def postgres_figures(rounds: int, count: int = 400) -> list[dict[str, Any]]:
+    """One-message appends on a private PostgreSQL server (tests/pgserver.py, fsync and
+    synchronous_commit on): the server's CPU per append (the kernel's account of the
+    backend processes, /proc/PID/schedstat) and the client's (this process's), sessiondb's
+    `append` beside a raw INSERT into the same schema and indexes on one autocommit
+    connection, rounds alternating, the median round's."""
+    sys.path.insert(0, str(HERE.parent / "tests"))
+    import pgserver
+    import psycopg
+
+    import sessiondb
+    try:
+        server = pgserver.start_server()
+    except pgserver.ServerUnavailable as exc:
+        return [figure(f"PostgreSQL server CPU µs per append (no server: {exc})", None, "µs")]
+    bodies = texts(count * rounds * 2 + 100)
+    spent: dict[str, dict[str, list[float]]] = {"sessiondb": {"server": [], "client": []},
+                                                "raw": {"server": [], "client": []}}
+    try:
+        url = server.url()
+        watcher = psycopg.connect(url, autocommit=True)
+        with sessiondb.open_store(url, schema="exact_store") as store, \
+                sessiondb.open_store(url, schema="exact_raw") as raw_store:
+            sid = store.create_session("bench").id
+            raw_sid = raw_store.create_session("bench").id
+            raw = psycopg.connect(url, autocommit=True)
+            raw.execute("SET search_path TO exact_raw, sessiondb_extensions")
+            insert = ('INSERT INTO messages(session_id, uid, seq, role, content, "timestamp") '
+                      "VALUES (%s, %s, %s, 'user', %s, %s)")
+            texts_left = iter(bodies)
+            seqs = iter(range(1, 10**9))
+
+            def backends() -> float:
+                pids = [pid for (pid,) in watcher.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> "
+                    "pg_backend_pid() AND pid <> %s", (raw.info.backend_pid,))]
+                return sum(int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) for pid in pids) / 1000
+
+            def ours() -> None:
+                store.append(sid, {"role": "user", "content": next(texts_left)})
+
+            def theirs() -> None:
+                seq = next(seqs)
+                raw.execute(insert, (raw_sid, f"u{seq}", seq, next(texts_left), time.time()))
+
+            for work in (ours, theirs):  # prepared statements and plans, before any count
+                for _ in range(20):
+                    work()
+            for r in range(rounds):
+                for name, work in (("sessiondb", ours), ("raw", theirs))[::1 if r % 2 == 0 else -1]:
+                    server_cpu = backends() if name == "sessiondb" else _backend_cpu(raw)
+                    client_cpu = cpu()
+                    for _ in range(count):
+                        work()
+                    spent[name]["client"].append((cpu() - client_cpu) * 1e6 / count)
+                    after = backends() if name == "sessiondb" else _backend_cpu(raw)
+                    spent[name]["server"].append((after - server_cpu) / count)
+            raw.close()
+        watcher.close()
+    finally:
+        server.destroy()
+    median = {name: {side: statistics.median(runs) for side, runs in sides.items()} for name, sides in spent.items()}
+    figures = []
+    for side, wanted in (("server", 1.3), ("client", 1.2)):
+        ratio = median["sessiondb"][side] / median["raw"][side]
+        figures.append(figure(f"PostgreSQL {side} CPU µs per append: sessiondb.append", median["sessiondb"][side], "µs",
+                              f"<= {wanted}x raw INSERT", met=ratio <= wanted, x_raw=round(ratio, 2),
+                              rounds=[round(x, 1) for x in spent["sessiondb"][side]]))
+        figures.append(figure(f"PostgreSQL {side} CPU µs per append: raw INSERT into sessiondb's schema, psycopg",
+                              median["raw"][side], "µs", rounds=[round(x, 1) for x in spent["raw"][side]]))
+    return figures
+
+
+def _backend_cpu(conn: Any) -> float:
+    return int(Path(f"/proc/{conn.info.backend_pid}/schedstat").read_text().split()[0]) / 1000
 
 
 def main() -> None:

@@ -323,6 +323,7 @@ _INPUT_FIELDS = frozenset(
         "finish_reason", "token_count", "timestamp", "display_kind", "state",
     }
 )
+_KNOWN_FIELDS = _INPUT_FIELDS | _ASSIGNED_FIELDS | _READ_FIELDS
 
 
 def _is_mapping(value: Any) -> bool:
@@ -350,7 +351,7 @@ def prepare_message(raw: Message | Mapping[str, Any], index: int = 0, limits: Me
         data = raw
     else:
         raise InvalidInput(f"{where}: expected a dict or Message, not {type(raw).__name__}")
-    unknown = set(data) - _INPUT_FIELDS - _ASSIGNED_FIELDS - _READ_FIELDS
+    unknown = data.keys() - _KNOWN_FIELDS
     if unknown:
         raise InvalidInput(f"{where}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
 
@@ -361,10 +362,11 @@ def prepare_message(raw: Message | Mapping[str, Any], index: int = 0, limits: Me
 
     uid = identity_of(raw)
     if uid is None:
-        uid = new_uid()
+        uid = new_uid()  # hex digits: nothing to check
     elif not isinstance(uid, str) or not uid or len(uid) > MAX_UID_LENGTH or "\x00" in uid:
         raise InvalidInput(f"{where}: uid must be non-empty text of at most {MAX_UID_LENGTH} characters")
-    check_unicode(uid, f"{where}: uid")
+    else:
+        check_unicode(uid, f"{where}: uid")
 
     content = data.get("content")
     if data.get("parts") is not None:
