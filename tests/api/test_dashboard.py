@@ -453,6 +453,28 @@ def test_the_doctor_speaks_in_words_and_units_and_leads_with_what_to_do(demo):
     page.keyboard.press("Escape")
 
 
+def test_a_profile_chosen_as_a_dialog_closes_stays_chosen(demo):
+    # Closing a dialog goes Back to where it was opened, and the browser carries a Back out
+    # later: a profile chosen meanwhile must not be undone when it lands (the Back is held
+    # here until the choice is made, as a loaded machine holds it; the clean-clone run met it).
+    page = demo.goto()
+    page.wait_for_selector("[data-testid=health].ok")
+    page.click("[data-testid=health]")
+    page.wait_for_selector("[data-testid=doctor][open]")
+    page.evaluate("""() => {
+        const back = history.back.bind(history);
+        history.back = () => { document.body.dataset.backAsked = "1"; window.carryOutBack = back; };
+    }""")
+    page.keyboard.press("Escape")
+    page.wait_for_selector("body[data-back-asked='1']")
+    page.select_option("[data-testid=profile]", "wrecked")
+    page.evaluate("() => window.carryOutBack()")
+    page.wait_for_selector("[data-testid=health].bad")
+    expect(page.locator("[data-testid=profile]")).to_have_value("wrecked")
+    assert "profile=wrecked" in page.url and "view=" not in page.url
+    assert not page.locator("[data-testid=doctor]").evaluate("(d) => d.open")
+
+
 # --- accessibility (item 9) ----------------------------------------------------------------------
 
 

@@ -19,6 +19,7 @@ class App {
     this.profile = null;
     this.profiles = [];
     this.route = {};
+    this.goingBack = null;  // a history.back() the browser has yet to carry out (dialogClosed)
     this.cursor = null;
     this.loading = false;
     this.transcript = new Transcript(this);
@@ -46,7 +47,10 @@ class App {
   // --- where the dashboard is (route.js) ----------------------------------------------
 
   // Go somewhere: the address changes (a new history entry, or this one with `replace`) and the page follows.
+  // A step taken while a Back is on its way waits for it: the Back's popstate would
+  // otherwise land after the step and take the page back to where the dialog was opened.
   navigate(change, { replace = false } = {}) {
+    if (this.goingBack) return this.goingBack.then(() => this.navigate(change, { replace }));
     const next = changed(this.route, change);
     go(next, replace);
     return this.show(next);
@@ -91,8 +95,10 @@ class App {
   // A dialog closed (Esc, its ×): leave its entry, back to where it was opened when that is ours.
   dialogClosed() {
     if (!this.route.view || $(this.route.view).open) return;
-    if (pushed()) history.back();
-    else this.navigate({ view: null }, { replace: true });
+    if (pushed()) {
+      this.goingBack = new Promise((resolve) => { this.backDone = resolve; });
+      history.back();
+    } else this.navigate({ view: null }, { replace: true });
   }
 
   // --- the sidebar ------------------------------------------------------------------
@@ -230,6 +236,10 @@ class App {
       const route = current();
       if (!this.profiles.includes(route.profile)) route.profile = this.profile;  // an address edited by hand
       this.show(route).catch((error) => showError($("view"), error));
+      if (this.goingBack) {
+        this.goingBack = null;
+        this.backDone();
+      }
     });
     $("profile").addEventListener("change", (e) => this.navigate({ profile: e.target.value, session: null, message: null, q: null, view: null }));
     let timer = null;  // searching as one types, once the typing pauses
