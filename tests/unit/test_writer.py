@@ -482,10 +482,11 @@ def _append_interrupted_at(path, event, function_name, line_text=None):
         ("call", "_fresh", None),  # while the unit of work runs (the common append: sqlite/store.py)
         ("line", "_commit_group", 'conn.execute("COMMIT")'),  # just before COMMIT
         ("call", "_sync_committed", None),  # just after COMMIT, the connection let go
+        ("call", "_lead_sync", None),  # the sync's lead taken, the sync not begun (the clean-clone run hung there)
         ("call", "__call__", None),  # as the WAL is synced
         ("call", "_settle", None),  # just after the sync, before the acks
     ],
-    ids=["during-the-work", "before-commit", "after-commit", "syncing", "after-sync"],
+    ids=["during-the-work", "before-commit", "after-commit", "leading", "syncing", "after-sync"],
 )
 def test_an_interrupt_at_any_point_of_a_group_never_loses_or_repeats_the_write(path, event, function_name, line_text):
     _append_interrupted_at(path, event, function_name, line_text)

@@ -331,44 +331,51 @@ class Writer:
 
     def _sync_committed(self) -> None:
         """Return once every commit made so far is synced and settled: lead a sync, or wait
-        for the one running and lead the next if it began before the last commit."""
+        for the one running and lead the next if it began before the last commit.
+
+        A leader's mark (`_syncing`) is set and cleared inside one try: an interrupt landing
+        between taking the lead and starting the sync would otherwise leave the mark set, and
+        every later sync, the writer thread's included, waiting for a leader that is gone.
+        The lock is taken on its own (a C-level with), so no Python code of the standard
+        library runs between taking it and letting it go."""
         if self._synced >= self._commits:
             return
         target = self._commits
         while True:
-            with self._syncs:
-                while self._synced < target and self._syncing:
-                    self._syncs.wait()
-                if self._synced >= target:
-                    return
-                self._syncing = True
-                covered = self._commits  # every commit counted has its frames written
-            self._lead_sync(covered)
+            leading = finished = False
+            try:
+                with self._sync_lock:
+                    while self._synced < target and self._syncing:
+                        self._syncs.wait()
+                    if self._synced >= target:
+                        return
+                    self._syncing = leading = True
+                    covered = self._commits  # every commit counted has its frames written
+                self._lead_sync(covered)
+                finished = True
+            finally:
+                if leading:
+                    with self._sync_lock:
+                        if not finished and self._unsynced:
+                            self._synced = min(self._synced, self._unsynced[0][0] - 1)
+                        self._syncing = False
+                        self._syncs.notify_all()
 
     def _lead_sync(self, covered: int) -> None:
         """Sync, then settle the commits held up to `covered`, each let go only once settled:
         an interrupt leaves the rest, and a sync, to the next leader (the writer thread,
         which the interrupted caller wakes in submit)."""
-        finished = False
-        try:
-            sync = self._sync
-            if sync is not None:
-                try:
-                    sync()
-                except Exception as exc:  # noqa: BLE001 - delivered to the callers it covered
-                    self._failed_sync = (covered, exc)
-                    self._suspect = True
-            self._synced = max(self._synced, covered)
-            while self._unsynced and self._unsynced[0][0] <= covered:
-                self._settle(*self._unsynced[0])
-                self._unsynced.popleft()
-            finished = True
-        finally:
-            with self._syncs:
-                if not finished and self._unsynced:
-                    self._synced = min(self._synced, self._unsynced[0][0] - 1)
-                self._syncing = False
-                self._syncs.notify_all()
+        sync = self._sync
+        if sync is not None:
+            try:
+                sync()
+            except Exception as exc:  # noqa: BLE001 - delivered to the callers it covered
+                self._failed_sync = (covered, exc)
+                self._suspect = True
+        self._synced = max(self._synced, covered)
+        while self._unsynced and self._unsynced[0][0] <= covered:
+            self._settle(*self._unsynced[0])
+            self._unsynced.popleft()
 
     def _settle(self, number: int, outcomes: Outcomes) -> None:
         """Acknowledge a synced commit's outcomes; after a failed sync that covered it, the
