@@ -41,6 +41,7 @@ from . import sessions
 from .backend import Backend
 from .commands import SetFlags
 from .rows import Row, Rows, above, at_most, below, one_of
+from .sql import add_to_session
 
 #: Tips a write follows at most: each new one means a rotation committed while the write
 #: was on its way, so a write that keeps missing is refused rather than chasing forever.
@@ -386,22 +387,14 @@ def _store(rows: Rows, session_id: str, batch: Sequence[NewMessage], now: float,
         ids = _insert(rows, plan, skip_taken=False)
     out: list[Message] = []
     written: dict[str, Message] = {}
-    added: list[NewMessage] = []
-    activity: float | None = None
     for m, item, mid in zip(batch, plan, ids):
         if isinstance(item, dict):
             written[m.uid] = message({"id": mid, **item})
             out.append(written[m.uid])
-            if m.state == _ACTIVE:
-                added.append(m)
-                if is_activity(m.role, m.display_kind):
-                    activity = item["timestamp"] if activity is None else max(activity, item["timestamp"])
         else:  # stored before, or earlier in this batch
             out.append(_same_or_conflict(m, item if isinstance(item, Message) else written[m.uid], session_id))
-    if added:
-        rows.update("sessions", {"id": session_id},
-                    add={"message_count": len(added), "tool_call_count": sum(m.tool_call_total for m in added)},
-                    greatest=None if activity is None else {"last_activity_at": activity})
+    fresh = [(m, item["timestamp"]) for m, item in zip(batch, plan) if isinstance(item, dict)]
+    add_to_session(rows, session_id, [m for m, _ in fresh], [time for _, time in fresh])
     return out
 
 

@@ -24,11 +24,13 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..inputs import NewMessage
 from ..model import Message, MessageState, is_activity
-from .rows import INSERTED, TABLES, UNIQUE, Condition, Row, Table, Taken, Where
+from .rows import INSERTED, TABLES, UNIQUE, Condition, Row, Rows, Table, Taken, Where, one_of
 
 Codec = Callable[[Any], Any]
-#: A session's activity time (Rows.recent).
+#: A session's activity time (Rows.recent), and the column both engines' schemas hold its
+#: minute in, floor(time / 60) (SQLite's migration 0009, PostgreSQL's 0006), indexed.
 _ACTIVE = "coalesce(last_activity_at, started_at)"
+_MINUTE = "active_minute"
 
 
 @dataclass(frozen=True, eq=False)
@@ -47,8 +49,6 @@ class Dialect:
     update_needs_savepoint: bool = False
     #: rows.folded's test, with `{col}` and `{value}` (each `{value}` one bound parameter).
     folded: str = "{col} = {value} COLLATE NOCASE"
-    #: a column of `sessions` holding floor(activity time / 60), if the engine keeps one (see `recent`).
-    activity_minute: str | None = None
     #: appended to `FROM sessions` in `recent`: the minute's index named, where the engine's
     #: planner would not choose an index that serves only the first term of the order itself.
     recent_index: str = ""
@@ -105,36 +105,31 @@ class SQLRows:
 
     def recent(self, where: Where = {}, *, since: float | None = None, until: float | None = None,
                after: tuple[float, str] | None = None, limit: int) -> list[Row]:
-        """See Rows.recent. An engine that indexes the activity's minute rather than the
-        activity time (both do: an append's update of its session row then leaves the index
-        as it was, HOT on PostgreSQL, and the minute moves once a minute) orders by the
-        minute first, which is the same order since the minute only grows with the time,
-        and bounds the minute too, so its index serves the page."""
+        """See Rows.recent. Both engines index the activity's minute rather than the activity
+        time (an append's update of its session row then leaves the index as it was, HOT on
+        PostgreSQL, and the minute moves once a minute), so the page is ordered by the minute
+        first, which is the same order since the minute only grows with the time, and the
+        minute is bounded too, so its index serves the page."""
         d = self._dialect
         names = _table("sessions").columns
         params = self._params("sessions", where)
         terms = []
-        minute = d.activity_minute
         for exact, on_minute, bound in ((">=", ">=", since), ("<", "<=", until)):
             if bound is not None:
-                terms.append(f"{_ACTIVE} {exact} {d.mark}")
-                params.append(bound)
-                if minute is not None:  # implied by the exact bound; the index serves it
-                    terms.append(f"{minute} {on_minute} floor({d.mark} / 60)")
-                    params.append(bound)
+                # the minute's bound is implied by the exact one; the index serves it
+                terms += [f"{_ACTIVE} {exact} {d.mark}", f"{_MINUTE} {on_minute} floor({d.mark} / 60)"]
+                params += [bound, bound]
         if after is not None:
             active, sid = after
-            if minute is not None:
-                terms.append(f"{minute} <= floor({d.mark} / 60)")
-                params.append(active)
+            terms.append(f"{_MINUTE} <= floor({d.mark} / 60)")
+            params.append(active)
             terms.append(f"({_ACTIVE}, id) < ({d.mark}, {d.mark})")
             params += [active, sid]
         clause = _where_text(d, "sessions", _shape(where))
         if terms:
             clause += (" AND " if clause else " WHERE ") + " AND ".join(terms)
-        order = f"{_ACTIVE} DESC, id DESC" if minute is None else f"{minute} DESC, {_ACTIVE} DESC, id DESC"
         text = (f"SELECT {', '.join(d.column('sessions', c) for c in names)} FROM sessions{d.recent_index}{clause} "
-                f"ORDER BY {order} LIMIT {d.mark}")
+                f"ORDER BY {_MINUTE} DESC, {_ACTIVE} DESC, id DESC LIMIT {d.mark}")
         return [dict(zip(names, row)) for row in self._conn.execute(text, [*params, int(limit)])]
 
     # --- writing ------------------------------------------------------------------------
@@ -451,14 +446,15 @@ def from_stored(text: str | None) -> str | None:
 
 # --- a new message's row --------------------------------------------------------------------
 #
-# What each engine's own way to store the common append (SQLiteBackend.write_append,
-# PostgreSQL's append_fresh) shares with the other: a new message's row, the Message read
-# back from a stored one, and what a batch adds to its session.
+# What the rules' append (store/lineage.py) and each engine's own way to store its common
+# case (SQLiteBackend.write_append, PostgreSQL's append_fresh) share: a new message's row,
+# the Message read back from a stored one, and what a batch adds to its session.
 
 #: The columns of `message_row`'s row, in its order (a stored row has its id first).
 MESSAGE_COLUMNS = ("session_id", "uid", "seq", "role", "content", "parts", "tool_calls", "tool_call_id", "tool_name",
                    "reasoning", "finish_reason", "token_count", "timestamp", "display_kind", "state")
 _ACTIVE_STATE = MessageState.ACTIVE.value
+ROWS_PER_STATEMENT = 500  # message rows one statement inserts or names at most (15 values each)
 
 
 def message_row(session_id: str, m: NewMessage, seq: int, now: float,
@@ -484,16 +480,41 @@ def stored_message(row: Sequence[Any]) -> Message:
     )
 
 
-def session_added(batch: Sequence[NewMessage], rows: Sequence[Sequence[Any]]) -> tuple[int, int, float | None]:
-    """What `batch`, stored as `rows` (message_row's), adds to its session: its active
-    messages, their tool calls, and the newest activity time among them (None without one)."""
+def insert_new_messages(conn: Any, d: Dialect, rows: Sequence[Sequence[Any]]) -> dict[str, int] | None:
+    """Insert `rows` (message_row's), ROWS_PER_STATEMENT a statement: the id of each, by uid;
+    None, the rows inserted taken back, when a uid was stored already or given twice."""
+    ids: dict[str, int] = {}
+    for start in range(0, len(rows), ROWS_PER_STATEMENT):
+        part = rows[start:start + ROWS_PER_STATEMENT]
+        text = _insert_text(d, "messages", MESSAGE_COLUMNS, len(part), ("id", "uid"))
+        ids.update((uid, mid) for mid, uid in conn.execute(text, [v for r in part for v in r]))
+    if len(ids) == len(rows):
+        return ids
+    taken, back = list(ids.values()), SQLRows(conn, d)
+    for start in range(0, len(taken), ROWS_PER_STATEMENT):
+        back.delete("messages", {"id": one_of(taken[start:start + ROWS_PER_STATEMENT])})
+    return None
+
+
+def session_added(batch: Sequence[NewMessage], times: Sequence[float]) -> tuple[int, int, float | None]:
+    """What `batch`, stamped `times`, adds to its session: its active messages, their tool
+    calls, and the newest activity time among them (None without one)."""
     active = calls = 0
     activity: float | None = None
-    for m, row in zip(batch, rows):
+    for m, time in zip(batch, times):
         if m.state == _ACTIVE_STATE:
             active += 1
             calls += m.tool_call_total
-            if is_activity(m.role, m.display_kind) and (activity is None or row[12] > activity):
-                activity = row[12]
+            if is_activity(m.role, m.display_kind) and (activity is None or time > activity):
+                activity = time
     return active, calls, activity
+
+
+def add_to_session(rows: Rows, session_id: str, batch: Sequence[NewMessage], times: Sequence[float]) -> None:
+    """Add the messages of `batch` just stored (stamped `times`) to their session's counters
+    and activity (`session_added`)."""
+    active, calls, activity = session_added(batch, times)
+    if active:
+        rows.update("sessions", {"id": session_id}, add={"message_count": active, "tool_call_count": calls},
+                    greatest=None if activity is None else {"last_activity_at": activity})
 

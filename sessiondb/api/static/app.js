@@ -20,6 +20,7 @@ class App {
     this.profiles = [];
     this.route = {};
     this.goingBack = null;  // a history.back() the browser has yet to carry out (dialogClosed)
+    this.backDone = null;  // what settles goingBack, called by the popstate that carries it out
     this.cursor = null;
     this.loading = false;
     this.transcript = new Transcript(this);

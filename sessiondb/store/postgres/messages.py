@@ -59,7 +59,7 @@ def append_fresh(conn: psycopg.Connection, session_id: str, batch: Sequence[NewM
     when given (through a pooler)."""
     rows = [message_row(session_id, m, 0, now, to_server) for m in batch]
     texts, tokens, times = [r[i] for r in rows for i in TEXT_COLUMNS], [r[11] for r in rows], [r[12] for r in rows]
-    counts = session_added(batch, rows)
+    counts = session_added(batch, times)
     pinned = () if synchronous_commit is None else (synchronous_commit,)
     if len(rows) <= _SCALAR_BATCH:
         statement = _fresh(len(rows), schema, bool(pinned))

@@ -38,7 +38,7 @@ _UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 #: KEY UPDATE: no rule changes a key, so a turn or usage row inserted for a session need
 #: not wait for an append holding it. A failed UPDATE aborts the transaction, so one that
 #: may meet a unique column runs in a savepoint; message text is encoded for a server
-#: that cannot hold a NUL (text.py).
+#: that cannot hold a NUL (sql.py's to_server).
 DIALECT = Dialect(
     name="postgresql", mark="%s", lock=" FOR NO KEY UPDATE", next_token="SELECT nextval('compaction_token')",
     inserted={"sessions": "created", "messages": "id", "turns": "seq"},
@@ -48,7 +48,6 @@ DIALECT = Dialect(
     # lower() is implied, and serves the index sessions_title_folded; translate() keeps the fold to ASCII.
     folded="lower({col}) = lower({value}) AND translate({col}, '" + _UPPER + "', '" + _UPPER.lower() + "') "
            "= translate({value}, '" + _UPPER + "', '" + _UPPER.lower() + "')",
-    activity_minute="active_minute",  # migration 0006
 )
 
 

@@ -22,7 +22,7 @@ import threading
 import time
 from collections import Counter
 from contextlib import contextmanager
-from functools import lru_cache, partial
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
@@ -37,7 +37,7 @@ from ...model import (
 from .. import commands as cmd
 from ..rows import Rows
 from ..sql import (
-    ESCAPED_COLUMNS, MESSAGE_COLUMNS, Dialect, SQLRows, from_stored, message_row, session_added, stored_message,
+    ESCAPED_COLUMNS, Dialect, SQLRows, from_stored, insert_new_messages, message_row, session_added, stored_message,
     to_stored,
 )
 from . import maintenance, search, verify
@@ -71,7 +71,6 @@ DIALECT = Dialect(
     inserted={"sessions": "rowid", "messages": "id", "turns": "seq"},
     duplicate=lambda exc: isinstance(exc, apsw.ConstraintError) and "UNIQUE constraint failed" in str(exc),
     codecs={("messages", column): (to_stored, from_stored) for column in ESCAPED_COLUMNS},
-    activity_minute="active_minute",  # migration 0009
     # SQLite scans and sorts every session rather than read an index serving the order's
     # first term (10 ms for 50,000 sessions against 0.1 ms); a listing filters on no
     # indexed column, so the minute's index is always its way in.
@@ -95,19 +94,12 @@ DIALECT = Dialect(
 _HEAD = ("SELECT end_reason, parent_relation, "
          "coalesce((SELECT seq FROM messages WHERE session_id = ?1 ORDER BY id DESC LIMIT 1), 0) "
          "FROM sessions WHERE id = ?1")
-#: What a batch adds to its session (store/sql.py's session_added): the counters, and the
-#: activity time moved forward only (Rows.update's `greatest`).
+#: sql.py's add_to_session as one prepared statement: Rows.update's `add` and `greatest`
+#: spelled out, without building the statement and its values for every append (30k
+#: instructions of one, bench/exact.py).
 _ADDED = ("UPDATE sessions SET message_count = message_count + ?1, tool_call_count = tool_call_count + ?2, "
-          "last_activity_at = CASE WHEN ?3 IS NOT NULL AND (last_activity_at IS NULL OR last_activity_at < ?3) "
-          "THEN ?3 ELSE last_activity_at END WHERE id = ?4")
-_ROWS_PER_INSERT = 500  # 7,500 bound values, well within SQLite's 32,766
-
-
-@lru_cache(maxsize=64)
-def _insert_text(count: int) -> str:
-    row = "(" + ", ".join("?" * len(MESSAGE_COLUMNS)) + ")"
-    return (f"INSERT INTO messages({', '.join(MESSAGE_COLUMNS)}) VALUES {', '.join([row] * count)} "
-            "ON CONFLICT DO NOTHING RETURNING id, uid")
+          "last_activity_at = CASE WHEN last_activity_at IS NULL OR last_activity_at < ?3 THEN ?3 "
+          "ELSE last_activity_at END WHERE id = ?4")
 
 
 def _fresh(conn: apsw.Connection, command: cmd.Append) -> list[Message] | None:
@@ -118,18 +110,11 @@ def _fresh(conn: apsw.Connection, command: cmd.Append) -> list[Message] | None:
     if head is None or head[0] == COMPRESSION or head[1] == COMPRESSION:
         return None
     rows = [message_row(session_id, m, seq, command.now) for seq, m in enumerate(batch, head[2] + 1)]
-    ids: dict[str, int] = {}
-    for start in range(0, len(rows), _ROWS_PER_INSERT):
-        part = rows[start:start + _ROWS_PER_INSERT]
-        ids.update((uid, mid) for mid, uid in conn.execute(_insert_text(len(part)), [v for r in part for v in r]))
-    if len(ids) < len(rows):  # a uid stored already, or given twice: take the rows back
-        taken = list(ids.values())
-        for start in range(0, len(taken), _ROWS_PER_INSERT):
-            part = taken[start:start + _ROWS_PER_INSERT]
-            conn.execute(f"DELETE FROM messages WHERE id IN ({', '.join('?' * len(part))})", part)
+    ids = insert_new_messages(conn, DIALECT, rows)
+    if ids is None:  # a uid stored already, or given twice
         return None
-    active, calls, activity = session_added(batch, rows)
-    if active:
+    active, calls, activity = session_added(batch, [row[12] for row in rows])
+    if active:  # activity None leaves the time as it is: NULL stays NULL, and `< NULL` is not true
         conn.execute(_ADDED, (active, calls, activity, session_id))
     return [stored_message((ids[row[1]], *row)) for row in rows]
 

@@ -120,8 +120,9 @@ class Writer:
         self._before_group = before_group
         self._on_error = on_error
         self._queue: deque[_Request] = deque()
-        # Each Condition's lock is taken on its own where nobody waits or is woken: a
-        # Condition's `with` runs Python code, several times an append.
+        # Each Condition's lock is taken on its own (a C-level `with`), the Condition used
+        # only to wait and to wake: its own `with` runs Python code, several times an
+        # append, and an interrupt can land inside it.
         self._queue_lock = threading.Lock()
         self._wakeup = threading.Condition(self._queue_lock)
         self._connection_lock = threading.Lock()
