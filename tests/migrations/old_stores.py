@@ -56,7 +56,7 @@ def build(path: Path, version: int) -> Path:
     """A store file at schema `version` (1 = the first release), filled with ROWS."""
     conn = connect(path, patience=5.0)
     try:
-        configure_writer(conn, path, "full")
+        configure_writer(conn, path, "full", patience=5.0)
         migrate(conn, MIGRATIONS[:version])
         with conn:
             _fill(conn, version)

@@ -149,13 +149,13 @@ def file_uri_path(path: Path) -> str:
     return str(path).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
 
 
-def configure_writer(conn: apsw.Connection, path: Path, durability: str) -> str:
+def configure_writer(conn: apsw.Connection, path: Path, durability: str, *, patience: float) -> str:
     """Set the journal mode and durability of the writing connection; returns the mode."""
     current = conn.execute("PRAGMA journal_mode").fetchone()[0].lower()
     if is_network_filesystem(filesystem_type(path.parent)):
-        mode = current if current == "wal" else _set_journal_mode(conn, "delete")
+        mode = current if current == "wal" else _set_journal_mode(conn, "delete", patience)
     else:
-        mode = _set_journal_mode(conn, "wal")
+        mode = _set_journal_mode(conn, "wal", patience)
     set_durability(conn, durability)
     # When the WAL is reset after a checkpoint it is truncated to this, so space freed
     # after a full disk (or a long reader) is not held by a WAL that once grew.
@@ -167,8 +167,19 @@ def set_durability(conn: apsw.Connection, durability: str) -> None:
     conn.execute(f"PRAGMA synchronous={DURABILITY[durability]}")
 
 
-def _set_journal_mode(conn: apsw.Connection, mode: str) -> str:
-    return conn.execute(f"PRAGMA journal_mode={mode}").fetchone()[0].lower()
+def _set_journal_mode(conn: apsw.Connection, mode: str, patience: float) -> str:
+    # Entering or leaving WAL reads the file's header, then writes it: SQLite never calls
+    # the busy handler for that upgrade (two connections upgrading could wait on each
+    # other), so a first open racing another process's would fail at once. The wait the
+    # handler would have given is given here.
+    wait, attempt = busy_handler(patience), 0
+    while True:
+        try:
+            return conn.execute(f"PRAGMA journal_mode={mode}").fetchone()[0].lower()
+        except apsw.BusyError:
+            if not wait(attempt):
+                raise
+            attempt += 1
 
 
 #: KiB of page cache a read connection keeps: a long resume or transcript read fills any

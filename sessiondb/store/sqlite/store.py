@@ -365,7 +365,7 @@ class SharedFile:
             # Tighten a file that was already there before the first write creates the
             # WAL, which SQLite gives the main file's mode.
             homes.make_private(self.path)
-            self.journal_mode = configure_writer(conn, self.path, durability)
+            self.journal_mode = configure_writer(conn, self.path, durability, patience=self._patience)
             if migrate(conn) and self.journal_mode == "wal":
                 # Put a new file's identity page into the main file now, so a copy over
                 # the store is recognised from the first write on.

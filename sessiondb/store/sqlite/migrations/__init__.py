@@ -82,18 +82,20 @@ def _applied(conn: apsw.Connection) -> set[str]:
 
 
 def check_ownership(conn: apsw.Connection) -> None:
-    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+    # One statement, so one snapshot: read apart, a first migration committed by another
+    # process in between would show its tables without its application id.
+    app_id, foreign = conn.execute(
+        "SELECT (SELECT application_id FROM pragma_application_id()), "
+        "(SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT IN ('schema_migrations') "
+        "AND name NOT LIKE 'sqlite_%' LIMIT 1)"
+    ).fetchone()
     if app_id == APPLICATION_ID:
         return
     if app_id != 0:
         raise NotASessionStore(f"the file belongs to another application (application_id {app_id:#x})")
-    foreign = conn.execute(
-        "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT IN ('schema_migrations') "
-        "AND name NOT LIKE 'sqlite_%' LIMIT 1"
-    ).fetchone()
     if foreign:
         raise NotASessionStore(
-            f"the file is a database that sessiondb did not create (it has a table {foreign[0]!r}); "
+            f"the file is a database that sessiondb did not create (it has a table {foreign!r}); "
             "point sessiondb at its own store"
         )
 

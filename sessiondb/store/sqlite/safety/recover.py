@@ -211,7 +211,7 @@ def _create_store(target: Path) -> None:
     conn = connect(target, patience=5.0)
     try:
         make_private(target)
-        configure_writer(conn, target, "full")
+        configure_writer(conn, target, "full", patience=5.0)
         migrate(conn)
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
