@@ -304,7 +304,9 @@ class SearchHit:
     `</mark>` (the text itself is not escaped). `score` is the bm25 relevance, higher is
     better (0.0 for hits found by a plain substring scan, which come newest first).
     `state` is 'active' or 'compacted' (archived by a compaction); rewound messages are
-    never found.
+    never found. `found_by` says how: 'words' (a search, or recall's words), 'meaning'
+    (recall's vectors, sessiondb.embedding) or 'words and meaning'; `note`, on a recall's
+    hits, says why its meaning was not used where it was not (no embedder, or its trouble).
     """
 
     session_id: str
@@ -317,6 +319,8 @@ class SearchHit:
     state: str
     session_title: str | None
     session_source: str
+    found_by: str = "words"
+    note: str | None = None
 
     @property
     def compacted(self) -> bool:

@@ -74,6 +74,9 @@ MAX_RECALL_TRIGRAMS = 32
 #: a large memory ranks the matches of its rarer words, not most of the memory. Below
 #: COMMON_MESSAGES every word is ranked wherever it matches (LoCoMo's conversations are).
 COMMON_MESSAGES, COMMON_SHARE = 5_000, 0.02
+#: How many of the messages nearest a question's meaning are candidates, and the share
+#: of the fused score their similarity carries (measured on LoCoMo: bench/recall.py).
+NEAREST, MEANING_WEIGHT = 100, 0.5
 
 _WORD = re.compile(r"[^\W_]+")
 _MONTHS = {name.lower(): number for names in (calendar.month_name, calendar.month_abbr)
@@ -105,11 +108,15 @@ also just ever kind kinds sort sorts thing things way ways much many lot lots
 class Recall:
     """What a question looks up: any of `words` (folded), any of `trigrams` (of its CJK
     text), and the messages written in `when` ([start, end) in seconds since the epoch,
-    DATE_AFTER included) favoured, where it names a time."""
+    DATE_AFTER included) favoured, where it names a time; and, where the store has an
+    embedder, the messages nearest its `meaning` (a unit vector of `space`,
+    sessiondb.embedding)."""
 
     words: tuple[str, ...]
     trigrams: tuple[str, ...]
     when: tuple[float, float] | None = None
+    meaning: bytes | None = None
+    space: str = ""
 
     @property
     def empty(self) -> bool:
@@ -206,6 +213,27 @@ def favour(scores: dict[int, float], times: dict[int, float], question: Recall) 
         return scores
     start, end = question.when
     return {mid: score * DATE_BOOST if start <= times[mid] < end else score for mid, score in scores.items()}
+
+
+def fuse(words: dict[int, float], near: dict[int, float]) -> dict[int, float]:
+    """One score from both legs: the words' scores (as spread and favoured) over the best
+    of them, and the nearest messages' similarity over the range of theirs, weighed
+    MEANING_WEIGHT to 1 - MEANING_WEIGHT; a message one leg did not find gets nothing from
+    it. Without a vector leg, the words' scores as they are."""
+    if not near:
+        return words
+    top = max(words.values(), default=0.0) or 1.0
+    low, high = min(near.values()), max(near.values())
+    span = high - low or 1.0
+    fused = {mid: (1.0 - MEANING_WEIGHT) * score / top for mid, score in words.items()}
+    for mid, similarity in near.items():
+        fused[mid] = fused.get(mid, 0.0) + MEANING_WEIGHT * (similarity - low) / span
+    return fused
+
+
+def found_by(mid: int, words: dict[int, float], near: dict[int, float]) -> str:
+    """Which legs found a message: 'words', 'meaning' or 'words and meaning'."""
+    return "words and meaning" if mid in words and mid in near else "meaning" if mid in near else "words"
 
 
 def best(scores: dict[int, float], limit: int) -> list[tuple[int, float]]:

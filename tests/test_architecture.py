@@ -26,8 +26,8 @@ ALLOWED = {
     "user": {"leaf", "interface", "neutral", "package", "user"},
     "face": {"leaf", "interface", "neutral", "package", "user", "face"},
 }
-LEAVES = {"errors", "model", "inputs", "home", "guidance", "query", "recall", "keys", "formats", "exports", "files", "uids",
-          "telemetry"}
+LEAVES = {"errors", "model", "inputs", "home", "guidance", "query", "recall", "embedding", "keys", "formats", "exports",
+          "files", "uids", "telemetry"}
 INTERFACE = {"store.contract", "store.optional", "store.commands", "store.backend", "store.spool", "store.listing",
              "store.lease_holders", "store.rows", "store.sql"}
 BACKENDS = ("store.sqlite", "store.postgres", "store.memory")

@@ -20,6 +20,7 @@ from dataclasses import asdict, replace
 from functools import partial
 from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
+from .. import embedding
 from .. import home as homes
 from .. import telemetry
 from .. import query as search_query
@@ -27,6 +28,7 @@ from .. import recall as questions
 from ..errors import (
     DAMAGE_CAUSES, InvalidInput, SessionDBError, SessionExists, StorageError, StoreClosed, StoreDamaged,
 )
+from ..embedding import Embedder
 from ..guidance import tell
 from ..model import (
     MAX_TITLE_LENGTH, Lease, Message, MessageLimits, Page, Role, SearchHit, Session, SpoolReport, StoreStats, Usage, VerifyReport,
@@ -85,6 +87,8 @@ def _telling(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
 
 MINT_ATTEMPTS = 3  # minted session ids tried before a fourth, whose conflict is raised
 _ROLES = frozenset(r.value for r in Role)
+#: What a recall's hits say when the store has no embedder (sessiondb.embedding).
+NO_EMBEDDER = "recall is lexical: the store was opened without an embedder (open_store(embedder=...))"
 _MODES = ("in_place", "rotate")
 #: What `extend` may be told to create a missing session with (create_session's arguments but its id).
 _CREATE_KEYS = frozenset({"source", "title", "profile", "session_key", "user_id", "chat_id", "chat_type", "thread_id",
@@ -96,9 +100,11 @@ class CheckedStore(Transfer, Identity, Turns):
     """A handle on one profile's store, over the backend that holds it."""
 
     def __init__(self, backend: Backend, *, profile: str | None, clock: Callable[[], float] | None = None,
-                 limits: MessageLimits = MessageLimits(), replay_spool: bool = True) -> None:
+                 limits: MessageLimits = MessageLimits(), replay_spool: bool = True,
+                 embedder: Embedder | None = None) -> None:
         self.backend = backend  # the backend's own handle, for backend-specific tools and tests
         self._profile = profile
+        self._embedder = embedder  # a question's meaning (the backend has it for the messages')
         self._limits = limits
         if clock is not None and not callable(clock):
             raise InvalidInput("clock must be a callable returning seconds since the epoch")
@@ -488,10 +494,19 @@ class CheckedStore(Transfer, Identity, Turns):
     ) -> list[SearchHit]:
         if not isinstance(text, str):
             raise InvalidInput(f"the question must be text, not {type(text).__name__}")
-        question = questions.question(text[:search_query.MAX_QUERY_LENGTH])
-        return self._open().recall(_searching(question, profile=profile, source=source, session_id=session_id,
+        text = text[:search_query.MAX_QUERY_LENGTH]
+        question, why = questions.question(text), NO_EMBEDDER
+        if self._embedder is not None:
+            try:
+                meaning = embedding.vectors(self._embedder, [text])[0]
+            except embedding.EmbedderFailed as exc:
+                why = f"{exc}: recall is lexical"
+            else:
+                question, why = replace(question, meaning=meaning, space=embedding.Space.of(self._embedder).key), None
+        hits = self._open().recall(_searching(question, profile=profile, source=source, session_id=session_id,
                                               role=role, since=since, until=until, include_tools=include_tools,
                                               limit=limit))
+        return hits if why is None else [replace(hit, note=why) for hit in hits]
 
     def stats(self) -> StoreStats:
         backend = self._open()

@@ -26,8 +26,10 @@ from types import SimpleNamespace
 from typing import Any, Callable
 from urllib.parse import unquote, urlsplit
 
+from .. import embedding
 from .. import home as homes
 from .. import telemetry
+from ..embedding import Embedder
 from ..errors import InvalidInput, StorageError
 from ..guidance import command_for, tell
 from ..model import MessageLimits
@@ -185,13 +187,18 @@ def open_store(
     clock: Callable[[], float] | None = None,
     limits: MessageLimits = MessageLimits(),
     replay_spool: bool = True,
+    embedder: Embedder | str | None = None,
     **options: Any,
 ) -> Store:
     """Open the store at `location` (see sessiondb.open_store) through its backend; `clock`,
     `limits` and `replay_spool` (False: leave the spool for the caller, store/captured.py)
-    belong to the neutral layer, other options to the backend."""
+    belong to the neutral layer, `embedder` to both (the backend computes the messages'
+    vectors, the neutral layer a question's), other options to the backend."""
     where = locate(location, home=home, profile=profile)
     check_options(options)
+    if embedder is not None:
+        embedder = embedding.checked(embedder)
+        options["embedder"] = embedder
     module = provider(where.kind)
     try:
         backend = module.open_backend(where.target, profile=where.profile, **options)
@@ -200,7 +207,8 @@ def open_store(
         tell(exc, location=shown, profile=where.profile)
         raise
     try:
-        return checked_store(backend, profile=where.profile, clock=clock, limits=limits, replay_spool=replay_spool)
+        return checked_store(backend, profile=where.profile, clock=clock, limits=limits, replay_spool=replay_spool,
+                             embedder=embedder)
     except BaseException:
         backend.close()
         raise

@@ -40,16 +40,18 @@ not grow with the text.
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import Any
 
 import apsw
 
+from ...errors import InvalidInput
 from ...model import SearchHit
 from ...query import (
     ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, LIKE_SNIPPET_CONTEXT, RANK_WINDOW, Query, Term, fold, like_pattern,
     like_snippet, snippet_window, through_trigrams, windowed,
 )
-from ...recall import COMMON_MESSAGES, SCAN_SCORE, SPREAD_FROM, Recall, best, favour, rarer, spread
+from ...recall import COMMON_MESSAGES, NEAREST, SCAN_SCORE, SPREAD_FROM, Recall, best, favour, found_by, fuse, rarer, spread
 from ..sql import from_stored
 from .index.schema import CJK, STEMS, THOUGHTS, TOKENIZERS, TOOL_TEXT_LIMIT, WORDS, text_sql
 
@@ -156,13 +158,7 @@ def search(
         return [_hit(row[:8], like_snippet(row[8], plan.needles), 0.0) for row in rows]
 
     index = plan.index
-    # A row logged as deleted or changed after the index's mark is not what the index holds
-    # under its id (an id reused by a later row): such rows are left out of index hits. The
-    # log past the mark is nearly always empty (the search caught the index up), and then
-    # the condition is left out rather than checked for every match.
-    if conn.execute("SELECT 1 FROM search_touched WHERE seq > ? LIMIT 1", (touched_to,)).fetchone():
-        where.append("m.id NOT IN (SELECT id FROM search_touched WHERE seq > ?)")
-        params.append(touched_to)
+    where, params = _untouched(conn, where, params, touched_to)
     # Rank within the newest RANK_WINDOW matches (see the module docstring), in one pass:
     # the matches are read newest first (FTS5 walks its rowids backwards, no sort), stop at
     # the window's end, and bm25 is computed as each is read. Only the page's rows then
@@ -228,6 +224,16 @@ def _filters(*, profile: str | None, source: str | None, session_id: str | None,
     return where + mine, params + values
 
 
+def _untouched(conn: apsw.Connection, where: list[str], params: list[Any], mark: int) -> tuple[list[str], list[Any]]:
+    """The filters, and a row logged as deleted or changed after an index's `mark` left out:
+    it is not what the index holds under its id (an id reused by a later row). The log past
+    the mark is nearly always empty (the index was caught up first), and then the condition
+    is left out rather than checked for every match."""
+    if conn.execute("SELECT 1 FROM search_touched WHERE seq > ? LIMIT 1", (mark,)).fetchone():
+        return [*where, "m.id NOT IN (SELECT id FROM search_touched WHERE seq > ?)"], [*params, mark]
+    return where, params
+
+
 def _on_messages(*, session_id: str | None, role: str | None, since: float | None, until: float | None,
                  include_tools: bool) -> tuple[list[str], list[Any]]:
     where = ["m.state <> 'rewound'"]
@@ -254,7 +260,7 @@ def _on_messages(*, session_id: str | None, role: str | None, since: float | Non
 
 def recall(conn: apsw.Connection, question: Recall, *, profile: str | None, source: str | None,
            session_id: str | None, role: str | None, since: float | None, until: float | None,
-           include_tools: bool, limit: int, touched_to: int = 0) -> list[SearchHit]:
+           include_tools: bool, limit: int, touched_to: int = 0, embedded_touched_to: int = 0) -> list[SearchHit]:
     """The best `limit` messages for a question, best first, read as `search` reads (the
     index attached as `idx`, caught up by the caller).
 
@@ -264,11 +270,9 @@ def recall(conn: apsw.Connection, question: Recall, *, profile: str | None, sour
     oldest message; in a large memory, those of its rarer words (sessiondb.recall.rarer).
     Then the best SPREAD_FROM share their scores with their neighbours and those written
     when the question says are favoured (sessiondb.recall)."""
-    where, params = _filters(profile=profile, source=source, session_id=session_id, role=role, since=since,
-                             until=until, include_tools=include_tools)
-    if conn.execute("SELECT 1 FROM search_touched WHERE seq > ? LIMIT 1", (touched_to,)).fetchone():
-        where.append("m.id NOT IN (SELECT id FROM search_touched WHERE seq > ?)")
-        params.append(touched_to)
+    kept, kept_params = _filters(profile=profile, source=source, session_id=session_id, role=role, since=since,
+                                 until=until, include_tools=include_tools)
+    where, params = _untouched(conn, kept, kept_params, touched_to)
     sessions_join = "CROSS JOIN sessions AS s ON s.id = m.session_id"
     needs_sessions = profile is not None or source is not None
     matches = {STEMS: " OR ".join(map(fts_string, question.words)),
@@ -317,7 +321,10 @@ def recall(conn: apsw.Connection, question: Recall, *, profile: str | None, sour
             scores[hit.message_id] = scores.get(hit.message_id, 0.0) + SCAN_SCORE
             times[hit.message_id] = hit.timestamp
             scanned.setdefault(hit.message_id, hit.snippet)
-    if not scores:
+    near = {} if question.meaning is None else nearest(
+        conn, question.meaning, *_untouched(conn, kept, kept_params, embedded_touched_to),
+        sessions_join if needs_sessions else "", times)
+    if not scores and not near:
         return []
     sources = best(scores, SPREAD_FROM)
     # Neighbours within the session, as the filters on messages allow (the session's are met).
@@ -329,7 +336,8 @@ def recall(conn: apsw.Connection, question: Recall, *, profile: str | None, sour
         f"WHERE m.session_id = c.session_id AND m.id > c.id AND {' AND '.join(message_where)}) "
         f"FROM messages AS c WHERE c.id IN ({', '.join('?' * len(sources))})",
         (*message_params, *message_params, *(mid for mid, _ in sources)))}
-    ranked = best(favour(spread(dict(sources), neighbours), times, question), limit)
+    lexical = favour(spread(dict(sources), neighbours), times, question)
+    ranked = best(fuse(lexical, near), limit)
     page = {row[0]: row for row in conn.execute(
         f"SELECT {_HIT_COLUMNS}, {_TEXT} FROM messages AS m {sessions_join} "
         f"WHERE m.id IN ({', '.join('?' * len(ranked))})", [mid for mid, _ in ranked],
@@ -341,7 +349,42 @@ def recall(conn: apsw.Connection, question: Recall, *, profile: str | None, sour
         mine = {mid: texts[mid][start:end] for mid, (start, end) in spans.items() if found_in.get(mid) == index}
         cut.update(snippets(index, match, mine, (HIGHLIGHT_OPEN, HIGHLIGHT_CLOSE, ELLIPSIS), SNIPPET_TOKENS[index]))
     return [_hit(page[mid][:8], scanned[mid] if mid not in cut and mid in scanned
-                 else _snippet(cut.get(mid), texts[mid], *spans[mid]), score) for mid, score in ranked]
+                 else _snippet(cut.get(mid), texts[mid], *spans[mid]), score, found_by(mid, lexical, near))
+            for mid, score in ranked]
+
+
+_with_vectors: weakref.WeakSet[apsw.Connection] = weakref.WeakSet()  # connections with sqlite-vec loaded
+
+
+def vectors_extension(conn: apsw.Connection) -> None:
+    """Load sqlite-vec into `conn` (InvalidInput naming the extra when it is not installed)."""
+    try:
+        import sqlite_vec
+    except ImportError:
+        raise InvalidInput("an embedder on an SQLite store needs sqlite-vec: pip install 'sessiondb[vectors]'") \
+            from None
+    conn.enable_load_extension(True)
+    try:
+        conn.load_extension(sqlite_vec.loadable_path())
+    finally:
+        conn.enable_load_extension(False)
+
+
+def nearest(conn: apsw.Connection, meaning: bytes, where: list[str], params: list[Any], sessions_join: str,
+            times: dict[int, float]) -> dict[int, float]:
+    """The NEAREST messages to `meaning` (a unit vector) the filters keep, with their
+    similarity (the vectors' dot product, -1 to 1), by an exact scan of the vectors
+    (sqlite-vec's distance, in C); their times go into `times`."""
+    if conn not in _with_vectors:
+        vectors_extension(conn)
+        _with_vectors.add(conn)
+    found = {}
+    for mid, distance, times[mid] in conn.execute(
+            f"SELECT m.id, vec_distance_cosine(v.vector, ?) AS distance, m.timestamp FROM idx.vectors AS v "
+            f"CROSS JOIN messages AS m ON m.id = v.rowid {sessions_join} WHERE {' AND '.join(where)} "
+            f"ORDER BY distance LIMIT ?", (meaning, *params, NEAREST)):
+        found[mid] = 1.0 - distance
+    return found
 
 
 def _best_kept(conn: apsw.Connection, index: str, match: str, kept: str, params: list[Any]) -> list[tuple]:
@@ -389,11 +432,12 @@ def _snippet(cut: str | None, text: str, start: int, end: int) -> str:
     return windowed(cut, start, end, len(text)) if cut else text[:2 * LIKE_SNIPPET_CONTEXT]
 
 
-def _hit(row: tuple[Any, ...], snippet: str, score: float) -> SearchHit:
+def _hit(row: tuple[Any, ...], snippet: str, score: float, found: str = "words") -> SearchHit:
     mid, sid, uid, role, timestamp, state, title, source = row
     return SearchHit(
         session_id=sid, message_id=mid, uid=uid, role=role, timestamp=timestamp,
         snippet=from_stored(snippet), score=score + 0.0, state=state, session_title=title, session_source=source,
+        found_by=found,
     )
 
 

@@ -22,6 +22,7 @@ import threading
 import time
 from collections import Counter
 from contextlib import contextmanager
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
@@ -29,6 +30,7 @@ from typing import Any, Callable, Iterator, TypeVar
 import apsw
 
 from ... import home as homes
+from ...embedding import Embedder, Space
 from ...errors import Cause, DiskFull, InvalidInput, StoreClosed, StoreDamaged
 from ...files import claim_private
 from ...model import (
@@ -46,7 +48,7 @@ from .connect import (
 )
 from .errors import convert
 from .index import schema as index_schema
-from .index.indexer import INDEX_MARKS, STORE_MARKS, Indexer
+from .index.indexer import EMBEDDED_MARKS, INDEX_MARKS, STORE_MARKS, Indexer, OtherSpace
 from .migrations import check_ownership, migrate
 from .safety import copies
 from .safety.containment import (
@@ -130,6 +132,7 @@ class SQLiteBackend:
         durability: str = "full",
         patience: float = DEFAULT_PATIENCE,
         vfs: str | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         check_sqlite_version(apsw.sqlite_lib_version())
         self._durability = durability  # checked, as patience is, by open_store (store/locations.py)
@@ -137,7 +140,9 @@ class SQLiteBackend:
         self.location = str(path)
         self.spool_anchor = path
         self._closed = threading.Event()
-        self._file = acquire(path, durability=durability, patience=float(patience), vfs=vfs)
+        if embedder is not None:  # refused at the open, not at the first recall
+            search.vectors_extension(apsw.Connection(":memory:"))
+        self._file = acquire(path, durability=durability, patience=float(patience), vfs=vfs, embedder=embedder)
 
     @property
     def generation(self) -> str | None:
@@ -218,8 +223,28 @@ class SQLiteBackend:
         fields = {name: getattr(query, name) for name in query.__slots__
                   if name not in ("query", "include_reasoning")}  # a recall never reads reasoning
         self._check_open()
-        return self._file.search(lambda conn, touched_to: search.recall(conn, query.query, touched_to=touched_to,
-                                                                        **fields))
+        question, indexer = query.query, self._file.indexer
+        if question.meaning is not None:
+            indexer.catch_up(vectors=True)  # the words too: the search below finds them caught up
+
+        def work(conn: apsw.Connection, touched_to: int) -> list[SearchHit]:
+            asked, why = question, None
+            embedded_touched_to, space = conn.execute(EMBEDDED_MARKS).fetchone()[1:]
+            if asked.meaning is not None:
+                why = indexer.vectors_trouble or (str(OtherSpace(space, asked.space)) if space != asked.space else None)
+                if why is not None:
+                    asked = replace(asked, meaning=None)
+            hits = search.recall(conn, asked, touched_to=touched_to, embedded_touched_to=embedded_touched_to,
+                                 **fields)
+            return hits if why is None else [replace(hit, note=why) for hit in hits]
+
+        return self._file.search(work)
+
+    def forget_vectors(self) -> None:
+        """Drop the store's vectors, whichever embedder computed them: this handle's
+        embedder computes them again, from the messages, as recalls and writes come."""
+        self._check_open()
+        self._file.indexer.forget_vectors()
 
     def footprint(self) -> tuple[int, int]:
         """The bytes of the file and its WAL together, and of the WAL (see Backend)."""
@@ -293,7 +318,8 @@ def _file_size(path: Path) -> int:
 class SharedFile:
     """The writer and the read pool of one database file, shared by every handle on it."""
 
-    def __init__(self, path: Path, *, durability: str, patience: float, vfs: str | None) -> None:
+    def __init__(self, path: Path, *, durability: str, patience: float, vfs: str | None,
+                 embedder: Embedder | None = None) -> None:
         self.path = path
         self.key: tuple[int, int] | None = None
         self.refs = 0
@@ -328,7 +354,7 @@ class SharedFile:
             self.writer.set_sync(self._sync_at_open)  # no write can have been submitted yet
         # The search index, off the acknowledgement path (invariant 9): its own file and
         # thread; readers attach it (at the indexer's generation) when they search.
-        self.indexer = Indexer(path, patience=patience, vfs=vfs)
+        self.indexer = Indexer(path, patience=patience, vfs=vfs, embedder=embedder)
         self._attached: dict[int, int] = {}
         if self.full is None:
             self._adopt_index()
@@ -382,6 +408,18 @@ class SharedFile:
         return conn
 
     # --- durability: the strictest any open handle asked for --------------------------
+
+    def use(self, embedder: Embedder | None) -> None:
+        """A handle opened with `embedder`: the first one this process gives computes the
+        store's vectors; another embedder's handle is refused (its vectors would be another
+        space's)."""
+        current = self.indexer.embedder
+        if embedder is None or current is embedder:
+            return
+        if current is not None and Space.of(current) != Space.of(embedder):
+            raise InvalidInput(f"this process has the store open with the embedder {Space.of(current).key}; "
+                               f"a handle with {Space.of(embedder).key} would mix their vectors")
+        self.indexer.embedder = current or embedder
 
     def hold(self, durability: str) -> None:
         self.refs += 1
@@ -600,7 +638,8 @@ _opening: dict[Path, threading.Lock] = {}
 _forgotten_after_fork: list[SharedFile] = []
 
 
-def acquire(path: Path, *, durability: str, patience: float, vfs: str | None = None) -> SharedFile:
+def acquire(path: Path, *, durability: str, patience: float, vfs: str | None = None,
+            embedder: Embedder | None = None) -> SharedFile:
     """The SharedFile for `path`, opened on first use; each call takes one reference."""
     with _lock:
         path_lock = _opening.setdefault(path, threading.Lock())
@@ -612,9 +651,10 @@ def acquire(path: Path, *, durability: str, patience: float, vfs: str | None = N
         with _lock:
             shared = _existing(path)
             if shared is not None:
+                shared.use(embedder)
                 shared.hold(durability)
                 return shared
-        shared = SharedFile(path, durability=durability, patience=patience, vfs=vfs)
+        shared = SharedFile(path, durability=durability, patience=patience, vfs=vfs, embedder=embedder)
         st = os.stat(path)
         key = (st.st_dev, st.st_ino)
         with _lock:
@@ -625,6 +665,7 @@ def acquire(path: Path, *, durability: str, patience: float, vfs: str | None = N
         if twin is not None:  # the same file reached through another path
             shared.close()
             with _lock:
+                twin.use(embedder)
                 twin.hold(durability)
             return twin
         with _lock:

@@ -28,6 +28,7 @@ from typing import Iterable, Sequence
 
 import apsw
 
+from ....embedding import Embedder, EmbedderFailed, Space, vectors
 from ....errors import Cause, classify
 from ....query import cjk_runs, indexable
 from ..safety.holders import holders
@@ -36,6 +37,7 @@ from . import schema
 log = logging.getLogger(__name__)
 
 BATCH = 2000  # messages (and logged ids) per index transaction
+EMBED_BATCH = 1000  # messages (and logged ids) per transaction of the vectors
 LINGER = 0.05  # seconds the background thread waits after a write wakes it, to gather a batch
 
 Marks = tuple[int, int]  # (highest message id, highest search_touched seq)
@@ -54,14 +56,31 @@ _STORE_EVER = (
 _INDEX_MARKS = "SELECT (SELECT value FROM {db}state WHERE key = 'indexed_to'), " \
                "(SELECT value FROM {db}state WHERE key = 'touched_to')"
 INDEX_MARKS = _INDEX_MARKS.format(db="idx.")  # read on a store connection with the index attached
+_EMBEDDED_MARKS = "SELECT (SELECT value FROM {db}state WHERE key = 'embedded_to'), " \
+                  "(SELECT value FROM {db}state WHERE key = 'embedded_touched_to'), " \
+                  "(SELECT value FROM {db}state WHERE key = 'space')"
+EMBEDDED_MARKS = _EMBEDDED_MARKS.format(db="idx.")
+
+
+class OtherSpace(Exception):
+    """The index's vectors were computed by another embedder than the store's."""
+
+    def __init__(self, stored: str, wanted: str) -> None:
+        super().__init__(f"the store's vectors were computed by {stored}, not by {wanted}: recall is lexical "
+                         "until `sessiondb index rebuild --embedder ...` computes them again")
+        self.stored, self.wanted = stored, wanted
 
 
 class Indexer:
     """The index file of one store, and the thread that keeps it caught up."""
 
-    def __init__(self, store: Path, *, patience: float, vfs: str | None) -> None:
+    def __init__(self, store: Path, *, patience: float, vfs: str | None, embedder: Embedder | None = None) -> None:
         self.store = store
         self.vfs = vfs
+        self.embedder = embedder
+        #: Why the vectors are not caught up (an embedder that failed, another's vectors),
+        #: as a sentence recall passes on; None while they are.
+        self.vectors_trouble: str | None = None
         self._patience = patience
         self._lock = threading.Lock()  # one batch at a time in this process
         self.wanted = threading.Event()
@@ -97,14 +116,18 @@ class Indexer:
 
     # --- for searches and maintenance ---------------------------------------------------
 
-    def catch_up(self, target: Marks | None = None) -> None:
+    def catch_up(self, target: Marks | None = None, *, vectors: bool = False) -> None:
         """Index until the index covers `target` (the store's marks when a search began;
-        None: everything the store holds now). Raises what stops it."""
+        None: everything the store holds now). Raises what stops it. With `vectors` (a
+        recall's catch-up, and the thread's), the vectors are caught up too, as far as
+        the embedder lets them: its trouble is kept in `vectors_trouble`, never raised."""
         with self._lock:
             failure = self.damage  # seen before: healed now if nobody else holds the store
             if failure is None:
                 try:
                     self._run(target)
+                    if vectors and self.embedder is not None:
+                        self._embed()
                     return
                 except apsw.Error as exc:
                     failure = exc
@@ -131,6 +154,22 @@ class Indexer:
             self.generation += 1
             self.damage = None
             self._run(None)
+            if self.embedder is not None:
+                self._embed()
+
+    def forget_vectors(self) -> None:
+        """Drop every vector, whoever computed them, so that this store's embedder computes
+        them again from the messages (in the catch-ups that follow)."""
+        with self._lock:
+            conn = self._connection()
+            _begin(conn)
+            try:
+                _forget_vectors(conn)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            self.vectors_trouble = None
 
     def optimize(self) -> int:
         """Catch up and merge the index's segments into one per index (after damage: rebuild
@@ -142,7 +181,18 @@ class Indexer:
             conn = self._connection()
             for name in schema.TOKENIZERS:
                 conn.execute(f"INSERT INTO {name}({name}) VALUES ('optimize')")
-            return _index_marks(conn)[1]
+            if self.embedder is not None:
+                self._embed()
+            swept_to = _index_marks(conn)[1]
+            embedded_touched_to, space = conn.execute(_EMBEDDED_MARKS.format(db="")).fetchone()[1:]
+            if space and embedded_touched_to < swept_to:
+                # Vectors behind the log (an embedder failing, or the store opened without
+                # one) would miss the changes swept away: they go, and are computed again
+                # by the next embedder.
+                _begin(conn)
+                _forget_vectors(conn)
+                conn.execute("COMMIT")
+            return swept_to
 
     def marks(self) -> Marks:
         with self._lock:
@@ -194,6 +244,18 @@ class Indexer:
             self._close()  # a fresh connection next time, whatever went wrong
             raise
 
+    def _embed(self) -> None:
+        """Catch the vectors up with the store; the embedder's trouble is remembered, not raised."""
+        assert self.embedder is not None
+        conn = self._connection()
+        try:
+            while not embed_batch(conn, self.embedder, EMBED_BATCH):
+                pass
+        except (OtherSpace, EmbedderFailed) as exc:
+            self.vectors_trouble = str(exc)
+            return
+        self.vectors_trouble = None
+
     def _serve(self) -> None:
         while True:
             self.wanted.wait()
@@ -202,7 +264,7 @@ class Indexer:
             if self._stopping.wait(LINGER):
                 return
             try:
-                self.catch_up()
+                self.catch_up(vectors=True)
             except Exception as exc:  # noqa: BLE001 - a writer never sees the index's trouble
                 log.warning("search index of %s not brought up to date: %s", self.store, exc)
 
@@ -234,7 +296,9 @@ def _adopt(conn: apsw.Connection) -> None:
         (generation,) = conn.execute("SELECT value FROM state WHERE key = 'generation'").fetchone()
         (ours,) = conn.execute("SELECT generation FROM store.store_identity").fetchone()
         (highest, logged), (indexed_to, touched_to) = conn.execute(_STORE_EVER).fetchone(), _index_marks(conn)
-        if generation != ours or highest < indexed_to or logged < touched_to:
+        embedded_to, embedded_touched_to, _ = conn.execute(_EMBEDDED_MARKS.format(db="")).fetchone()
+        if generation != ours or highest < max(indexed_to, embedded_to) or logged < max(touched_to,
+                                                                                         embedded_touched_to):
             _reset(conn)
             conn.execute("UPDATE state SET value = ? WHERE key = 'generation'", (ours,))
     except BaseException:
@@ -247,6 +311,64 @@ def _reset(conn: apsw.Connection) -> None:
     for name in schema.TOKENIZERS:
         conn.execute(f"INSERT INTO {name}({name}) VALUES ('delete-all')")
     conn.execute("UPDATE state SET value = 0 WHERE key IN ('indexed_to', 'touched_to')")
+    _forget_vectors(conn)
+
+
+def _forget_vectors(conn: apsw.Connection) -> None:
+    conn.execute("DELETE FROM vectors")
+    conn.execute("UPDATE state SET value = iif(key = 'space', '', 0) "
+                 "WHERE key IN ('embedded_to', 'embedded_touched_to', 'space')")
+
+
+def embed_batch(conn: apsw.Connection, embedder: Embedder, limit: int) -> bool:
+    """Bring the vectors up to `limit` logged ids and `limit` new messages nearer the store,
+    as index_batch brings the words (the same marks' rules, marks of their own); True when
+    that was everything. The texts are read in one snapshot and embedded outside any
+    transaction (an embedder may take seconds, and the index file's lock is every
+    process's); the vectors are written only if no other process moved the marks
+    meanwhile (else this batch is read again). OtherSpace if the vectors there are another
+    embedder's."""
+    space = Space.of(embedder).key
+    text = schema.text_sql("m")
+    conn.execute("BEGIN")  # one snapshot of the index and the store
+    try:
+        marks = conn.execute(_EMBEDDED_MARKS.format(db="")).fetchone()
+        embedded_to, touched_to, stored = marks
+        if stored not in ("", space):
+            raise OtherSpace(stored, space)
+        touched = conn.execute(
+            "SELECT seq, id FROM store.search_touched WHERE seq > ? ORDER BY seq LIMIT ?", (touched_to, limit)
+        ).fetchall()
+        gone = sorted({mid for _, mid in touched})
+        again = [mid for mid in gone if mid <= embedded_to]
+        rows = []
+        for start in range(0, len(again), 500):
+            chunk = again[start:start + 500]
+            rows += conn.execute(f"SELECT m.id, {text} FROM store.messages AS m "
+                                 f"WHERE m.id IN ({', '.join('?' * len(chunk))})", chunk).fetchall()
+        new = conn.execute(f"SELECT m.id, {text} FROM store.messages AS m WHERE m.id > ? ORDER BY m.id LIMIT ?",
+                           (embedded_to, limit)).fetchall()
+    finally:
+        conn.execute("COMMIT")
+    texts = [(mid, indexable(said)) for mid, said in rows + new if said and not said.isspace()]
+    made = vectors(embedder, [said for _, said in texts])
+    _begin(conn)
+    try:
+        if conn.execute(_EMBEDDED_MARKS.format(db="")).fetchone() != marks:
+            conn.execute("ROLLBACK")  # another process's batch came first: read what is left
+            return False
+        conn.executemany("DELETE FROM vectors WHERE rowid = ?", [(mid,) for mid in gone])
+        conn.executemany("INSERT OR REPLACE INTO vectors(rowid, vector) VALUES (?, ?)",
+                         [(mid, vector) for (mid, _), vector in zip(texts, made)])
+        conn.executemany("UPDATE state SET value = ? WHERE key = ?",
+                         [(new[-1][0] if new else embedded_to, "embedded_to"),
+                          (touched[-1][0] if touched else touched_to, "embedded_touched_to"), (space, "space")])
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return len(touched) < limit and len(new) < limit
 
 
 def index_batch(conn: apsw.Connection, limit: int) -> bool:

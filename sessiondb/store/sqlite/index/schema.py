@@ -20,11 +20,16 @@ What it holds (contentless FTS5: no copy of the text, which stays in `messages` 
   without spaces (query.cjk_runs), joined by newlines, of the messages that have any: the
   one place the word tokenizer cannot split words. Trigrams of whole messages would be
   most of the index's bytes.
+- `vectors`: each message's vector of meaning (sessiondb.embedding), float32 of unit
+  length, for a store opened with an embedder; a message with no text has none.
 - `state`: how far the index has followed the store, written in the same transaction as
   the index content it describes: `indexed_to` (every message id up to it is indexed, and
   nothing above it; it only rises), `touched_to` (the store's `search_touched` log is
   applied up to this seq) and the store's generation stamp (an index built for another
-  store file is rebuilt, never trusted).
+  store file is rebuilt, never trusted); the vectors follow the store by marks of their
+  own, `embedded_to` and `embedded_touched_to` (an embedder is slower than a tokenizer,
+  and one that fails must not hold the words back), and `space`, the embedder whose
+  vectors they are ('' before the first).
 
 The words and stems indexes are given query.indexable(text): NFC, a NUL as a space, and
 runs of CJK text set apart from the words around them.
@@ -53,9 +58,9 @@ from ..connect import connect
 
 FILES = INDEX_SUFFIXES  # beside the store file: the index, its WAL, shared memory, journal
 SUFFIX = FILES[0]
-VERSION = 4  # PRAGMA user_version of the index file's layout (2: marks that only rise; 3: the stems
-# index, text NFC; 4: the thoughts index; a file of an older layout is indexed again, one of
-# another is index damage, rebuilt)
+VERSION = 5  # PRAGMA user_version of the index file's layout (2: marks that only rise; 3: the stems
+# index, text NFC; 4: the thoughts index; 5: the vectors; a file of layout 2 or 3 is indexed
+# again, one of layout 4 gains the vectors, one of another layout is index damage, rebuilt)
 TOOL_TEXT_LIMIT = 8192  # characters of a tool message's output that are indexed
 WORDS, STEMS, CJK, THOUGHTS = "words", "stems", "cjk", "thoughts"
 TOKENIZERS = {WORDS: "unicode61 remove_diacritics 2", STEMS: "porter unicode61 remove_diacritics 2",
@@ -71,10 +76,14 @@ _TABLES = "".join(
     f"tokenize='{tokenizer}');"
     for name, tokenizer in TOKENIZERS.items()
 )
+_VECTORS = (
+    "CREATE TABLE IF NOT EXISTS vectors (rowid INTEGER PRIMARY KEY, vector BLOB NOT NULL) STRICT;"
+    "INSERT OR IGNORE INTO state VALUES ('embedded_to', 0), ('embedded_touched_to', 0), ('space', '');"
+)
 _LAYOUT = _TABLES + (
     "CREATE TABLE state (key TEXT PRIMARY KEY, value ANY NOT NULL) STRICT;"
     "INSERT INTO state VALUES ('indexed_to', 0), ('touched_to', 0), ('generation', '');"
-)
+) + _VECTORS
 
 
 def path_of(store: Path) -> Path:
@@ -150,21 +159,25 @@ def open_index(store: Path, *, patience: float, vfs: str | None, path: Path | No
     return conn
 
 
-#: The older layouts a file is brought from: it gains the indexes it lacks and is indexed again.
-_UPGRADED = (2, 3)
+#: The older layouts a file is brought from: it gains what it lacks; before layout 4 its
+#: words are indexed again.
+_UPGRADED = (2, 3, 4)
 
 
 def _upgrade(conn: apsw.Connection) -> None:
-    """An index of an older layout gains the indexes it lacks (stems, thoughts) and is
-    indexed again from the first message (a layout-2 file's words were indexed before NFC),
-    by the catch-ups that follow, in batches."""
+    """An index of an older layout gains the indexes it lacks (stems, thoughts, vectors);
+    one older than layout 4 is indexed again from the first message (a layout-2 file's
+    words were indexed before NFC), by the catch-ups that follow, in batches."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        if conn.execute("PRAGMA user_version").fetchone()[0] in _UPGRADED:  # not upgraded meanwhile
-            conn.execute(_TABLES)
-            for name in TOKENIZERS:
-                conn.execute(f"INSERT INTO {name}({name}) VALUES ('delete-all')")
-            conn.execute("UPDATE state SET value = 0 WHERE key IN ('indexed_to', 'touched_to')")
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version in _UPGRADED:  # not upgraded meanwhile
+            if version < 4:
+                conn.execute(_TABLES)
+                for name in TOKENIZERS:
+                    conn.execute(f"INSERT INTO {name}({name}) VALUES ('delete-all')")
+                conn.execute("UPDATE state SET value = 0 WHERE key IN ('indexed_to', 'touched_to')")
+            conn.execute(_VECTORS)
             conn.execute(f"PRAGMA user_version={VERSION}")
     except BaseException:
         conn.execute("ROLLBACK")
