@@ -76,6 +76,12 @@ class Space:
         return f"{self.name}@{self.revision}/{self.dimensions}"
 
 
+def other_space(stored: str, wanted: str) -> str:
+    """What a recall says when the store's vectors are another embedder's."""
+    return (f"the store's vectors were computed by {stored}, not by {wanted}: recall is lexical "
+            "until `sessiondb index rebuild --embedder ...` computes them again")
+
+
 def checked(embedder: Any) -> Embedder:
     """`embedder` if it is one (see Embedder), else InvalidInput saying what it lacks."""
     if isinstance(embedder, str):

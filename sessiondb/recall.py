@@ -76,7 +76,7 @@ MAX_RECALL_TRIGRAMS = 32
 COMMON_MESSAGES, COMMON_SHARE = 5_000, 0.02
 #: How many of the messages nearest a question's meaning are candidates, and the share
 #: of the fused score their similarity carries (measured on LoCoMo: bench/recall.py).
-NEAREST, MEANING_WEIGHT = 100, 0.5
+NEAREST, MEANING_WEIGHT = 100, 0.2
 
 _WORD = re.compile(r"[^\W_]+")
 _MONTHS = {name.lower(): number for names in (calendar.month_name, calendar.month_abbr)

@@ -17,21 +17,24 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import os
 import re
 import tempfile
 import threading
+from array import array
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cmp_to_key
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 from urllib.parse import unquote, urlsplit
 
+from ..embedding import Embedder, EmbedderFailed, Space, other_space, vectors
 from ..errors import InvalidInput
 from ..model import SearchHit, VerifyReport
 from ..query import RANK_WINDOW, Query, Term, cjk_runs, fold, indexable, like_snippet
-from ..recall import COMMON_MESSAGES, SPREAD_FROM, Recall, best, favour, rarer, spread
+from ..recall import COMMON_MESSAGES, NEAREST, SPREAD_FROM, Recall, best, favour, found_by, fuse, rarer, spread
 from . import commands as cmd
 from .rows import INSERTED, INSERTED_ORDER, TABLES, UNIQUE, Condition, Row, Table, Taken, Where
 
@@ -72,6 +75,43 @@ class _Shared:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.tables = _Tables.empty()
+        self.meaning = _Meaning()
+
+
+class _Meaning:
+    """The vectors of a memory store's messages (sessiondb.embedding), computed when a
+    recall needs them (a memory store runs nothing in the background), kept by id with
+    the text they were computed from, in one embedder's space at a time, as the other
+    backends keep theirs."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.space = ""
+        self.by_id: dict[int, tuple[str, array]] = {}
+
+    def forget(self) -> None:
+        with self.lock:
+            self.space, self.by_id = "", {}
+
+    def nearest(self, embedder: Embedder, question: Recall,
+                scanned: list[tuple[Row, str]]) -> tuple[dict[int, float], str | None]:
+        """The NEAREST scanned messages to the question's meaning with their similarity,
+        and why there are none where the vectors cannot be used."""
+        space = Space.of(embedder).key
+        with self.lock:
+            if self.space not in ("", space):
+                return {}, other_space(self.space, space)
+            missing = [(row["id"], text) for row, text in scanned
+                       if text.strip() and self.by_id.get(row["id"], ("",))[0] != text]
+            try:
+                made = vectors(embedder, [indexable(text) for _, text in missing])
+            except EmbedderFailed as exc:
+                return {}, str(exc)
+            self.space = space
+            self.by_id.update({mid: (text, array("f", vector)) for (mid, text), vector in zip(missing, made)})
+            known = [(row["id"], self.by_id[row["id"]][1]) for row, text in scanned if text.strip()]
+        asked = array("f", question.meaning)
+        return dict(best({mid: math.fsum(map(operator.mul, asked, vector)) for mid, vector in known}, NEAREST)), None
 
 
 _stores: dict[tuple[str, str | None], _Shared] = {}
@@ -321,9 +361,10 @@ class MemoryRows:
 class MemoryBackend:
     """A handle on a memory store (see the module docstring)."""
 
-    def __init__(self, name: str = "", *, profile: str | None = None) -> None:
+    def __init__(self, name: str = "", *, profile: str | None = None, embedder: Embedder | None = None) -> None:
         self.name = name
         self.profile = profile
+        self._embedder = embedder
         self.location = f"{SCHEME}://{name}"
         if name:
             with _stores_lock:
@@ -369,7 +410,12 @@ class MemoryBackend:
         return self.read(lambda rows: search(rows, query))
 
     def recall(self, query: cmd.Search) -> list[SearchHit]:
-        return self.read(lambda rows: recall(rows, query))
+        meaning = self._shared.meaning if self._embedder is not None else None
+        return self.read(lambda rows: recall(rows, query, meaning, self._embedder))
+
+    def forget_vectors(self) -> None:
+        """Drop the store's vectors: this handle's embedder computes them again at a recall."""
+        self._shared.meaning.forget()
 
 
 # --- search: a scan of the messages, newest first --------------------------------------------
@@ -445,11 +491,11 @@ def _scanned(rows: MemoryRows, query: cmd.Search) -> tuple[list[tuple[Row, str]]
     return kept, sessions
 
 
-def _hit(row: Row, sessions: dict[str, Row], snippet: str, score: float) -> SearchHit:
+def _hit(row: Row, sessions: dict[str, Row], snippet: str, score: float, found: str = "words") -> SearchHit:
     session = sessions[row["session_id"]]
     return SearchHit(session_id=row["session_id"], message_id=row["id"], uid=row["uid"], role=row["role"],
                      timestamp=row["timestamp"], snippet=snippet, score=score, state=row["state"],
-                     session_title=session["title"], session_source=session["source"])
+                     session_title=session["title"], session_source=session["source"], found_by=found)
 
 
 def search(rows: MemoryRows, query: cmd.Search) -> list[SearchHit]:
@@ -491,14 +537,19 @@ def _stem(word: str) -> str:
     return word
 
 
-def recall(rows: MemoryRows, query: cmd.Search) -> list[SearchHit]:
+def recall(rows: MemoryRows, query: cmd.Search, meaning: _Meaning | None = None,
+           embedder: Embedder | None = None) -> list[SearchHit]:
     """The best messages for a question (query.query is a recall.Recall), best first: any
     of its words (stemmed) or trigrams, a rarer one counting for more, then the neighbours'
-    shares and the question's time (sessiondb.recall)."""
+    shares and the question's time, fused with the messages nearest its meaning where it
+    has one (sessiondb.recall)."""
     question: Recall = query.query
-    if question.empty:
+    if question.empty and question.meaning is None:
         return []
     scanned, sessions = _scanned(rows, query)
+    near, why = {}, None
+    if question.meaning is not None and meaning is not None and embedder is not None:
+        near, why = meaning.nearest(embedder, question, scanned)
     stems = {_stem(w) for w in question.words}
     found: dict[int, Counter] = {}
     for row, text in scanned:
@@ -507,7 +558,7 @@ def recall(rows: MemoryRows, query: cmd.Search) -> list[SearchHit]:
         hits.update({t: folded.count(t) for t in question.trigrams if t in folded})
         if hits:
             found[row["id"]] = hits
-    if not found:
+    if not found and not near:
         return []
     held = Counter(term for hits in found.values() for term in hits)  # how many messages hold each
     if len(scanned) > COMMON_MESSAGES:  # a common word only adds to the matches of the rarer ones
@@ -527,15 +578,19 @@ def recall(rows: MemoryRows, query: cmd.Search) -> list[SearchHit]:
         at = ids.index(mid)
         neighbours[mid] = (ids[at - 1] if at else None, ids[at + 1] if at + 1 < len(ids) else None)
     times = {mid: by_id[mid][0]["timestamp"] for mid in sources}
-    ranked = best(favour(spread(sources, neighbours), times, question), query.limit)
-    return [_hit(by_id[mid][0], sessions, like_snippet(by_id[mid][1], question.needles), score) for mid, score in ranked]
+    lexical = favour(spread(sources, neighbours), times, question)
+    ranked = best(fuse(lexical, near), query.limit)
+    hits = [_hit(by_id[mid][0], sessions, like_snippet(by_id[mid][1], question.needles), score,
+                 found_by(mid, lexical, near)) for mid, score in ranked]
+    return hits if why is None else [replace(hit, note=why) for hit in hits]
 
 
-def open_backend(target: str, *, profile: str | None, **options: Any) -> MemoryBackend:
-    """A handle on the memory store `target` names (memory://NAME; options are ignored:
-    durability and patience mean nothing to a store in memory)."""
+def open_backend(target: str, *, profile: str | None, embedder: Embedder | None = None,
+                 **options: Any) -> MemoryBackend:
+    """A handle on the memory store `target` names (memory://NAME; other options are
+    ignored: durability and patience mean nothing to a store in memory)."""
     parts = urlsplit(target)
-    return MemoryBackend(unquote(parts.netloc + parts.path), profile=profile)
+    return MemoryBackend(unquote(parts.netloc + parts.path), profile=profile, embedder=embedder)
 
 
 def forget(target: str) -> None:

@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterator, TypeVar
 import apsw
 
 from ... import home as homes
-from ...embedding import Embedder, Space
+from ...embedding import Embedder, Space, other_space
 from ...errors import Cause, DiskFull, InvalidInput, StoreClosed, StoreDamaged
 from ...files import claim_private
 from ...model import (
@@ -48,7 +48,7 @@ from .connect import (
 )
 from .errors import convert
 from .index import schema as index_schema
-from .index.indexer import EMBEDDED_MARKS, INDEX_MARKS, STORE_MARKS, Indexer, OtherSpace
+from .index.indexer import EMBEDDED_MARKS, INDEX_MARKS, STORE_MARKS, Indexer
 from .migrations import check_ownership, migrate
 from .safety import copies
 from .safety.containment import (
@@ -231,7 +231,7 @@ class SQLiteBackend:
             asked, why = question, None
             embedded_touched_to, space = conn.execute(EMBEDDED_MARKS).fetchone()[1:]
             if asked.meaning is not None:
-                why = indexer.vectors_trouble or (str(OtherSpace(space, asked.space)) if space != asked.space else None)
+                why = indexer.vectors_trouble or (other_space(space, asked.space) if space != asked.space else None)
                 if why is not None:
                     asked = replace(asked, meaning=None)
             hits = search.recall(conn, asked, touched_to=touched_to, embedded_touched_to=embedded_touched_to,

@@ -28,7 +28,7 @@ from typing import Iterable, Sequence
 
 import apsw
 
-from ....embedding import Embedder, EmbedderFailed, Space, vectors
+from ....embedding import Embedder, EmbedderFailed, Space, other_space, vectors
 from ....errors import Cause, classify
 from ....query import cjk_runs, indexable
 from ..safety.holders import holders
@@ -66,9 +66,7 @@ class OtherSpace(Exception):
     """The index's vectors were computed by another embedder than the store's."""
 
     def __init__(self, stored: str, wanted: str) -> None:
-        super().__init__(f"the store's vectors were computed by {stored}, not by {wanted}: recall is lexical "
-                         "until `sessiondb index rebuild --embedder ...` computes them again")
-        self.stored, self.wanted = stored, wanted
+        super().__init__(other_space(stored, wanted))
 
 
 class Indexer:
