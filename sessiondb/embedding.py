@@ -11,7 +11,8 @@ and the ones named below are imported only when asked for.
 An embedder has a `name`, a `revision` and a number of `dimensions`: together its space.
 Every stored vector belongs to one space, and a recall never compares vectors of two: a
 store whose vectors were computed by another embedder (or another revision of it) answers
-lexically, saying why, until `sessiondb index rebuild --embedder ...` computes them again.
+lexically, saying why, until `sessiondb vectors rebuild --embedder NAME` (Store.rebuild_vectors)
+computes them again.
 
 Named embedders (`embedder_named`):
 - `wordllama`: WordLlama's 256-dimension model, whose weights ship inside its package
@@ -30,7 +31,7 @@ from math import fsum, isfinite, sqrt
 from pathlib import Path
 from typing import Any, Protocol, Sequence, runtime_checkable
 
-from .errors import InvalidInput
+from .errors import InvalidInput, SessionDBError
 
 #: Characters of a message's text that are embedded: an answer is near the top of what
 #: was said, and an encoder reads a few hundred words at most.
@@ -54,7 +55,7 @@ class Embedder(Protocol):
         ...
 
 
-class EmbedderFailed(Exception):
+class EmbedderFailed(SessionDBError):
     """The embedder raised or returned something other than one vector per text."""
 
 
@@ -79,7 +80,7 @@ class Space:
 def other_space(stored: str, wanted: str) -> str:
     """What a recall says when the store's vectors are another embedder's."""
     return (f"the store's vectors were computed by {stored}, not by {wanted}: recall is lexical "
-            "until `sessiondb index rebuild --embedder ...` computes them again")
+            "until `sessiondb vectors rebuild --embedder NAME` (Store.rebuild_vectors) computes them again")
 
 
 def checked(embedder: Any) -> Embedder:

@@ -64,12 +64,13 @@ class CliContext:
             profiles.require(profile or self.profile, self.home, given_home=self.home is not None,
                              url=self.server, command=None if self.server is None else self._bare_command)
 
-    def open(self, profile: str | None = None, *, create: bool = False) -> Store:
-        """Open the store; a profile is never created by a typo, only when `create` says so."""
+    def open(self, profile: str | None = None, *, create: bool = False, embedder: str | None = None) -> Store:
+        """Open the store (with `embedder`, else $SESSIONDB_EMBEDDER's); a profile is never
+        created by a typo, only when `create` says so."""
         if not create:
             self.require_profile(profile)
         with self.refusals():
-            return open_store(**self.where(profile))
+            return open_store(**self.where(profile), **({} if embedder is None else {"embedder": embedder}))
 
     def _require_file(self) -> None:
         """A store file named by --store (or $SESSIONDB_URL) must exist, as a profile must:

@@ -95,3 +95,24 @@ def backup(ctx: CliContext, destination: str, as_json: JsonOutput | None) -> Non
         as_json.emit({"store": store.location, "backup": destination, "bytes": size})
     else:
         click.echo(f"backed up {store.location} to {destination} ({render.size(size)})")
+
+
+@click.group()
+def vectors() -> None:
+    """The vectors of meaning recall finds messages by (computed by an embedder)."""
+
+
+@vectors.command()
+@click.option("--embedder", metavar="NAME",
+              help="The embedder that computes the vectors (wordllama, sentence-transformers:PATH); "
+                   "default $SESSIONDB_EMBEDDER.")
+@json_option
+@click.pass_obj
+def rebuild(ctx: CliContext, embedder: str | None, as_json: JsonOutput | None) -> None:
+    """Compute every message's vector again with an embedder (after changing embedder)."""
+    with ctx.open(embedder=embedder) as store:
+        held = ctx.call(store.rebuild_vectors)
+    if as_json:
+        as_json.emit({"store": store.location, "vectors": held})
+    else:
+        click.echo(f"{store.location}: {held:,} message(s) have a vector")

@@ -150,7 +150,10 @@ class Recall:
             note = ("Nothing stored matches this question. Try other words (a name, a place, a distinctive term), "
                     "or list_sessions to browse.")
         else:
-            note = (f"{len(found)} message(s), best first, found by the question's words (stemmed, any of them); "
+            how = "words (stemmed, any of them)"
+            if any(hit.found_by != "words" for hit in hits):
+                how = "words (stemmed, any of them) and its meaning"
+            note = (f"{len(found)} message(s), best first, found by the question's {how}; "
                     "transcript with a hit's session_id and message_id reads around it.")
         return {"note": note, "hits": found}
 

@@ -63,7 +63,14 @@ class Backend(Protocol):
     def search(self, query: cmd.Search) -> list[SearchHit]: ...
     def recall(self, query: cmd.Search) -> list[SearchHit]:
         """The best messages for a question (query.query is a recall.Recall), best first:
-        any of its words over a stemmed words index, ranked by bm25; caught up like search."""
+        any of its words over a stemmed words index, ranked by bm25, fused (recall.fuse)
+        with the messages nearest its meaning where it has one (the vectors computed by the
+        embedder the backend was opened with, caught up first; where they cannot be used,
+        each hit's note says why); caught up like search."""
+    def rebuild_vectors(self) -> int:
+        """Drop the store's vectors, whichever embedder computed them, and compute them all
+        again with this handle's embedder; returns how many messages have one. Raises
+        embedding.EmbedderFailed when the embedder does."""
     def footprint(self) -> tuple[int, int]:
         """The store's size in bytes, and of that what a write-ahead log of its own holds (0
         when it has none), for stats (the counts are rows, store/sessions.py)."""

@@ -508,6 +508,12 @@ class CheckedStore(Transfer, Identity, Turns):
                                               limit=limit))
         return hits if why is None else [replace(hit, note=why) for hit in hits]
 
+    def rebuild_vectors(self) -> int:
+        if self._embedder is None:
+            raise InvalidInput("rebuilding the vectors needs an embedder: open the store with "
+                               "open_store(embedder=...) or set $SESSIONDB_EMBEDDER")
+        return self._open().rebuild_vectors()
+
     def stats(self) -> StoreStats:
         backend = self._open()
         counts = backend.read(sessions.counts)

@@ -394,7 +394,21 @@ class Store(Protocol):
         taken (the first query.MAX_QUERY_LENGTH characters; an unpaired surrogate is read
         as "?") and never raises; a question that matches nothing returns no hits. Found,
         filters and the caught-up index as for search.
+
+        A store opened with an embedder (open_store(embedder=...), sessiondb.embedding)
+        also finds the messages nearest the question's meaning, in other words than its
+        own, and ranks both together; each hit's `found_by` says which found it. Where the
+        meaning cannot be used (no embedder, an embedder failing, vectors another embedder
+        computed) recall is lexical and each hit's `note` says why; a write never waits
+        for an embedder.
         """
+
+    def rebuild_vectors(self) -> int:
+        """Drop the store's vectors, whichever embedder computed them, and compute every
+        message's again with this handle's embedder (after a change of embedder); returns
+        how many messages have one. InvalidInput without an embedder; EmbedderFailed when
+        it fails (the store is left with no vectors, and recall lexical, until a rebuild
+        succeeds)."""
 
     def find_session(self, ref: str) -> Session:
         """The session a person means by `ref`: its exact id, its exact title, or a unique id prefix.

@@ -85,6 +85,9 @@ register_backend("postgres", "sessiondb.store.postgres")  # the scheme libpq als
 register_backend("memory", "sessiondb.store.memory")
 #: The store opened when neither a location nor a home or profile is given, if set.
 URL_VARIABLE = "SESSIONDB_URL"
+#: The embedder a store is opened with when the caller names none (sessiondb.embedding's
+#: names): how the CLI, the HTTP service, the MCP server and the gateway recall by meaning.
+EMBEDDER_VARIABLE = "SESSIONDB_EMBEDDER"
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")  # a scheme of two letters or more: not a drive letter
 
 
@@ -196,6 +199,8 @@ def open_store(
     vectors, the neutral layer a question's), other options to the backend."""
     where = locate(location, home=home, profile=profile)
     check_options(options)
+    if embedder is None and os.environ.get(EMBEDDER_VARIABLE):
+        embedder = os.environ[EMBEDDER_VARIABLE]
     if embedder is not None:
         embedder = embedding.checked(embedder)
         options["embedder"] = embedder

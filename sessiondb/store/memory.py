@@ -98,20 +98,26 @@ class _Meaning:
         """The NEAREST scanned messages to the question's meaning with their similarity,
         and why there are none where the vectors cannot be used."""
         space = Space.of(embedder).key
+        if self.space not in ("", space):
+            return {}, other_space(self.space, space)
+        try:
+            self.compute(embedder, scanned)
+        except EmbedderFailed as exc:
+            return {}, str(exc)
         with self.lock:
-            if self.space not in ("", space):
-                return {}, other_space(self.space, space)
-            missing = [(row["id"], text) for row, text in scanned
-                       if text.strip() and self.by_id.get(row["id"], ("",))[0] != text]
-            try:
-                made = vectors(embedder, [indexable(text) for _, text in missing])
-            except EmbedderFailed as exc:
-                return {}, str(exc)
-            self.space = space
-            self.by_id.update({mid: (text, array("f", vector)) for (mid, text), vector in zip(missing, made)})
             known = [(row["id"], self.by_id[row["id"]][1]) for row, text in scanned if text.strip()]
         asked = array("f", question.meaning)
         return dict(best({mid: math.fsum(map(operator.mul, asked, vector)) for mid, vector in known}, NEAREST)), None
+
+    def compute(self, embedder: Embedder, scanned: list[tuple[Row, str]]) -> int:
+        """Compute the vectors `scanned` lacks (or whose text changed); how many it holds."""
+        with self.lock:
+            missing = [(row["id"], text) for row, text in scanned
+                       if text.strip() and self.by_id.get(row["id"], ("",))[0] != text]
+            made = vectors(embedder, [indexable(text) for _, text in missing])
+            self.space = Space.of(embedder).key
+            self.by_id.update({mid: (text, array("f", vector)) for (mid, text), vector in zip(missing, made)})
+            return len(self.by_id)
 
 
 _stores: dict[tuple[str, str | None], _Shared] = {}
@@ -413,9 +419,12 @@ class MemoryBackend:
         meaning = self._shared.meaning if self._embedder is not None else None
         return self.read(lambda rows: recall(rows, query, meaning, self._embedder))
 
-    def forget_vectors(self) -> None:
-        """Drop the store's vectors: this handle's embedder computes them again at a recall."""
-        self._shared.meaning.forget()
+    def rebuild_vectors(self) -> int:
+        meaning = self._shared.meaning
+        meaning.forget()
+        if self._embedder is None:
+            return 0
+        return self.read(lambda rows: meaning.compute(self._embedder, _scanned(rows, _EVERY)[0]))
 
 
 # --- search: a scan of the messages, newest first --------------------------------------------
@@ -583,6 +592,11 @@ def recall(rows: MemoryRows, query: cmd.Search, meaning: _Meaning | None = None,
     hits = [_hit(by_id[mid][0], sessions, like_snippet(by_id[mid][1], question.needles), score,
                  found_by(mid, lexical, near)) for mid, score in ranked]
     return hits if why is None else [replace(hit, note=why) for hit in hits]
+
+
+#: Every message a rebuild computes a vector for (the filters of no search).
+_EVERY = cmd.Search(query=Recall((), ()), profile=None, source=None, session_id=None, role=None, since=None,
+                    until=None, include_tools=True, include_reasoning=False, limit=1)
 
 
 def open_backend(target: str, *, profile: str | None, embedder: Embedder | None = None,

@@ -97,6 +97,7 @@ def isolated_home(tmp_path, monkeypatch):
     monkeypatch.setenv("SESSIONDB_UNDER_TEST", "1")  # S-24: no process of the test opens the real home's store
     monkeypatch.delenv("SESSIONDB_ALLOW_REAL_HOME", raising=False)
     monkeypatch.delenv("SESSIONDB_URL", raising=False)  # a developer's own server is never the store under test
+    monkeypatch.delenv("SESSIONDB_EMBEDDER", raising=False)  # nor their embedder the one a test recalls with
     return home
 
 

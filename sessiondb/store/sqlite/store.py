@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterator, TypeVar
 import apsw
 
 from ... import home as homes
-from ...embedding import Embedder, Space, other_space
+from ...embedding import Embedder, EmbedderFailed, Space, other_space
 from ...errors import Cause, DiskFull, InvalidInput, StoreClosed, StoreDamaged
 from ...files import claim_private
 from ...model import (
@@ -240,11 +240,14 @@ class SQLiteBackend:
 
         return self._file.search(work)
 
-    def forget_vectors(self) -> None:
-        """Drop the store's vectors, whichever embedder computed them: this handle's
-        embedder computes them again, from the messages, as recalls and writes come."""
+    def rebuild_vectors(self) -> int:
         self._check_open()
-        self._file.indexer.forget_vectors()
+        indexer = self._file.indexer
+        indexer.forget_vectors()
+        indexer.catch_up(vectors=True)
+        if indexer.vectors_trouble is not None:
+            raise EmbedderFailed(indexer.vectors_trouble)
+        return indexer.vectors_held()
 
     def footprint(self) -> tuple[int, int]:
         """The bytes of the file and its WAL together, and of the WAL (see Backend)."""

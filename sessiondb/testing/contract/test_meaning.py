@@ -11,7 +11,8 @@ import zlib
 
 import pytest
 
-from sessiondb.embedding import Space
+from sessiondb import InvalidInput
+from sessiondb.embedding import EmbedderFailed, Space
 
 CONCEPTS = {
     "dog": 0, "puppy": 0, "buddy": 0, "pet": 0,
@@ -127,8 +128,22 @@ def test_vectors_of_another_embedder_are_refused_until_computed_again(open_backe
     hits = other.recall("violin")
     assert uids(hits) == ["violin"] and "rebuild" in hits[0].note
     assert Space.of(Concepts()).key in hits[0].note
-    other.backend.forget_vectors()
-    assert uids(other.recall("Which pet do I have?"))[0] == "puppy"
+    assert other.rebuild_vectors() == 4
+    hit = other.recall("Which pet do I have?")[0]
+    assert (hit.uid, hit.note) == ("puppy", None)
+
+
+def test_a_rebuild_needs_an_embedder_and_a_failing_one_leaves_recall_lexical(open_backend, meaning_store, chat,
+                                                                             embedder):
+    with pytest.raises(InvalidInput, match="needs an embedder"):
+        open_backend(name="plain").rebuild_vectors()
+    embedder.failing = True
+    with pytest.raises(EmbedderFailed, match="model server is down"):
+        meaning_store.rebuild_vectors()
+    hits = meaning_store.recall("violin")
+    assert uids(hits) == ["violin"] and "model server is down" in hits[0].note
+    embedder.failing = False
+    assert meaning_store.rebuild_vectors() == 4
 
 
 def test_rewound_messages_are_never_recalled_and_deleted_ones_leave_the_vectors(meaning_store, chat):

@@ -192,6 +192,10 @@ class Indexer:
                 conn.execute("COMMIT")
             return swept_to
 
+    def vectors_held(self) -> int:
+        with self._lock:
+            return self._connection().execute("SELECT count(*) FROM vectors").fetchone()[0]
+
     def marks(self) -> Marks:
         with self._lock:
             return _index_marks(self._connection())
