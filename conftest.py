@@ -43,6 +43,21 @@ def pg_server():
 
 
 @pytest.fixture(scope="session")
+def pg_vector_server():
+    """A PostgreSQL server with pgvector (the `pgserver` wheel's PostgreSQL 16, which the
+    test extra installs: Debian's PostgreSQL 15 has no pgvector), for the tests of its scan;
+    missing, it fails under CI and skips elsewhere, as pg_server does."""
+    try:
+        server = pgserver.start_server(pgserver.vector_bindir())
+    except pgserver.ServerUnavailable as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"the pgvector tests need its server and none could be started: {exc}")
+        pytest.skip(f"no PostgreSQL server with pgvector here: {exc}")
+    yield server
+    server.destroy()
+
+
+@pytest.fixture(scope="session")
 def pg_pooler(pg_server):
     """pgbouncer in transaction mode in front of the run's server (tests/pgpooler.py), with
     fewer server connections than its clients open. Missing, it fails under CI and skips

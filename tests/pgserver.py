@@ -14,6 +14,7 @@ the fixtures turn that into a failure under CI (CI=true) and a skip elsewhere.
 from __future__ import annotations
 
 import glob
+import importlib.metadata
 import os
 import shutil
 import signal
@@ -39,6 +40,18 @@ def find_bindir() -> Path:
         if candidate and (Path(candidate) / "initdb").exists():
             return Path(candidate)
     raise ServerUnavailable("no PostgreSQL binaries (install Debian's `postgresql` package; .ci/run does)")
+
+
+def vector_bindir() -> Path:
+    """The binaries of the `pgserver` wheel: PostgreSQL 16 with pgvector, which Debian's
+    PostgreSQL 15 lacks (the test extra installs it), for the tests of pgvector's scan."""
+    try:
+        found = Path(importlib.metadata.distribution("pgserver").locate_file("pgserver/pginstall/bin"))
+    except importlib.metadata.PackageNotFoundError:
+        raise ServerUnavailable("no PostgreSQL with pgvector: the `pgserver` wheel is not installed") from None
+    if not (found / "initdb").exists():
+        raise ServerUnavailable(f"the `pgserver` wheel has no initdb at {found}")
+    return found
 
 
 def _version(path: str) -> int:
@@ -192,9 +205,10 @@ def start_replica(primary: Server) -> Server:
     return replica
 
 
-def start_server() -> Server:
-    """A fresh cluster, started; ServerUnavailable says why when there can be none."""
-    bindir = find_bindir()
+def start_server(bindir: Path | None = None) -> Server:
+    """A fresh cluster of `bindir`'s PostgreSQL (the newest installed), started;
+    ServerUnavailable says why when there can be none."""
+    bindir = bindir or find_bindir()
     if os.geteuid() == 0 and shutil.which("runuser") is None:
         raise ServerUnavailable("running as root without `runuser` to start postgres as its own user")
     root = Path(tempfile.mkdtemp(prefix="sessiondb-pg-", dir="/var/tmp"))

@@ -31,17 +31,21 @@ a score of 0, as there.
 from __future__ import annotations
 
 import re
+from array import array
 from typing import Any
 
 import psycopg
 
 from ...model import SearchHit
-from ...recall import COMMON_MESSAGES, SCAN_SCORE, SPREAD_FROM, Recall, best, favour, rarer, spread
+from ...recall import (
+    COMMON_MESSAGES, NEAREST, SCAN_SCORE, SPREAD_FROM, Recall, best, favour, found_by, fuse, rarer, spread,
+)
 from ...query import (
     ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, LIKE_SNIPPET_CONTEXT, RANK_WINDOW, SNIPPET_SCAN, Query, Term,
     has_cjk, like_pattern, like_snippet, snippet_window, through_trigrams, windowed,
 )
 from ..sql import from_stored
+from . import vectors
 
 _WORD = re.compile(r"[^\W_]+")
 _TEXT = "search_text(m.role, m.content, m.parts)"
@@ -297,21 +301,23 @@ def recall(conn: psycopg.Connection, question: Recall, *, profile: str | None, s
                           limit=RANK_WINDOW):
             scores[hit.message_id] = scores.get(hit.message_id, 0.0) + (hit.score if worth is None else worth)
             times[hit.message_id] = hit.timestamp
-    if not scores:
+    near = {} if question.meaning is None else nearest(conn, question.meaning, where, params, times)
+    if not scores and not near:
         return []
     sources = best(scores, SPREAD_FROM)
     # Neighbours within the session, as the filters on messages allow (the session's are met).
-    near: list[str] = ["m.state <> 'rewound'"]
-    near_params: list[Any] = []
-    _on_messages(near, near_params, session_id=session_id, role=role, since=since, until=until,
+    beside: list[str] = ["m.state <> 'rewound'"]
+    beside_params: list[Any] = []
+    _on_messages(beside, beside_params, session_id=session_id, role=role, since=since, until=until,
                  include_tools=include_tools)
-    condition = " AND ".join(near)
+    condition = " AND ".join(beside)
     neighbours = {mid: (previous, following) for mid, previous, following in conn.execute(
         f"SELECT c.id, (SELECT max(m.id) FROM messages AS m WHERE m.session_id = c.session_id AND m.id < c.id "
         f"AND {condition}), (SELECT min(m.id) FROM messages AS m WHERE m.session_id = c.session_id "
         f"AND m.id > c.id AND {condition}) FROM messages AS c WHERE c.id = ANY(%s)",
-        (*near_params, *near_params, [mid for mid, _ in sources]), prepare=False)}
-    ranked = best(favour(spread(dict(sources), neighbours), times, question), limit)
+        (*beside_params, *beside_params, [mid for mid, _ in sources]), prepare=False)}
+    lexical = favour(spread(dict(sources), neighbours), times, question)
+    ranked = best(fuse(lexical, near), limit)
     rows = {row[0]: row for row in conn.execute(
         f"SELECT {_HIT}, left({_TEXT}, {SNIPPET_SCAN + 1}) FROM messages AS m "
         f"JOIN sessions AS s ON s.id = m.session_id WHERE m.id = ANY(%s)", ([mid for mid, _ in ranked],))}
@@ -320,11 +326,27 @@ def recall(conn: psycopg.Connection, question: Recall, *, profile: str | None, s
     cut = dict(zip(texts, headlines(conn, either or "''::tsquery", words,
                                     [texts[mid][start:end] for mid, (start, end) in spans.items()], "stems")))
     return [_hit(rows[mid][:8], windowed(cut[mid], *spans[mid], len(texts[mid])) if cut[mid]
-                 else like_snippet(texts[mid], question.needles), score) for mid, score in ranked]
+                 else like_snippet(texts[mid], question.needles), score, found_by(mid, lexical, near))
+            for mid, score in ranked]
 
 
-def _hit(row: tuple[Any, ...], snippet: str, score: float) -> SearchHit:
+def nearest(conn: psycopg.Connection, meaning: bytes, where: list[str], params: list[Any],
+            times: dict[int, float]) -> dict[int, float]:
+    """The NEAREST messages to `meaning` (a unit vector) the filters keep, with their
+    similarity (-1 to 1): pgvector's scan where the server has it, else one in SQL
+    (vectors.py); their times go into `times`."""
+    found = {}
+    for mid, similarity, times[mid] in conn.execute(
+            f"SELECT m.id, {vectors.similarity(conn)} AS similarity, m.timestamp FROM message_vectors AS v "
+            f"JOIN messages AS m ON m.id = v.message_id JOIN sessions AS s ON s.id = m.session_id "
+            f"WHERE {' AND '.join(where)} ORDER BY similarity DESC LIMIT %s",
+            (array("f", meaning).tolist(), *params, NEAREST), prepare=False):
+        found[mid] = float(similarity)
+    return found
+
+
+def _hit(row: tuple[Any, ...], snippet: str, score: float, found: str = "words") -> SearchHit:
     mid, sid, uid, role, timestamp, state, title, source = row
     return SearchHit(session_id=sid, message_id=mid, uid=uid, role=role, timestamp=timestamp,
                      snippet=from_stored(snippet), score=score + 0.0, state=state, session_title=title,
-                     session_source=source)
+                     session_source=source, found_by=found)

@@ -10,6 +10,7 @@ layer (store/checked.py).
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence, TypeVar
@@ -17,6 +18,7 @@ from typing import Any, Callable, Iterator, Sequence, TypeVar
 import psycopg
 
 from ... import home as homes
+from ...embedding import Embedder, EmbedderFailed
 from ...errors import InvalidInput, StoreClosed
 from ...model import (
     MaintenanceReport, Message, SearchHit, VerifyReport,
@@ -24,7 +26,7 @@ from ...model import (
 from .. import commands as cmd
 from ..rows import Rows
 from ..sql import ESCAPED_COLUMNS, Dialect, SQLRows, from_stored, to_server
-from . import maintenance, messages, migrations, pooler, search, verify
+from . import maintenance, messages, migrations, pooler, search, vectors, verify
 from .batching import AppendBatcher
 from .connect import DEFAULT_PATIENCE, DEFAULT_POOL_SIZE, EXTENSIONS_SCHEMA, Database, on_own_connection
 from .replicas import Replicas
@@ -56,7 +58,7 @@ class PostgresBackend:
 
     def __init__(self, url: str, *, profile: str | None = None, schema: str | None = None,
                  patience: float = DEFAULT_PATIENCE, pool_size: int = DEFAULT_POOL_SIZE,
-                 durability: str = "full", replicas: Sequence[str] = ()) -> None:
+                 durability: str = "full", replicas: Sequence[str] = (), embedder: Embedder | None = None) -> None:
         self._db = Database(url, schema=schema, profile=profile, patience=patience, pool_size=pool_size,
                             synchronous_commit=DURABILITY[durability])
         #: Streaming replicas that take searches, recalls and listings once they have replayed
@@ -72,6 +74,9 @@ class PostgresBackend:
         if self._replicas is not None:
             self._replicas.open()
         self._appends = AppendBatcher(self._run, self._direct, lambda conn: SQLRows(conn, DIALECT), self._fresh)
+        self._embedder = embedder
+        if embedder is not None:
+            self._run(vectors.enable)
 
     def _migrate(self, conn: psycopg.Connection) -> bool:
         """Bring the schema up to date; whether the server is reached through a pooler."""
@@ -178,7 +183,25 @@ class PostgresBackend:
     def recall(self, query: cmd.Search) -> list[SearchHit]:
         fields = {name: getattr(query, name) for name in query.__slots__
                   if name not in ("query", "include_reasoning")}  # a recall never reads reasoning
-        return self._read_nearby(partial(search.recall, question=query.query, **fields))
+        question, why = query.query, None
+        if question.meaning is not None and self._embedder is not None:
+            try:
+                why = vectors.catch_up(self._run, self._embedder)
+            except EmbedderFailed as exc:
+                why = str(exc)
+        if why is not None or self._embedder is None:
+            question = replace(question, meaning=None)
+        hits = self._read_nearby(partial(search.recall, question=question, **fields))
+        return hits if why is None else [replace(hit, note=why) for hit in hits]
+
+    def rebuild_vectors(self) -> int:
+        if self._embedder is None:
+            return 0
+        self._run(vectors.forget)
+        why = vectors.catch_up(self._run, self._embedder)
+        if why is not None:
+            raise EmbedderFailed(why)
+        return self._read(vectors.held)
 
     def footprint(self) -> tuple[int, int]:
         """The bytes of the schema's tables and sequences, and 0: the server's WAL is not

@@ -56,12 +56,6 @@ def uids(hits):
     return [h.uid for h in hits]
 
 
-@pytest.fixture(autouse=True)
-def only_where_built(backend):
-    if backend not in ("sqlite", "memory://"):
-        pytest.skip("vectors are built on SQLite and memory:// so far")
-
-
 @pytest.fixture
 def embedder():
     return Concepts()

@@ -21,14 +21,14 @@ from ....errors import NotASessionStore
 from . import (
     m0001_core, m0002_turns, m0003_lease_holders, m0004_usage_calls, m0005_cheaper_indexing, m0006_hot_appends,
     m0007_uid_check_by_index, m0008_words_planned_once, m0009_batches_in_one_pass, m0010_profile_recorded,
-    m0011_stems_and_scripts, m0012_reasoning_words, m0013_escaped_json,
+    m0011_stems_and_scripts, m0012_reasoning_words, m0013_escaped_json, m0014_vectors,
 )
 
 MIGRATIONS = [(m.NAME, m.SQL) for m in (m0001_core, m0002_turns, m0003_lease_holders, m0004_usage_calls,
                                           m0005_cheaper_indexing, m0006_hot_appends, m0007_uid_check_by_index,
                                           m0008_words_planned_once, m0009_batches_in_one_pass,
                                           m0010_profile_recorded, m0011_stems_and_scripts,
-                                          m0012_reasoning_words, m0013_escaped_json)]
+                                          m0012_reasoning_words, m0013_escaped_json, m0014_vectors)]
 #: One key for every schema of a database: the extensions they share are created once too.
 LOCK_KEY = 0x5E55_10DB
 
@@ -55,6 +55,11 @@ def migrate(conn: psycopg.Connection, schema: str, extensions: str, profile: str
         for extension in ("unaccent", "pg_trgm"):
             conn.execute(sql.SQL("CREATE EXTENSION IF NOT EXISTS {} SCHEMA {ext}").format(
                 sql.Identifier(extension), **names))
+        try:  # pgvector, where the server has it and lets this role create it: vectors.py's fast scan
+            with conn.transaction():
+                conn.execute(sql.SQL("CREATE EXTENSION IF NOT EXISTS vector SCHEMA {ext}").format(**names))
+        except psycopg.Error:
+            pass  # an exact scan in SQL instead
         conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {schema}").format(**names))
         conn.execute(sql.SQL(
             "CREATE TABLE IF NOT EXISTS {schema}.schema_migrations "
