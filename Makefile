@@ -115,6 +115,7 @@ bench-search-peers: $(STAMP) $(PEERS)/.installed
 # SQLite and on a private PostgreSQL server, and both on SQLite over 201,740 messages (the
 # conversations stored 44 times over; about 5 minutes).
 bench-recall: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[wordllama]'  # the vector modes' embedder, weights in its wheel
 	$(BIN)/python bench/recall.py --copies 44
 
 profile-search: $(STAMP)

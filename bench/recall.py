@@ -13,15 +13,19 @@ question outside category 5 (adversarial: no answer in the conversation) is aske
 agent would, as written, and counts a hit when one of its evidence turns is among the
 first k results: hit@5, hit@10, all@10 (every evidence turn in the first 10), overall and
 per category, with the p50 and p99 time of one call. Modes: the query language
-(`store.search(question)`) and lexical recall (`store.recall(question)`); backends: SQLite
-and PostgreSQL (a private server from the machine's binaries, tests/pgserver.py; skipped
-with a sentence when none can be started).
+(`store.search(question)`) and lexical recall (`store.recall(question)`), then with an
+embedder (--embedder, default WordLlama, whose weights ship in its package: skipped with a
+sentence when it is not installed) its vectors alone (recall with the words' share of the
+fused score set to nothing) and hybrid recall (`store.recall` as it ranks). Backends:
+SQLite and PostgreSQL (a private server from the machine's binaries, tests/pgserver.py;
+skipped with a sentence when none can be started).
 
 At scale (--copies N): the conversations stored N times over in one SQLite store (44: 201,740
 messages, a session per copy), 300 of the questions (a fixed sample) asked by search and by
 recall: p50 and p99 of one call, and hit@10 counting an evidence turn of any copy.
 
-    python bench/recall.py [--data DIR] [--backend sqlite|postgres|both] [--copies N] [--json FILE]
+    python bench/recall.py [--data DIR] [--backend sqlite|postgres|both] [--copies N] [--embedder NAME]
+                           [--json FILE]
 """
 
 from __future__ import annotations
@@ -41,6 +45,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 import sessiondb  # noqa: E402
+from sessiondb import InvalidInput  # noqa: E402
+from sessiondb import recall as questions_module  # noqa: E402
+from sessiondb.embedding import embedder_named  # noqa: E402
 
 
 
@@ -56,7 +63,10 @@ def _checkout() -> Path:
 
 DATA = _checkout().parent / "shared" / "recall" / "locomo-dev"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
-MODES = {"query language": "search", "lexical recall": "recall"}
+#: mode -> (the store's method, the share of the fused score the meaning carries: None as
+#: recall has it; sessiondb.recall.MEANING_WEIGHT); the last two need an embedder.
+MODES = {"query language": ("search", None), "lexical recall": ("recall", None)}
+MEANING_MODES = {"vectors alone": ("recall", 1.0), "hybrid recall": ("recall", None)}
 
 
 def conversations(data: Path) -> list[tuple[str, list[tuple[str, str, float]], list[dict]]]:
@@ -80,10 +90,12 @@ def conversations(data: Path) -> list[tuple[str, list[tuple[str, str, float]], l
     return found
 
 
-def measure(open_store, data: list) -> dict[str, dict]:
+def measure(open_store, data: list, modes: dict[str, tuple[str, float | None]] = MODES) -> dict[str, dict]:
     """The figures of every mode over every conversation, stores opened by `open_store(name)`."""
     results: dict[str, dict] = {}
-    for mode, method in MODES.items():
+    kept = questions_module.MEANING_WEIGHT
+    for mode, (method, weight) in modes.items():
+        questions_module.MEANING_WEIGHT = kept if weight is None else weight
         rows, times = [], []
         for name, turns, questions in data:
             with open_store(name) as store:
@@ -91,6 +103,7 @@ def measure(open_store, data: list) -> dict[str, dict]:
                     session = store.create_session("locomo", session_id=name)
                     store.append(session.id, [{"uid": uid, "role": "user", "content": text, "timestamp": at}
                                               for uid, text, at in turns])
+                store.recall("warm up")  # the indexes caught up (the vectors computed) before any call is timed
                 ask = getattr(store, method)
                 for q in questions:
                     started = time.perf_counter()
@@ -101,6 +114,7 @@ def measure(open_store, data: list) -> dict[str, dict]:
                     rows.append((q["category"], bool(evidence & set(found[:5])), bool(evidence & set(found)),
                                  evidence <= set(found)))
         results[mode] = figures(rows, times)
+    questions_module.MEANING_WEIGHT = kept
     return results
 
 
@@ -115,12 +129,13 @@ def figures(rows: list[tuple[int, bool, bool, bool]], times: list[float]) -> dic
             "p50_ms": statistics.median(ordered) * 1000, "p99_ms": ordered[int(0.99 * (len(ordered) - 1))] * 1000}
 
 
-def sqlite_stores(scratch: Path):
-    return lambda name: sessiondb.open_store(scratch / f"{name}.db")
+def sqlite_stores(scratch: Path, embedder=None):
+    return lambda name: sessiondb.open_store(scratch / f"{name}.db", embedder=embedder)
 
 
-def at_scale(scratch: Path, data: list, copies: int) -> dict[str, dict]:
-    """Search and recall over the conversations stored `copies` times in one SQLite store."""
+def at_scale(scratch: Path, data: list, copies: int, embedder=None) -> dict[str, dict]:
+    """Search and recall over the conversations stored `copies` times in one SQLite store
+    (and hybrid recall, with an embedder)."""
     asked = random.Random(7).sample([q for _, _, questions in data for q in questions], 300)
     found: dict[str, dict] = {}
     with sessiondb.open_store(scratch / "scale.db") as store:
@@ -132,17 +147,28 @@ def at_scale(scratch: Path, data: list, copies: int) -> dict[str, dict]:
                 for start in range(0, len(batch), 1000):
                     store.append(session.id, batch[start:start + 1000])
         store.search("warm")  # the index caught up before any call is timed
-        for mode, method in MODES.items():
-            times, hits = [], 0
-            for q in asked:
-                started = time.perf_counter()
-                found_uids = [h.uid.split(":", 1)[1] for h in getattr(store, method)(str(q["question"]), limit=10)]
-                times.append(time.perf_counter() - started)
-                hits += bool(set(q["evidence"]) & set(found_uids))
-            ordered = sorted(times)
-            found[mode] = {"messages": copies * sum(len(t) for _, t, _ in data), "questions": len(asked),
-                           "hit@10": hits / len(asked), "p50_ms": statistics.median(ordered) * 1000,
-                           "p99_ms": ordered[int(0.99 * (len(ordered) - 1))] * 1000}
+        found.update(_asked(store, asked, MODES, copies * sum(len(t) for _, t, _ in data)))
+    if embedder is not None:
+        with sessiondb.open_store(scratch / "scale.db", embedder=embedder) as store:
+            store.recall("warm")  # every vector computed before any call is timed
+            found.update(_asked(store, asked, {"hybrid recall": MEANING_MODES["hybrid recall"]},
+                                copies * sum(len(t) for _, t, _ in data)))
+    return found
+
+
+def _asked(store, asked: list[dict], modes: dict, messages: int) -> dict[str, dict]:
+    found = {}
+    for mode, (method, _) in modes.items():
+        times, hits = [], 0
+        for q in asked:
+            started = time.perf_counter()
+            found_uids = [h.uid.split(":", 1)[1] for h in getattr(store, method)(str(q["question"]), limit=10)]
+            times.append(time.perf_counter() - started)
+            hits += bool(set(q["evidence"]) & set(found_uids))
+        ordered = sorted(times)
+        found[mode] = {"messages": messages, "questions": len(asked), "hit@10": hits / len(asked),
+                       "p50_ms": statistics.median(ordered) * 1000,
+                       "p99_ms": ordered[int(0.99 * (len(ordered) - 1))] * 1000}
     return found
 
 
@@ -164,6 +190,8 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--backend", choices=("sqlite", "postgres", "both"), default="both")
     parser.add_argument("--copies", type=int, help="also measure SQLite with the conversations stored N times over")
+    parser.add_argument("--embedder", default="wordllama",
+                        help="the embedder of the vector modes (sessiondb.embedding)")
     parser.add_argument("--json", type=Path, help="write the figures here too")
     args = parser.parse_args()
     if not args.data.is_dir() or not any(args.data.glob("*.json")):
@@ -175,13 +203,24 @@ def main() -> int:
     print(f"LoCoMo: {len(data)} conversations, {sum(len(t) for _, t, _ in data):,} turns, "
           f"{sum(len(q) for _, _, q in data):,} questions (category 5 left out), from {args.data}")
     everything: dict[str, dict] = {}
+    try:
+        embedder = embedder_named(args.embedder)
+    except InvalidInput as exc:
+        embedder = None
+        print(f"the vector modes: skipped, {exc}")
+    else:
+        everything["embedder"] = {"name": embedder.name, "revision": embedder.revision,
+                                  "dimensions": embedder.dimensions}
+        print(f"embedder: {embedder.name} {embedder.revision}, {embedder.dimensions} dimensions")
     if args.backend in ("sqlite", "both"):
         with tempfile.TemporaryDirectory(prefix="sessiondb-recall-") as scratch:
             everything["sqlite"] = measure(sqlite_stores(Path(scratch)), data)
+            if embedder is not None:  # the same stores, each message's vector computed at the warm-up
+                everything["sqlite"].update(measure(sqlite_stores(Path(scratch), embedder), data, MEANING_MODES))
         report("SQLite", everything["sqlite"])
         if args.copies:
             with tempfile.TemporaryDirectory(prefix="sessiondb-recall-") as scratch:
-                everything["sqlite at scale"] = at_scale(Path(scratch), data, args.copies)
+                everything["sqlite at scale"] = at_scale(Path(scratch), data, args.copies, embedder)
             for mode, figures_ in everything["sqlite at scale"].items():
                 print(f"  at scale, {figures_['messages']:,} messages, {mode}: hit@10 (any copy) "
                       f"{figures_['hit@10']:.3f}, p50 {figures_['p50_ms']:.1f} ms, p99 {figures_['p99_ms']:.1f} ms")
@@ -196,6 +235,9 @@ def main() -> int:
                 url = server.url()
                 everything["postgres"] = measure(
                     lambda name: sessiondb.open_store(url, schema="locomo_" + name.replace("-", "_")), data)
+                if embedder is not None:
+                    everything["postgres"].update(measure(lambda name: sessiondb.open_store(
+                        url, schema="locomo_" + name.replace("-", "_"), embedder=embedder), data, MEANING_MODES))
             finally:
                 server.destroy()
             report("PostgreSQL", everything["postgres"])

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import calendar
 import re
+from math import fsum, sqrt
 import unicodedata
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -76,7 +77,7 @@ MAX_RECALL_TRIGRAMS = 32
 COMMON_MESSAGES, COMMON_SHARE = 5_000, 0.02
 #: How many of the messages nearest a question's meaning are candidates, and the share
 #: of the fused score their similarity carries (measured on LoCoMo: bench/recall.py).
-NEAREST, MEANING_WEIGHT = 100, 0.2
+NEAREST, MEANING_WEIGHT = 100, 0.3
 
 _WORD = re.compile(r"[^\W_]+")
 _MONTHS = {name.lower(): number for names in (calendar.month_name, calendar.month_abbr)
@@ -216,19 +217,25 @@ def favour(scores: dict[int, float], times: dict[int, float], question: Recall) 
 
 
 def fuse(words: dict[int, float], near: dict[int, float]) -> dict[int, float]:
-    """One score from both legs: the words' scores (as spread and favoured) over the best
-    of them, and the nearest messages' similarity over the range of theirs, weighed
-    MEANING_WEIGHT to 1 - MEANING_WEIGHT; a message one leg did not find gets nothing from
-    it. Without a vector leg, the words' scores as they are."""
+    """One score from both legs: each leg's scores as standard scores over its own best
+    NEAREST (the words' as spread and favoured, the vectors' similarities), weighed
+    1 - MEANING_WEIGHT to MEANING_WEIGHT; a message one leg did not find counts as that
+    leg's lowest. Without a vector leg, the words' scores as they are."""
     if not near:
         return words
-    top = max(words.values(), default=0.0) or 1.0
-    low, high = min(near.values()), max(near.values())
-    span = high - low or 1.0
-    fused = {mid: (1.0 - MEANING_WEIGHT) * score / top for mid, score in words.items()}
-    for mid, similarity in near.items():
-        fused[mid] = fused.get(mid, 0.0) + MEANING_WEIGHT * (similarity - low) / span
-    return fused
+    lexical, meaning = _standard(dict(best(words, NEAREST))), _standard(near)
+    missed = (min(lexical.values(), default=0.0), min(meaning.values()))
+    return {mid: (1.0 - MEANING_WEIGHT) * lexical.get(mid, missed[0]) + MEANING_WEIGHT * meaning.get(mid, missed[1])
+            for mid in lexical.keys() | meaning.keys()}
+
+
+def _standard(scores: dict[int, float]) -> dict[int, float]:
+    """Each score as standard deviations above the mean of `scores` (0 for all when they are equal)."""
+    if not scores:
+        return {}
+    mean = fsum(scores.values()) / len(scores)
+    spread_ = sqrt(fsum((s - mean) ** 2 for s in scores.values()) / len(scores)) or 1.0
+    return {mid: (s - mean) / spread_ for mid, s in scores.items()}
 
 
 def found_by(mid: int, words: dict[int, float], near: dict[int, float]) -> str:

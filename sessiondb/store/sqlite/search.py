@@ -51,7 +51,9 @@ from ...query import (
     ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, LIKE_SNIPPET_CONTEXT, RANK_WINDOW, Query, Term, fold, like_pattern,
     like_snippet, snippet_window, through_trigrams, windowed,
 )
-from ...recall import COMMON_MESSAGES, NEAREST, SCAN_SCORE, SPREAD_FROM, Recall, best, favour, found_by, fuse, rarer, spread
+from ...recall import (
+    COMMON_MESSAGES, NEAREST, SCAN_SCORE, SPREAD_FROM, Recall, best, favour, found_by, fuse, rarer, spread,
+)
 from ..sql import from_stored
 from .index.schema import CJK, STEMS, THOUGHTS, TOKENIZERS, TOOL_TEXT_LIMIT, WORDS, text_sql
 
