@@ -26,18 +26,21 @@ import pgpooler  # noqa: E402  (tests/pgpooler.py, found through the line above)
 import pgserver  # noqa: E402  (tests/pgserver.py)
 
 
-@pytest.fixture(scope="session")
-def pg_server():
-    """One PostgreSQL server for the whole run, from the machine's binaries (tests/pgserver.py).
-
-    Where none can be started the tests that need it fail under CI (CI=true) and are
-    skipped elsewhere, saying why."""
+def _started(start, what: str):
+    """What `start()` starts; where it cannot be, the tests that need it fail under CI
+    (CI=true) and are skipped elsewhere, saying why."""
     try:
-        server = pgserver.start_server()
+        return start()
     except pgserver.ServerUnavailable as exc:
         if os.environ.get("CI"):
-            pytest.fail(f"the PostgreSQL tests need a server and none could be started: {exc}")
-        pytest.skip(f"no PostgreSQL server here: {exc}")
+            pytest.fail(f"tests need {what} and it could not be started: {exc}")
+        pytest.skip(f"no {what} here: {exc}")
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """One PostgreSQL server for the whole run, from the machine's binaries (tests/pgserver.py)."""
+    server = _started(pgserver.start_server, "a PostgreSQL server")
     yield server
     server.destroy()
 
@@ -45,14 +48,8 @@ def pg_server():
 @pytest.fixture(scope="session")
 def pg_vector_server():
     """A PostgreSQL server with pgvector (the `pgserver` wheel's PostgreSQL 16, which the
-    test extra installs: Debian's PostgreSQL 15 has no pgvector), for the tests of its scan;
-    missing, it fails under CI and skips elsewhere, as pg_server does."""
-    try:
-        server = pgserver.start_server(pgserver.vector_bindir())
-    except pgserver.ServerUnavailable as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"the pgvector tests need its server and none could be started: {exc}")
-        pytest.skip(f"no PostgreSQL server with pgvector here: {exc}")
+    test extra installs: Debian's PostgreSQL 15 has no pgvector), for the tests of its scan."""
+    server = _started(lambda: pgserver.start_server(pgserver.vector_bindir()), "a PostgreSQL server with pgvector")
     yield server
     server.destroy()
 
@@ -60,14 +57,8 @@ def pg_vector_server():
 @pytest.fixture(scope="session")
 def pg_pooler(pg_server):
     """pgbouncer in transaction mode in front of the run's server (tests/pgpooler.py), with
-    fewer server connections than its clients open. Missing, it fails under CI and skips
-    elsewhere, as the server does."""
-    try:
-        pooler = pgpooler.start_pooler(pg_server)
-    except pgserver.ServerUnavailable as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"the pooler tests need pgbouncer and it could not be started: {exc}")
-        pytest.skip(f"no pgbouncer here: {exc}")
+    fewer server connections than its clients open."""
+    pooler = _started(lambda: pgpooler.start_pooler(pg_server), "pgbouncer")
     yield pooler
     pooler.stop()
 
