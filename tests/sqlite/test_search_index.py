@@ -5,13 +5,17 @@ scan. The search contract itself is sessiondb/testing/contract/test_search.py.""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import apsw
 import pytest
 
 import sessiondb
 from sessiondb.store.sqlite import migrations, search as search_module
 from sessiondb.store.sqlite.index.coverage import contents, differences
+from sessiondb.store.sqlite.index import schema as index_schema
 from sessiondb.store.sqlite.index.schema import open_index
+from sessiondb.testing.contract.test_meaning import Concepts
 
 
 @pytest.fixture
@@ -176,3 +180,39 @@ def test_an_index_without_the_thoughts_gains_them_and_finds_reasoning(tmp_path):
         assert uids(store.search("zeppelin", include_reasoning=True)) == ["it"]
         assert uids(store.search("zeppelin")) == []
         check_indexes(store)
+
+
+def test_an_index_without_vectors_gains_them_and_keeps_its_words(tmp_path):
+    path = tmp_path / "upgraded.db"
+    with sessiondb.open_store(path) as store:
+        sid = store.create_session("cli").id
+        store.append(sid, [{"uid": "dog", "role": "user", "content": "I adopted a puppy last week"}])
+        assert uids(store.search("puppy")) == ["dog"]
+    # The layout the release before wrote: no vectors, no marks of theirs.
+    conn = apsw.Connection(f"{path}-search")
+    conn.execute("DROP TABLE vectors; DELETE FROM state WHERE key IN ('embedded_to', 'embedded_touched_to', 'space');"
+                 "PRAGMA user_version=4")
+    conn.close()
+    upgraded = open_index(path, patience=5.0, vfs=None)  # the upgrade alone, no catch-up after it
+    assert upgraded.execute("SELECT value FROM state WHERE key = 'indexed_to'").fetchone()[0] > 0  # words kept
+    assert upgraded.execute("PRAGMA user_version").fetchone()[0] == index_schema.VERSION
+    upgraded.close()
+    with sessiondb.open_store(path, embedder=Concepts()) as store:
+        hit = store.recall("Which pet do I have?")[0]
+        assert (hit.uid, hit.found_by) == ("dog", "meaning")
+        check_indexes(store)
+
+
+def test_the_index_file_deleted_is_built_again_with_its_vectors_and_recalls_the_same(tmp_path):
+    db = tmp_path / "state.db"
+    texts = ["I adopted a puppy last week", "My sister plays the violin", "We went hiking in the Alps"]
+    questions = ["Which pet do I have?", "music", "the violin", "mountain"]
+    with sessiondb.open_store(db, embedder=Concepts()) as store:
+        sid = store.create_session("cli").id
+        store.append(sid, [{"uid": f"m{i}", "role": "user", "content": text} for i, text in enumerate(texts)])
+        before = {q: [(h.uid, h.found_by, h.score) for h in store.recall(q)] for q in questions}
+    for suffix in index_schema.FILES:
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    with sessiondb.open_store(db, embedder=Concepts()) as store:
+        after = {q: [(h.uid, h.found_by, h.score) for h in store.recall(q)] for q in questions}
+    assert after == before and before["Which pet do I have?"][0][:2] == ("m0", "meaning")
