@@ -13,6 +13,7 @@ import pytest
 import sessiondb
 from sessiondb.store.sqlite import migrations, search as search_module
 from sessiondb.store.sqlite.index.coverage import contents, differences
+from sessiondb.store.sqlite.index import matrix as matrix_module
 from sessiondb.store.sqlite.index import schema as index_schema
 from sessiondb.store.sqlite.index.schema import open_index
 from sessiondb.testing.contract.test_meaning import Concepts
@@ -216,3 +217,16 @@ def test_the_index_file_deleted_is_built_again_with_its_vectors_and_recalls_the_
     with sessiondb.open_store(db, embedder=Concepts()) as store:
         after = {q: [(h.uid, h.found_by, h.score) for h in store.recall(q)] for q in questions}
     assert after == before and before["Which pet do I have?"][0][:2] == ("m0", "meaning")
+
+
+def test_a_recall_whose_filters_keep_few_of_the_candidates_ranks_every_vector_they_keep(tmp_path, monkeypatch):
+    monkeypatch.setattr(matrix_module, "CANDIDATES", 2)
+    monkeypatch.setattr(search_module, "CANDIDATES", 2)
+    with sessiondb.open_store(tmp_path / "state.db", embedder=Concepts()) as store:
+        crowd, alone = store.create_session("cli").id, store.create_session("cli").id
+        store.append(crowd, [{"uid": f"c{i}", "role": "user", "content": f"my dog {i}"} for i in range(5)])
+        store.append(alone, [{"uid": "a", "role": "user", "content": "lunch, and the puppy"},
+                             {"uid": "b", "role": "user", "content": "the violin"}])
+        assert {h.uid for h in store.recall("Which pet?")[:2]} <= {f"c{i}" for i in range(5)}  # the crowd's
+        hits = store.recall("Which pet?", session_id=alone)
+        assert [h.uid for h in hits][0] == "a" and hits[0].found_by == "meaning"

@@ -40,12 +40,10 @@ not grow with the text.
 from __future__ import annotations
 
 import threading
-import weakref
 from typing import Any
 
 import apsw
 
-from ...errors import InvalidInput
 from ...model import SearchHit
 from ...query import (
     ELLIPSIS, HIGHLIGHT_CLOSE, HIGHLIGHT_OPEN, LIKE_SNIPPET_CONTEXT, RANK_WINDOW, Query, Term, fold, like_pattern,
@@ -55,6 +53,7 @@ from ...recall import (
     COMMON_MESSAGES, NEAREST, SCAN_SCORE, SPREAD_FROM, Recall, best, favour, found_by, fuse, rarer, spread,
 )
 from ..sql import from_stored
+from .index.matrix import CANDIDATES, Matrix, scored
 from .index.schema import CJK, STEMS, THOUGHTS, TOKENIZERS, TOOL_TEXT_LIMIT, WORDS, text_sql
 
 __all__ = ["TOOL_TEXT_LIMIT", "recall", "search"]
@@ -262,7 +261,8 @@ def _on_messages(*, session_id: str | None, role: str | None, since: float | Non
 
 def recall(conn: apsw.Connection, question: Recall, *, profile: str | None, source: str | None,
            session_id: str | None, role: str | None, since: float | None, until: float | None,
-           include_tools: bool, limit: int, touched_to: int = 0, embedded_touched_to: int = 0) -> list[SearchHit]:
+           include_tools: bool, limit: int, touched_to: int = 0, embedded_touched_to: int = 0,
+           matrix: Matrix | None = None, key: tuple = ()) -> list[SearchHit]:
     """The best `limit` messages for a question, best first, read as `search` reads (the
     index attached as `idx`, caught up by the caller).
 
@@ -323,9 +323,9 @@ def recall(conn: apsw.Connection, question: Recall, *, profile: str | None, sour
             scores[hit.message_id] = scores.get(hit.message_id, 0.0) + SCAN_SCORE
             times[hit.message_id] = hit.timestamp
             scanned.setdefault(hit.message_id, hit.snippet)
-    near = {} if question.meaning is None else nearest(
+    near = {} if question.meaning is None or matrix is None else nearest(
         conn, question.meaning, *_untouched(conn, kept, kept_params, embedded_touched_to),
-        sessions_join if needs_sessions else "", times)
+        sessions_join if needs_sessions else "", times, matrix, key)
     if not scores and not near:
         return []
     sources = best(scores, SPREAD_FROM)
@@ -355,38 +355,20 @@ def recall(conn: apsw.Connection, question: Recall, *, profile: str | None, sour
             for mid, score in ranked]
 
 
-_with_vectors: weakref.WeakSet[apsw.Connection] = weakref.WeakSet()  # connections with sqlite-vec loaded
-
-
-def vectors_extension(conn: apsw.Connection) -> None:
-    """Load sqlite-vec into `conn` (InvalidInput naming the extra when it is not installed)."""
-    try:
-        import sqlite_vec
-    except ImportError:
-        raise InvalidInput("an embedder on an SQLite store needs sqlite-vec: pip install 'sessiondb[vectors]'") \
-            from None
-    conn.enable_load_extension(True)
-    try:
-        conn.load_extension(sqlite_vec.loadable_path())
-    finally:
-        conn.enable_load_extension(False)
-
-
 def nearest(conn: apsw.Connection, meaning: bytes, where: list[str], params: list[Any], sessions_join: str,
-            times: dict[int, float]) -> dict[int, float]:
+            times: dict[int, float], matrix: Matrix, key: tuple) -> dict[int, float]:
     """The NEAREST messages to `meaning` (a unit vector) the filters keep, with their
-    similarity (the vectors' dot product, -1 to 1), by an exact scan of the vectors
-    (sqlite-vec's distance, in C); their times go into `times`."""
-    if conn not in _with_vectors:
-        vectors_extension(conn)
-        _with_vectors.add(conn)
-    found = {}
-    for mid, distance, times[mid] in conn.execute(
-            f"SELECT m.id, vec_distance_cosine(v.vector, ?) AS distance, m.timestamp FROM idx.vectors AS v "
-            f"CROSS JOIN messages AS m ON m.id = v.rowid {sessions_join} WHERE {' AND '.join(where)} "
-            f"ORDER BY distance LIMIT ?", (meaning, *params, NEAREST)):
-        found[mid] = 1.0 - distance
-    return found
+    similarity (the vectors' dot product, -1 to 1): the matrix's candidates (index/matrix.py)
+    scored exactly; where the filters keep fewer than NEAREST of them, every vector they
+    keep. Their times go into `times`."""
+    candidates = matrix.candidates(conn, meaning, key)
+    read = (f"SELECT m.id, v.vector, m.timestamp FROM idx.vectors AS v CROSS JOIN messages AS m ON m.id = v.rowid "
+            f"{sessions_join} WHERE {' AND '.join(where)}")
+    found = scored(conn, meaning, f"{read} AND v.rowid IN ({', '.join('?' * len(candidates))})", [*params, *candidates])
+    if len(found) < NEAREST and len(candidates) == CANDIDATES:
+        found = scored(conn, meaning, read, params)
+    times.update((mid, at) for mid, _, at in found)
+    return dict(best({mid: similarity for mid, similarity, _ in found}, NEAREST))
 
 
 def _best_kept(conn: apsw.Connection, index: str, match: str, kept: str, params: list[Any]) -> list[tuple]:

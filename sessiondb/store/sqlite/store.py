@@ -48,7 +48,9 @@ from .connect import (
 )
 from .errors import convert
 from .index import schema as index_schema
+from .index import matrix
 from .index.indexer import EMBEDDED_MARKS, INDEX_MARKS, STORE_MARKS, Indexer
+from .index.matrix import Matrix
 from .migrations import check_ownership, migrate
 from .safety import copies
 from .safety.containment import (
@@ -141,7 +143,7 @@ class SQLiteBackend:
         self.spool_anchor = path
         self._closed = threading.Event()
         if embedder is not None:  # refused at the open, not at the first recall
-            search.vectors_extension(apsw.Connection(":memory:"))
+            matrix.numpy()
         self._file = acquire(path, durability=durability, patience=float(patience), vfs=vfs, embedder=embedder)
 
     @property
@@ -235,6 +237,7 @@ class SQLiteBackend:
                 if why is not None:
                     asked = replace(asked, meaning=None)
             hits = search.recall(conn, asked, touched_to=touched_to, embedded_touched_to=embedded_touched_to,
+                                 matrix=self._file.matrix(), key=(indexer.generation, embedded_touched_to, space),
                                  **fields)
             return hits if why is None else [replace(hit, note=why) for hit in hits]
 
@@ -358,6 +361,7 @@ class SharedFile:
         # The search index, off the acknowledgement path (invariant 9): its own file and
         # thread; readers attach it (at the indexer's generation) when they search.
         self.indexer = Indexer(path, patience=patience, vfs=vfs, embedder=embedder)
+        self._matrix: Matrix | None = None
         self._attached: dict[int, int] = {}
         if self.full is None:
             self._adopt_index()
@@ -411,6 +415,13 @@ class SharedFile:
         return conn
 
     # --- durability: the strictest any open handle asked for --------------------------
+
+    def matrix(self) -> Matrix:
+        """The file's vectors in memory (index/matrix.py), made at the first recall that needs them."""
+        with self._readers_lock:
+            if self._matrix is None:
+                self._matrix = Matrix()
+            return self._matrix
 
     def use(self, embedder: Embedder | None) -> None:
         """A handle opened with `embedder`: the first one this process gives computes the
