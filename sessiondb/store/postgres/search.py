@@ -268,7 +268,8 @@ def recall(conn: psycopg.Connection, question: Recall, *, profile: str | None, s
     """The best `limit` messages for a question, best first: its words (any of them) over
     the stems, ranked by bm25, every match ranked; its CJK trigrams as a substring search
     whose bm25 is added; then the best share their scores with their neighbours and those
-    written when the question says are favoured (sessiondb.recall), as in the embedded store."""
+    written when the question says are favoured (sessiondb.recall), as in the embedded store;
+    a question with a meaning is fused with the messages nearest it (`nearest`, recall.fuse)."""
     where: list[str] = ["m.state <> 'rewound'"]
     params: list[Any] = []
     _filter(where, params, [("coalesce(s.profile, 'main') = %s", profile), ("s.source = %s", source)])

@@ -271,7 +271,9 @@ def recall(conn: apsw.Connection, question: Recall, *, profile: str | None, sour
     newest: a question is asked of the whole memory, and its best answer may be its
     oldest message; in a large memory, those of its rarer words (sessiondb.recall.rarer).
     Then the best SPREAD_FROM share their scores with their neighbours and those written
-    when the question says are favoured (sessiondb.recall)."""
+    when the question says are favoured (sessiondb.recall); a question with a meaning is
+    fused with the messages nearest it (`nearest`, recall.fuse), their vectors caught up
+    by the caller to `embedded_touched_to`, held in `matrix` as of `key`."""
     kept, kept_params = _filters(profile=profile, source=source, session_id=session_id, role=role, since=since,
                                  until=until, include_tools=include_tools)
     where, params = _untouched(conn, kept, kept_params, touched_to)
