@@ -44,14 +44,31 @@ def find_bindir() -> Path:
 
 def vector_bindir() -> Path:
     """The binaries of the `pgserver` wheel: PostgreSQL 16 with pgvector, which Debian's
-    PostgreSQL 15 lacks (the test extra installs it), for the tests of pgvector's scan."""
+    PostgreSQL 15 lacks (the test extra installs it), for the tests of pgvector's scan.
+
+    They run from a copy under /var/tmp, as the clusters live there: the `postgres` user may
+    not be allowed into the checkout that holds the venv. The copy is made once per version
+    of the wheel (whole, then renamed into place, so two workers never see half of one)."""
     try:
-        found = Path(importlib.metadata.distribution("pgserver").locate_file("pgserver/pginstall/bin"))
+        wheel = importlib.metadata.distribution("pgserver")
     except importlib.metadata.PackageNotFoundError:
         raise ServerUnavailable("no PostgreSQL with pgvector: the `pgserver` wheel is not installed") from None
-    if not (found / "initdb").exists():
-        raise ServerUnavailable(f"the `pgserver` wheel has no initdb at {found}")
-    return found
+    # The binaries find their libraries at ../../../pgserver.libs: both folders are copied.
+    packages = Path(wheel.locate_file("pgserver")).parent
+    if not (packages / "pgserver" / "pginstall" / "bin" / "initdb").exists():
+        raise ServerUnavailable(f"the `pgserver` wheel has no initdb under {packages}")
+    copy = Path("/var/tmp") / f"sessiondb-pgvector-{wheel.version}"
+    if not (copy / "pgserver" / "pginstall" / "bin" / "initdb").exists():
+        staging = Path(tempfile.mkdtemp(prefix="sessiondb-pgvector-", dir="/var/tmp"))
+        for folder in ("pgserver", "pgserver.libs"):
+            shutil.copytree(packages / folder, staging / "copy" / folder)
+        os.chmod(staging / "copy", 0o755)
+        try:
+            os.rename(staging / "copy", copy)
+        except OSError:  # another worker's copy came first
+            pass
+        shutil.rmtree(staging, ignore_errors=True)
+    return copy / "pgserver" / "pginstall" / "bin"
 
 
 def _version(path: str) -> int:
