@@ -77,8 +77,7 @@ def check_round(path: Path, session_ids: list[str], appended: dict[str, list[str
         # mid-batch: the search catches the index up first.
         found = {writer: {h.uid for h in store.search(f'"{writer}"', limit=1000)} for writer in appended}
         # A search ranks within the newest 1,000 matches: a writer that a loaded machine let
-        # run on past that before its kill (or whose uids the summaries repeat) has its older
-        # messages looked for one by one.
+        # run on past that before its kill has its older messages looked for one by one.
         for writer, uids in appended.items():
             found[writer] |= {h.uid for u in uids if u not in found[writer] for h in store.search(f'"{u}"', limit=20)}
     counts = Counter(u for uids in sessions.values() for u in uids)
