@@ -85,10 +85,6 @@ def held(conn: psycopg.Connection) -> int:
     return conn.execute("SELECT count(*) FROM message_vectors").fetchone()[0]
 
 
-def space(conn: psycopg.Connection) -> str:
-    return conn.execute("SELECT space FROM vector_state").fetchone()[0]
-
-
 #: A row's similarity to the question (its vector the parameter): the inner product, by
 #: pgvector (in C), or summed in SQL by a server without it.
 BY_PGVECTOR = "-(v.vector::vector <#> %s::real[]::vector)"

@@ -24,7 +24,7 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import apsw
 
@@ -159,14 +159,7 @@ class Indexer:
         """Drop every vector, whoever computed them, so that this store's embedder computes
         them again from the messages (in the catch-ups that follow)."""
         with self._lock:
-            conn = self._connection()
-            _begin(conn)
-            try:
-                _forget_vectors(conn)
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+            _forgotten(self._connection())
             self.vectors_trouble = None
 
     def optimize(self) -> int:
@@ -182,14 +175,12 @@ class Indexer:
             if self.embedder is not None:
                 self._embed()
             swept_to = _index_marks(conn)[1]
-            embedded_touched_to, space = conn.execute(_EMBEDDED_MARKS.format(db="")).fetchone()[1:]
+            _, embedded_touched_to, space = _embedded_marks(conn)
             if space and embedded_touched_to < swept_to:
                 # Vectors behind the log (an embedder failing, or the store opened without
                 # one) would miss the changes swept away: they go, and are computed again
                 # by the next embedder.
-                _begin(conn)
-                _forget_vectors(conn)
-                conn.execute("COMMIT")
+                _forgotten(conn)
             return swept_to
 
     def vectors_held(self) -> int:
@@ -279,6 +270,10 @@ def _index_marks(conn: apsw.Connection) -> Marks:
     return conn.execute(_INDEX_MARKS.format(db="")).fetchone()
 
 
+def _embedded_marks(conn: apsw.Connection) -> tuple[int, int, str]:
+    return conn.execute(_EMBEDDED_MARKS.format(db="")).fetchone()
+
+
 def _begin(conn: apsw.Connection) -> None:
     """A write transaction of the index file alone. BEGIN IMMEDIATE would take the write
     lock of every attached database, the store's included (the writer's lock); a first
@@ -298,7 +293,7 @@ def _adopt(conn: apsw.Connection) -> None:
         (generation,) = conn.execute("SELECT value FROM state WHERE key = 'generation'").fetchone()
         (ours,) = conn.execute("SELECT generation FROM store.store_identity").fetchone()
         (highest, logged), (indexed_to, touched_to) = conn.execute(_STORE_EVER).fetchone(), _index_marks(conn)
-        embedded_to, embedded_touched_to, _ = conn.execute(_EMBEDDED_MARKS.format(db="")).fetchone()
+        embedded_to, embedded_touched_to, _ = _embedded_marks(conn)
         if generation != ours or highest < max(indexed_to, embedded_to) or logged < max(touched_to,
                                                                                          embedded_touched_to):
             _reset(conn)
@@ -322,6 +317,40 @@ def _forget_vectors(conn: apsw.Connection) -> None:
                  "WHERE key IN ('embedded_to', 'embedded_touched_to', 'space')")
 
 
+def _forgotten(conn: apsw.Connection) -> None:
+    """Every vector dropped, in a transaction of the index file of its own."""
+    _begin(conn)
+    try:
+        _forget_vectors(conn)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _logged(conn: apsw.Connection, after: int, limit: int) -> tuple[list[tuple[int, int]], list[int]]:
+    """Up to `limit` entries (seq, id) of the store's log of deleted and changed ids past
+    seq `after`, and the ids they name, sorted."""
+    touched = conn.execute("SELECT seq, id FROM store.search_touched WHERE seq > ? ORDER BY seq LIMIT ?",
+                           (after, limit)).fetchall()
+    return touched, sorted({mid for _, mid in touched})
+
+
+def _rows_at(conn: apsw.Connection, columns: str, ids: list[int]) -> Iterator[tuple]:
+    """`columns` (of the message `m`) of the messages at `ids` that exist, read as they are
+    used, 500 ids to a statement."""
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        yield from conn.cursor().execute(
+            f"SELECT {columns} FROM store.messages AS m WHERE m.id IN ({', '.join('?' * len(chunk))})", chunk)
+
+
+def _rows_after(conn: apsw.Connection, columns: str, after: int, limit: int) -> apsw.Cursor:
+    """`columns` (of the message `m`) of the first `limit` messages past id `after`."""
+    return conn.cursor().execute(f"SELECT {columns} FROM store.messages AS m WHERE m.id > ? ORDER BY m.id LIMIT ?",
+                                 (after, limit))
+
+
 def embed_batch(conn: apsw.Connection, embedder: Embedder, limit: int) -> bool:
     """Bring the vectors up to `limit` logged ids and `limit` new messages nearer the store,
     as index_batch brings the words (the same marks' rules, marks of their own); True when
@@ -334,29 +363,20 @@ def embed_batch(conn: apsw.Connection, embedder: Embedder, limit: int) -> bool:
     text = schema.text_sql("m")
     conn.execute("BEGIN")  # one snapshot of the index and the store
     try:
-        marks = conn.execute(_EMBEDDED_MARKS.format(db="")).fetchone()
+        marks = _embedded_marks(conn)
         embedded_to, touched_to, stored = marks
         if stored not in ("", space):
             raise OtherSpace(stored, space)
-        touched = conn.execute(
-            "SELECT seq, id FROM store.search_touched WHERE seq > ? ORDER BY seq LIMIT ?", (touched_to, limit)
-        ).fetchall()
-        gone = sorted({mid for _, mid in touched})
-        again = [mid for mid in gone if mid <= embedded_to]
-        rows = []
-        for start in range(0, len(again), 500):
-            chunk = again[start:start + 500]
-            rows += conn.execute(f"SELECT m.id, {text} FROM store.messages AS m "
-                                 f"WHERE m.id IN ({', '.join('?' * len(chunk))})", chunk).fetchall()
-        new = conn.execute(f"SELECT m.id, {text} FROM store.messages AS m WHERE m.id > ? ORDER BY m.id LIMIT ?",
-                           (embedded_to, limit)).fetchall()
+        touched, gone = _logged(conn, touched_to, limit)
+        rows = list(_rows_at(conn, f"m.id, {text}", [mid for mid in gone if mid <= embedded_to]))
+        new = _rows_after(conn, f"m.id, {text}", embedded_to, limit).fetchall()
     finally:
         conn.execute("COMMIT")
     texts = [(mid, indexable(said)) for mid, said in rows + new if said and not said.isspace()]
     made = vectors(embedder, [said for _, said in texts])
     _begin(conn)
     try:
-        if conn.execute(_EMBEDDED_MARKS.format(db="")).fetchone() != marks:
+        if _embedded_marks(conn) != marks:
             conn.execute("ROLLBACK")  # another process's batch came first: read what is left
             return False
         conn.executemany("DELETE FROM vectors WHERE rowid = ?", [(mid,) for mid in gone])
@@ -386,28 +406,15 @@ def index_batch(conn: apsw.Connection, limit: int) -> bool:
     _begin(conn)
     try:
         indexed_to, touched_to = _index_marks(conn)
-        touched = conn.execute(
-            "SELECT seq, id FROM store.search_touched WHERE seq > ? ORDER BY seq LIMIT ?", (touched_to, limit)
-        ).fetchall()
+        touched, ids = _logged(conn, touched_to, limit)
         if touched:
             # Logged rows leave the index; those that exist now (an id reused, a text
             # changed) are indexed again as they are. Ids above indexed_to come below.
-            ids = sorted({mid for _, mid in touched})
             for name in schema.TOKENIZERS:
                 conn.executemany(f"DELETE FROM {name} WHERE rowid = ?", [(mid,) for mid in ids])
-            again = [mid for mid in ids if mid <= indexed_to]
-            for start in range(0, len(again), 500):
-                chunk = again[start:start + 500]
-                _add(conn, conn.cursor().execute(
-                    f"SELECT m.id, {text}, m.reasoning FROM store.messages AS m "
-                    f"WHERE m.id IN ({', '.join('?' * len(chunk))})",
-                    chunk,
-                ))
+            _add(conn, _rows_at(conn, f"m.id, {text}, m.reasoning", [mid for mid in ids if mid <= indexed_to]))
             touched_to = touched[-1][0]
-        added, last = _add(conn, conn.cursor().execute(
-            f"SELECT m.id, {text}, m.reasoning FROM store.messages AS m WHERE m.id > ? ORDER BY m.id LIMIT ?",
-            (indexed_to, limit)
-        ))
+        added, last = _add(conn, _rows_after(conn, f"m.id, {text}, m.reasoning", indexed_to, limit))
         conn.executemany("UPDATE state SET value = ? WHERE key = ?",
                          [(max(indexed_to, last), "indexed_to"), (touched_to, "touched_to")])
     except BaseException:
