@@ -281,6 +281,57 @@ class MaintenanceReport:
 
 
 @dataclass
+class ForgetReceipt:
+    """What forget removed (or, in a dry run, would remove), and the scan of the raw files
+    that shows whether any copy of it remains (S-55).
+
+    `fragments` pieces of the erased texts (the first bytes of each, spread over all of
+    them) were looked for in every file of `scanned`. `remaining` names, in a sentence
+    each, a file sessiondb keeps that still holds one and what to do; `copies` are copies
+    sessiondb made and does not rewrite itself (backups, retired-WAL captures) that hold
+    one, each with the command that removes it; `copies_removed` were removed, as every
+    row they held is in the store too (a retired-WAL capture already brought back). `notes` say what the engine keeps beyond
+    sessiondb's files (a PostgreSQL server's own WAL and backups)."""
+
+    asked: dict[str, Any]  # the selectors given
+    dry_run: bool = False
+    sessions: list[str] = field(default_factory=list)
+    messages: int = 0
+    usage_rows: int = 0
+    turns: int = 0
+    spooled_batches: int = 0
+    fragments: int = 0
+    scanned: list[str] = field(default_factory=list)
+    scanned_bytes: int = 0
+    remaining: list[str] = field(default_factory=list)
+    copies: list[tuple[str, str]] = field(default_factory=list)
+    copies_removed: list[str] = field(default_factory=list)  # copies whose rows the store holds too
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        """Nothing erased is left in any file scanned."""
+        return not self.remaining and not self.copies
+
+    def summary(self) -> str:
+        """The receipt in one sentence."""
+        if not self.sessions:
+            return "nothing matched: no session was removed"
+        what = (f"{len(self.sessions)} session(s), {self.messages} message(s), {self.usage_rows} usage row(s), "
+                f"{self.turns} turn record(s), {self.spooled_batches} spooled batch(es)")
+        if self.dry_run:
+            return f"would remove {what} (a dry run: nothing changed)"
+        scan = f"{len(self.scanned)} file(s), {self.scanned_bytes} bytes, scanned for {self.fragments} fragment(s)"
+        if self.clean:
+            return f"removed {what}; {scan}: no copy remains"
+        left = len(self.remaining) + len(self.copies)
+        return f"removed {what}; {scan}: {left} file(s) still hold a copy (listed, with what to do)"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "clean": self.clean, "summary": self.summary()}
+
+
+@dataclass
 class SpoolReport:
     """What a spool replay did: files replayed, and files kept with the error that kept them."""
 

@@ -26,7 +26,7 @@ METHODS = (
     "record_usage", "usage",
     "begin_compaction", "refresh_compaction", "abort_compaction", "commit_compaction",
     "compaction_lease", "lineage", "tip", "resume", "rewind", "restore_rewound", "branch",
-    "search", "recall", "rebuild_vectors", "find_session", "stats", "export_session", "import_records",
+    "search", "recall", "rebuild_vectors", "forget", "find_session", "stats", "export_session", "import_records",
     "replay_spool", "verify",
     "begin_turn", "end_turn", "get_turn", "turns",
     # Maintainable, where the store has it

@@ -19,6 +19,7 @@ backend has it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol, TypeVar, runtime_checkable
 
@@ -27,6 +28,23 @@ from . import commands as cmd
 from .rows import Rows
 
 T = TypeVar("T")
+
+
+@dataclass
+class Traces:
+    """Where a backend's engine may still keep rows it deleted, after `Backend.scrub`.
+
+    `owned`: the files it writes and has just scrubbed, each with what to do should one
+    still hold erased text; `copies`: copies it made that it does not rewrite (backups,
+    captures), each with the command that removes one; `disposable`: copies whose every
+    row the store holds too (a capture already brought back), removed when they hold
+    erased text; `notes`: what the engine keeps beyond any file sessiondb owns, in a
+    sentence each."""
+
+    owned: list[tuple[Path, str]] = field(default_factory=list)
+    copies: list[tuple[Path, str]] = field(default_factory=list)
+    disposable: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 @runtime_checkable
@@ -71,6 +89,11 @@ class Backend(Protocol):
         """Drop the store's vectors, whichever embedder computed them, and compute them all
         again with this handle's embedder; returns how many messages have one. Raises
         embedding.EmbedderFailed when the embedder does."""
+    def scrub(self) -> Traces:
+        """After rows were deleted to be forgotten (store/forgetting.py): overwrite what the
+        engine still keeps of them (freed pages, its write-ahead log, its derived indexes),
+        without stopping other processes' writes for longer than one transaction, and say
+        where copies may remain, for the scan that follows."""
     def footprint(self) -> tuple[int, int]:
         """The store's size in bytes, and of that what a write-ahead log of its own holds (0
         when it has none), for stats (the counts are rows, store/sessions.py)."""

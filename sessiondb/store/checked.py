@@ -31,7 +31,8 @@ from ..errors import (
 from ..embedding import Embedder
 from ..guidance import tell
 from ..model import (
-    MAX_TITLE_LENGTH, Lease, Message, MessageLimits, Page, Role, SearchHit, Session, SpoolReport, StoreStats, Usage, VerifyReport,
+    MAX_TITLE_LENGTH, ForgetReceipt, Lease, Message, MessageLimits, Page, Role, SearchHit, Session, SpoolReport,
+    StoreStats, Usage, VerifyReport,
 )
 from ..inputs import (
     MAX_PAGE, NewMessage, check_cost, check_count, check_flag, check_label, check_lease, check_limit, check_metadata,
@@ -39,7 +40,7 @@ from ..inputs import (
     check_unicode, clean_title, new_session_id, new_uid, prepare_messages, prepare_summary,
 )
 from . import commands as cmd
-from . import compaction, handles, lineage, observed, sessions, spool, usage, verify
+from . import compaction, forgetting, handles, lineage, observed, sessions, spool, usage, verify
 from .backend import Backend
 from .contract import MessageInput
 from .identity import Identity
@@ -513,6 +514,26 @@ class CheckedStore(Transfer, Identity, Turns):
             raise InvalidInput("rebuilding the vectors needs an embedder: open the store with "
                                "open_store(embedder=...) or set $SESSIONDB_EMBEDDER")
         return self._open().rebuild_vectors()
+
+    def forget(
+        self,
+        *,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        source: str | None = None,
+        before: float | None = None,
+        dry_run: bool = False,
+    ) -> ForgetReceipt:
+        command = cmd.Forget(
+            user_id=check_label(user_id, "user_id"),
+            session_id=None if session_id is None else check_session_ref(session_id),
+            source=check_label(source, "source"),
+            before=check_timestamp(before, "before"),
+            dry_run=check_flag(dry_run, "dry_run"),
+        )
+        if not command.asked():
+            raise InvalidInput("say whose conversations to forget: user_id, session_id, source or before")
+        return forgetting.forget(self._open(), command)
 
     def stats(self) -> StoreStats:
         backend = self._open()

@@ -128,6 +128,21 @@ class Prune:
     dry_run: bool
 
 
+@dataclass(frozen=True, slots=True)
+class Forget:
+    """Whose conversations to erase (forgetting.py): every selector given must match."""
+
+    user_id: str | None
+    session_id: str | None
+    source: str | None
+    before: float | None  # conversations whose every session was last active before this time
+    dry_run: bool
+
+    def asked(self) -> dict[str, Any]:
+        given = {"user_id": self.user_id, "session_id": self.session_id, "source": self.source, "before": self.before}
+        return {name: value for name, value in given.items() if value is not None}
+
+
 # --- turns ------------------------------------------------------------------------------------
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, runtime_checkable
 
 from ..model import (
-    ImportReport, Lease, Message, Page, SearchHit, Session, SpoolReport, StoreStats, Turn, Usage,
+    ForgetReceipt, ImportReport, Lease, Message, Page, SearchHit, Session, SpoolReport, StoreStats, Turn, Usage,
     VerifyReport,
 )
 
@@ -409,6 +409,28 @@ class Store(Protocol):
         how many messages have one. InvalidInput without an embedder; EmbedderFailed when
         it fails (the store is left with no vectors, and recall lexical, until a rebuild
         succeeds)."""
+
+    def forget(
+        self,
+        *,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        source: str | None = None,
+        before: float | None = None,
+        dry_run: bool = False,
+    ) -> ForgetReceipt:
+        """Erase conversations from every copy sessiondb made, and prove it (S-55).
+
+        Takes the sessions every given selector matches (at least one is required:
+        InvalidInput otherwise), each with its whole conversation (every session of its
+        compression chain) and every branch taken from it; `before` (a time) takes a
+        conversation only when every session of it was last active before then. Removes
+        their messages (checkpoints and adapters' records included), usage, turn records and
+        edit receipts, routes and spooled batches, from the store and its search and vector
+        indexes, overwrites what the engine kept of them, then scans the raw files the store
+        owns for the erased texts. The receipt says what was removed, what was scanned, and
+        whether a copy remains (with what to do, and the backups that hold one). Nothing
+        matching is a receipt saying so, not an error. `dry_run`: what would be removed."""
 
     def find_session(self, ref: str) -> Session:
         """The session a person means by `ref`: its exact id, its exact title, or a unique id prefix.

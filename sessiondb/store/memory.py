@@ -36,6 +36,7 @@ from ..model import SearchHit, VerifyReport
 from ..query import RANK_WINDOW, Query, Term, cjk_runs, fold, indexable, like_snippet
 from ..recall import COMMON_MESSAGES, NEAREST, SPREAD_FROM, Recall, best, favour, found_by, fuse, rarer, spread
 from . import commands as cmd
+from .backend import Traces
 from .rows import INSERTED, INSERTED_ORDER, TABLES, UNIQUE, Condition, Row, Table, Taken, Where
 
 T = TypeVar("T")
@@ -92,6 +93,11 @@ class _Meaning:
     def forget(self) -> None:
         with self.lock:
             self.space, self.by_id = "", {}
+
+    def keep_only(self, ids: set[int]) -> None:
+        """Drop the vectors of messages no longer stored."""
+        with self.lock:
+            self.by_id = {mid: kept for mid, kept in self.by_id.items() if mid in ids}
 
     def nearest(self, embedder: Embedder, question: Recall,
                 scanned: list[tuple[Row, str]]) -> tuple[dict[int, float], str | None]:
@@ -400,6 +406,11 @@ class MemoryBackend:
 
     def stream(self, work: Callable[[MemoryRows], Iterator[T]]) -> Iterator[T]:
         yield from work(MemoryRows(self._shared.tables, writable=False))  # the tables committed now
+
+    def scrub(self) -> Traces:
+        """A memory store keeps no file: what remains of deleted messages is their vectors."""
+        self._shared.meaning.keep_only({key[0] for key in self._shared.tables.rows["messages"]})
+        return Traces()
 
     def footprint(self) -> tuple[int, int]:
         """A memory store has no file and no log of its own."""

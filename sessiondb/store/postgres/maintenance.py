@@ -16,7 +16,14 @@ from psycopg import sql
 from .. import commands as cmd
 
 NEVER_ACTIVE_FLOOR_DAYS = 30  # a session opened by a key and never used is pruned after this (S-40)
-TABLES = ("sessions", "messages", "usage", "usage_calls", "turns", "compaction_leases", "gateway_routes")
+TABLES = ("sessions", "messages", "usage", "usage_calls", "turns", "compaction_leases", "gateway_routes",
+          "message_vectors", "vectors_wanted")
+#: What a forget cannot reach on a server (store/forgetting.py), said in its receipt.
+SERVER_KEEPS = (
+    "PostgreSQL: the rows are deleted and their tables vacuumed, which frees their space for reuse without "
+    "overwriting it at once; the server's write-ahead log, its WAL archive and its base backups keep the erased "
+    "rows until they are recycled or expire: take a new base backup and drop the older ones and their archived "
+    "WAL to finish the erasure there")
 
 _NEVER_ACTIVE = (
     "SELECT id FROM sessions AS s WHERE ended_at IS NULL AND session_key IS NOT NULL AND message_count = 0 "

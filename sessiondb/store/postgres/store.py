@@ -24,6 +24,7 @@ from ...model import (
     MaintenanceReport, Message, SearchHit, VerifyReport,
 )
 from .. import commands as cmd
+from ..backend import Traces
 from ..rows import Rows
 from ..sql import ESCAPED_COLUMNS, Dialect, SQLRows, from_stored, to_server
 from . import maintenance, messages, migrations, pooler, search, vectors, verify
@@ -202,6 +203,11 @@ class PostgresBackend:
         if why is not None:
             raise EmbedderFailed(why)
         return self._read(vectors.held)
+
+    def scrub(self) -> Traces:
+        """VACUUM the tables (a plain one: writers go on), and say what the server keeps."""
+        self._db.session(partial(maintenance.run_each_table, schema=self._db.schema, statement="VACUUM"))
+        return Traces(notes=[maintenance.SERVER_KEEPS])
 
     def footprint(self) -> tuple[int, int]:
         """The bytes of the schema's tables and sequences, and 0: the server's WAL is not

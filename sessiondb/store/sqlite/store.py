@@ -37,6 +37,7 @@ from ...model import (
     COMPRESSION, MaintenanceReport, Message, SearchHit, VerifyReport,
 )
 from .. import commands as cmd
+from ..backend import Traces
 from ..rows import Rows
 from ..sql import (
     ESCAPED_COLUMNS, Dialect, SQLRows, from_stored, insert_new_messages, message_row, session_added, stored_message,
@@ -52,7 +53,7 @@ from .index import matrix
 from .index.indexer import EMBEDDED_MARKS, INDEX_MARKS, STORE_MARKS, Indexer
 from .index.matrix import Matrix
 from .migrations import check_ownership, migrate
-from .safety import copies
+from .safety import captures, copies, forensics
 from .safety.containment import (
     Containment, damaged_error, forget_replaced, no_checkpoint_on_close, refuse_if_damaged,
 )
@@ -251,6 +252,38 @@ class SQLiteBackend:
         if indexer.vectors_trouble is not None:
             raise EmbedderFailed(indexer.vectors_trouble)
         return indexer.vectors_held()
+
+    def scrub(self) -> Traces:
+        """The writer deletes with secure_delete on (connect.py), so what remains of deleted
+        rows is in the WAL's older frames and in the search index: the index is purged,
+        then both logs are reset. Backups and retired-WAL captures are copies this backend
+        made and does not rewrite."""
+        self._check_open()
+        self._file.indexer.purge()
+        self._file.writer.run(lambda conn: conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall(),
+                              in_transaction=False)
+        index = index_schema.path_of(self.path)
+        owned = [
+            (self.path, "pages it freed before this release turned on overwriting still hold it: "
+                        "`sessiondb vacuum` rewrites the file (with the store's other processes stopped)"),
+            (Path(f"{self.path}-wal"), "another process was reading the store as its log was reset: "
+                                       "`sessiondb optimize` resets it once no process reads"),
+            *((Path(f"{index}{suffix}"), "the search index is derived data: with the store's processes "
+                                         f"stopped, delete {index} and it is rebuilt at the next open")
+              for suffix in ("", "-wal")),
+        ]
+        copies_made = [(path, f"rm {path}  (a backup taken before the erasure)")
+                       for path in copies.existing(self.path)]
+        copies_made += [(path, f"rm {path}  (a forensic copy taken before a repair)")
+                        for path in sorted(forensics.backup_dir(self.path).rglob("*")) if path.is_file()]
+        disposable = []
+        for folder in captures.folders(self.path):
+            if (captures.manifest_of(folder) or {}).get("restored"):
+                disposable.append(folder)  # brought back already: the store holds what it held
+            else:
+                copies_made.append((folder, "`sessiondb restore-captured`, then `sessiondb forget` again with the "
+                                            f"same selectors, then rm -r {folder}"))
+        return Traces(owned=owned, copies=copies_made, disposable=disposable)
 
     def footprint(self) -> tuple[int, int]:
         """The bytes of the file and its WAL together, and of the WAL (see Backend)."""

@@ -183,6 +183,22 @@ class Indexer:
                 _forgotten(conn)
             return swept_to
 
+    def purge(self) -> None:
+        """Leave nothing of deleted messages in the index's files (a forget, S-55): catch
+        up (their words get delete marks, which are not yet gone from the segments), drop
+        their vectors whoever computed them, merge every index (the marks and what they
+        hide go), rewrite the file (pages freed earlier may hold old segments) and reset
+        its WAL."""
+        with self._lock:
+            self._run(None)
+            conn = self._connection()
+            with conn:
+                conn.execute("DELETE FROM vectors WHERE rowid NOT IN (SELECT id FROM store.messages)")
+                for name in schema.TOKENIZERS:
+                    conn.execute(f"INSERT INTO {name}({name}) VALUES ('optimize')")
+            conn.execute("VACUUM main")
+            conn.execute("PRAGMA main.wal_checkpoint(TRUNCATE)")
+
     def vectors_held(self) -> int:
         with self._lock:
             return self._connection().execute("SELECT count(*) FROM vectors").fetchone()[0]
