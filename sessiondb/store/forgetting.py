@@ -164,9 +164,10 @@ def _erase(rows: Rows, ids: list[str]) -> _Erased:
     erased = _Erased(sessions=[row["id"] for row in found])
     if not found:
         return erased  # gone since it was chosen (another process's forget, say)
+    heads = _heads(row["title"] for row in found)
     for row in rows.select("messages", this, columns=("content", "reasoning")):
-        erased.fragments += _heads((row["content"], row["reasoning"]))
-    erased.fragments += _heads(row["title"] for row in found)
+        heads += _heads((row["content"], row["reasoning"]))
+    erased.fragments = _spread(heads)  # a forget of many conversations holds MAX_FRAGMENTS of each
     erased.messages = _message_count(rows, ids)
     erased.usage_rows = rows.count("usage", this)[None]["count"]
     erased.turns = rows.count("turns", this)[None]["count"]
