@@ -109,9 +109,9 @@ class SessiondbMemoryService(OnStore, BaseMemoryService):
     def _search(self, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
         owners: dict[str, bool] = {}
         found: list[Message] = []
-        # Searched across the store's ADK sessions, then narrowed to this user's: the
-        # widest page, so other users' matches do not crowd theirs out.
-        for hit in self._store.recall(query, source=SOURCE, limit=1000):
+        # The user's own ADK sessions are searched (another user's never are), then those
+        # of this app kept: the widest page, so other apps' matches do not crowd theirs out.
+        for hit in self._store.recall(query, source=SOURCE, user_id=user_id, limit=1000):
             if hit.session_id not in owners:
                 root = self._store.lineage(hit.session_id)[0]  # a rotated continuation belongs to its root
                 owners[hit.session_id] = belongs(root, app_name, user_id)

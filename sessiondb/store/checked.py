@@ -221,6 +221,7 @@ class CheckedStore(Transfer, Identity, Turns):
         self,
         *,
         source: str | None = None,
+        user_id: str | None = None,
         include_archived: bool = False,
         include_hidden: bool = False,
         pinned: bool | None = None,
@@ -234,6 +235,7 @@ class CheckedStore(Transfer, Identity, Turns):
         read = getattr(backend, "read_nearby", backend.read)
         return read(partial(sessions.listed, query=cmd.ListSessions(
             source=check_label(source, "source"),
+            user_id=check_label(user_id, "user_id"),
             include_archived=check_flag(include_archived, "include_archived"),
             include_hidden=check_flag(include_hidden, "include_hidden"),
             pinned=None if pinned is None else check_flag(pinned, "pinned"),
@@ -457,6 +459,7 @@ class CheckedStore(Transfer, Identity, Turns):
         *,
         profile: str | None = None,
         source: str | None = None,
+        user_id: str | None = None,
         session_id: str | None = None,
         role: str | None = None,
         since: float | None = None,
@@ -476,9 +479,10 @@ class CheckedStore(Transfer, Identity, Turns):
         if parsed.substring and parsed.given > search_query.MAX_SUBSTRING_TERMS:
             raise InvalidInput(f"a substring search takes at most {search_query.MAX_SUBSTRING_TERMS} terms, "
                                f"and this one has {parsed.given}: search for fewer of its words")
-        return self._open().search(_searching(parsed, profile=profile, source=source, session_id=session_id,
-                                              role=role, since=since, until=until, include_tools=include_tools,
-                                              include_reasoning=include_reasoning, limit=limit))
+        return self._open().search(_searching(parsed, profile=profile, source=source, user_id=user_id,
+                                              session_id=session_id, role=role, since=since, until=until,
+                                              include_tools=include_tools, include_reasoning=include_reasoning,
+                                              limit=limit))
 
     def recall(
         self,
@@ -486,6 +490,7 @@ class CheckedStore(Transfer, Identity, Turns):
         *,
         profile: str | None = None,
         source: str | None = None,
+        user_id: str | None = None,
         session_id: str | None = None,
         role: str | None = None,
         since: float | None = None,
@@ -504,9 +509,9 @@ class CheckedStore(Transfer, Identity, Turns):
                 why = f"{exc}: recall is lexical"
             else:
                 question, why = replace(question, meaning=meaning, space=embedding.Space.of(self._embedder).key), None
-        hits = self._open().recall(_searching(question, profile=profile, source=source, session_id=session_id,
-                                              role=role, since=since, until=until, include_tools=include_tools,
-                                              limit=limit))
+        hits = self._open().recall(_searching(question, profile=profile, source=source, user_id=user_id,
+                                              session_id=session_id, role=role, since=since, until=until,
+                                              include_tools=include_tools, limit=limit))
         return hits if why is None else [replace(hit, note=why) for hit in hits]
 
     def rebuild_vectors(self) -> int:
@@ -545,8 +550,8 @@ class CheckedStore(Transfer, Identity, Turns):
         return self._open().check(verify.check)
 
 
-def _searching(query: search_query.Query | questions.Recall, *, profile: Any, source: Any, session_id: Any,
-               role: str | None, since: Any, until: Any, include_tools: Any, limit: Any,
+def _searching(query: search_query.Query | questions.Recall, *, profile: Any, source: Any, user_id: Any,
+               session_id: Any, role: str | None, since: Any, until: Any, include_tools: Any, limit: Any,
                include_reasoning: Any = False) -> cmd.Search:
     """A search's (or a recall's) filters, checked, around what it looks for."""
     if role is not None and (not isinstance(role, str) or role not in _ROLES):
@@ -555,6 +560,7 @@ def _searching(query: search_query.Query | questions.Recall, *, profile: Any, so
         query=query,
         profile=None if profile is None else homes.validate_profile(profile),
         source=check_label(source, "source"),
+        user_id=check_label(user_id, "user_id"),
         session_id=None if session_id is None else check_session_ref(session_id),
         role=role,
         since=check_timestamp(since, "since"),

@@ -41,6 +41,7 @@ class CreateSession:
 @dataclass(frozen=True, slots=True)
 class ListSessions:
     source: str | None
+    user_id: str | None
     include_archived: bool
     include_hidden: bool
     pinned: bool | None
@@ -109,6 +110,7 @@ class Search:
     query: Query | Recall  # a Recall (a question) for Backend.recall
     profile: str | None
     source: str | None
+    user_id: str | None
     session_id: str | None
     role: str | None
     since: float | None

@@ -83,6 +83,7 @@ class Store(Protocol):
         self,
         *,
         source: str | None = None,
+        user_id: str | None = None,
         include_archived: bool = False,
         include_hidden: bool = False,
         pinned: bool | None = None,
@@ -91,7 +92,8 @@ class Store(Protocol):
         limit: int = 50,
         cursor: str | None = None,
     ) -> Page:
-        """Sessions, most recently active first; pass the page's cursor back for the next."""
+        """Sessions, most recently active first; pass the page's cursor back for the next.
+        `user_id`: only that person's sessions (a scope: nobody else's, whatever they hold)."""
 
     def end_session(self, session_id: str, reason: str) -> Session:
         """Mark the session ended with a reason (the first end time is kept)."""
@@ -336,6 +338,7 @@ class Store(Protocol):
         *,
         profile: str | None = None,
         source: str | None = None,
+        user_id: str | None = None,
         session_id: str | None = None,
         role: str | None = None,
         since: float | None = None,
@@ -358,8 +361,8 @@ class Store(Protocol):
 
         Found: active and compacted messages (hits say which); never rewound ones. Tool
         messages only with include_tools (or role='tool'); only the first 8 KiB of a tool
-        message's output is searchable. Filters: the session's profile and source, one
-        session, the message's role, and its timestamp in [since, until). Hits are ranked
+        message's output is searchable. Filters: the session's profile, source and user
+        (`user_id`: only that person's sessions are read), one session, the message's role, and its timestamp in [since, until). Hits are ranked
         by bm25 among the newest 1,000 matches of the query and its filters, on every
         backend (query.RANK_WINDOW). With include_reasoning, the words of a query also
         match a message's reasoning (a model's thinking, as importers and adapters keep
@@ -373,6 +376,7 @@ class Store(Protocol):
         *,
         profile: str | None = None,
         source: str | None = None,
+        user_id: str | None = None,
         session_id: str | None = None,
         role: str | None = None,
         since: float | None = None,

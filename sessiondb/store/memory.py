@@ -504,6 +504,8 @@ def _scanned(rows: MemoryRows, query: cmd.Search) -> tuple[list[tuple[Row, str]]
             continue
         if query.source is not None and session["source"] != query.source:
             continue
+        if query.user_id is not None and session["user_id"] != query.user_id:
+            continue
         if (query.since is not None and row["timestamp"] < query.since) or (
                 query.until is not None and row["timestamp"] >= query.until):
             continue
@@ -606,7 +608,7 @@ def recall(rows: MemoryRows, query: cmd.Search, meaning: _Meaning | None = None,
 
 
 #: Every message a rebuild computes a vector for (the filters of no search).
-_EVERY = cmd.Search(query=Recall((), ()), profile=None, source=None, session_id=None, role=None, since=None,
+_EVERY = cmd.Search(query=Recall((), ()), profile=None, source=None, user_id=None, session_id=None, role=None, since=None,
                     until=None, include_tools=True, include_reasoning=False, limit=1)
 
 

@@ -112,6 +112,8 @@ def listed(rows: Rows, query: ListSessions) -> Page:
     where: dict[str, Any] = {}
     if query.source is not None:
         where["source"] = query.source
+    if query.user_id is not None:
+        where["user_id"] = query.user_id
     if not query.include_archived:
         where["archived"] = 0
     if not query.include_hidden:

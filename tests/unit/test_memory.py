@@ -66,8 +66,8 @@ def test_a_read_transaction_writes_nothing():
 
 
 def _search(store, text: str, *, substring: bool = False, **filters):
-    query = {"profile": None, "source": None, "session_id": None, "role": None, "since": None, "until": None,
-             "include_tools": False, "include_reasoning": False, "limit": 10, **filters}
+    query = {"profile": None, "source": None, "user_id": None, "session_id": None, "role": None, "since": None,
+             "until": None, "include_tools": False, "include_reasoning": False, "limit": 10, **filters}
     return [(hit.uid, hit.snippet) for hit in store.search(cmd.Search(parse(text, substring=substring), **query))]
 
 
@@ -121,7 +121,7 @@ def test_search_filters_and_substrings(searched):
 
 def test_recall_finds_any_content_word_stemmed_rarer_words_first(searched):
     def ask(text: str):
-        filters = {"profile": None, "source": None, "session_id": None, "role": None, "since": None,
+        filters = {"profile": None, "source": None, "user_id": None, "session_id": None, "role": None, "since": None,
                    "until": None, "include_tools": False, "include_reasoning": False, "limit": 10}
         return [hit.uid for hit in searched.recall(cmd.Search(question(text), **filters))]
 

@@ -93,7 +93,7 @@ def _substrings(query: Query, params: list[Any]) -> list[str]:
 
 
 def search(conn: psycopg.Connection, query: Query, *, profile: str | None, source: str | None,
-           session_id: str | None, role: str | None, since: float | None, until: float | None,
+           user_id: str | None, session_id: str | None, role: str | None, since: float | None, until: float | None,
            include_tools: bool, include_reasoning: bool, limit: int) -> list[SearchHit]:
     """The best `limit` hits for a parsed query, best first. With include_reasoning, words
     match a message's reasoning too (migration 0012's index), each judged whole."""
@@ -109,7 +109,8 @@ def search(conn: psycopg.Connection, query: Query, *, profile: str | None, sourc
     elif tsquery is not None:
         where.append(f"m.words @@ ({tsquery})")
         params += tsquery_params
-    _filter(where, params, [("coalesce(s.profile, 'main') = %s", profile), ("s.source = %s", source)])
+    _filter(where, params, [("coalesce(s.profile, 'main') = %s", profile), ("s.source = %s", source),
+                            ("s.user_id = %s", user_id)])
     _on_messages(where, params, session_id=session_id, role=role, since=since, until=until,
                  include_tools=include_tools)
     if tsquery is None:
@@ -263,7 +264,7 @@ FROM counted GROUP BY id, timestamp ORDER BY score DESC, id DESC LIMIT %s
 
 
 def recall(conn: psycopg.Connection, question: Recall, *, profile: str | None, source: str | None,
-           session_id: str | None, role: str | None, since: float | None, until: float | None,
+           user_id: str | None, session_id: str | None, role: str | None, since: float | None, until: float | None,
            include_tools: bool, limit: int) -> list[SearchHit]:
     """The best `limit` messages for a question, best first: its words (any of them) over
     the stems, ranked by bm25, every match ranked; its CJK trigrams as a substring search
@@ -272,7 +273,8 @@ def recall(conn: psycopg.Connection, question: Recall, *, profile: str | None, s
     a question with a meaning is fused with the messages nearest it (`nearest`, recall.fuse)."""
     where: list[str] = ["m.state <> 'rewound'"]
     params: list[Any] = []
-    _filter(where, params, [("coalesce(s.profile, 'main') = %s", profile), ("s.source = %s", source)])
+    _filter(where, params, [("coalesce(s.profile, 'main') = %s", profile), ("s.source = %s", source),
+                            ("s.user_id = %s", user_id)])
     _on_messages(where, params, session_id=session_id, role=role, since=since, until=until,
                  include_tools=include_tools)
     scores: dict[int, float] = {}
@@ -297,7 +299,8 @@ def recall(conn: psycopg.Connection, question: Recall, *, profile: str | None, s
         if not terms:
             continue
         substrings = Query(groups=(terms,), excluded=(), substring=True)
-        for hit in search(conn, substrings, profile=profile, source=source, session_id=session_id, role=role,
+        for hit in search(conn, substrings, profile=profile, source=source, user_id=user_id, session_id=session_id,
+                          role=role,
                           since=since, until=until, include_tools=include_tools, include_reasoning=False,
                           limit=RANK_WINDOW):
             scores[hit.message_id] = scores.get(hit.message_id, 0.0) + (hit.score if worth is None else worth)

@@ -126,6 +126,7 @@ def search(
     *,
     profile: str | None,
     source: str | None,
+    user_id: str | None,
     session_id: str | None,
     role: str | None,
     since: float | None,
@@ -144,8 +145,8 @@ def search(
     if query.empty:
         return []
     plan = _Plan(query)
-    where, params = _filters(profile=profile, source=source, session_id=session_id, role=role, since=since,
-                             until=until, include_tools=include_tools)
+    where, params = _filters(profile=profile, source=source, user_id=user_id, session_id=session_id, role=role,
+                             since=since, until=until, include_tools=include_tools)
     where += plan.like_sql
     params += plan.like_params
 
@@ -166,7 +167,7 @@ def search(
     # read the rest of their columns, their session and their text. The sessions are
     # joined in the window only when a filter is on them (every message has its session).
     sessions_join = "CROSS JOIN sessions AS s ON s.id = m.session_id"
-    needs_sessions = profile is not None or source is not None
+    needs_sessions = any(f is not None for f in (profile, source, user_id))
     thinking = include_reasoning and index == WORDS
     if thinking:  # a match of the text or of the reasoning, scored by the better
         found = (f"(SELECT rowid, min(score) AS score FROM (SELECT rowid, bm25({WORDS}) AS score FROM idx.{WORDS} "
@@ -208,8 +209,9 @@ def search(
     return [_hit(page[mid][:8], shown[mid], -score) for mid, score in ranked]
 
 
-def _filters(*, profile: str | None, source: str | None, session_id: str | None, role: str | None,
-             since: float | None, until: float | None, include_tools: bool) -> tuple[list[str], list[Any]]:
+def _filters(*, profile: str | None, source: str | None, user_id: str | None, session_id: str | None,
+             role: str | None, since: float | None, until: float | None,
+             include_tools: bool) -> tuple[list[str], list[Any]]:
     """The conditions (on `m`, a message, and `s`, its session) of a search's filters, and
     their values: the session's first, then the message's (_on_messages)."""
     where: list[str] = []
@@ -220,6 +222,9 @@ def _filters(*, profile: str | None, source: str | None, session_id: str | None,
     if source is not None:
         where.append("s.source = ?")
         params.append(source)
+    if user_id is not None:
+        where.append("s.user_id = ?")
+        params.append(user_id)
     mine, values = _on_messages(session_id=session_id, role=role, since=since, until=until,
                                 include_tools=include_tools)
     return where + mine, params + values
@@ -260,7 +265,7 @@ def _on_messages(*, session_id: str | None, role: str | None, since: float | Non
 
 
 def recall(conn: apsw.Connection, question: Recall, *, profile: str | None, source: str | None,
-           session_id: str | None, role: str | None, since: float | None, until: float | None,
+           user_id: str | None, session_id: str | None, role: str | None, since: float | None, until: float | None,
            include_tools: bool, limit: int, touched_to: int = 0, embedded_touched_to: int = 0,
            matrix: Matrix | None = None, key: tuple = ()) -> list[SearchHit]:
     """The best `limit` messages for a question, best first, read as `search` reads (the
@@ -274,16 +279,16 @@ def recall(conn: apsw.Connection, question: Recall, *, profile: str | None, sour
     when the question says are favoured (sessiondb.recall); a question with a meaning is
     fused with the messages nearest it (`nearest`, recall.fuse), their vectors caught up
     by the caller to `embedded_touched_to`, held in `matrix` as of `key`."""
-    kept, kept_params = _filters(profile=profile, source=source, session_id=session_id, role=role, since=since,
-                                 until=until, include_tools=include_tools)
+    kept, kept_params = _filters(profile=profile, source=source, user_id=user_id, session_id=session_id, role=role,
+                                 since=since, until=until, include_tools=include_tools)
     where, params = _untouched(conn, kept, kept_params, touched_to)
     sessions_join = "CROSS JOIN sessions AS s ON s.id = m.session_id"
-    needs_sessions = profile is not None or source is not None
+    needs_sessions = any(f is not None for f in (profile, source, user_id))
     matches = {STEMS: " OR ".join(map(fts_string, question.words)),
                CJK: " OR ".join(fts_string(t) for t in question.trigrams if through_trigrams(t))}
     times: dict[int, float] = {}
     found_in: dict[int, str] = {}
-    narrowed = any(f is not None for f in (profile, source, session_id, role, since, until))
+    narrowed = any(f is not None for f in (profile, source, user_id, session_id, role, since, until))
 
     def bm25_of(index: str, match: str) -> dict[int, float]:
         """The best RANK_WINDOW matches of `match` the filters keep, by bm25 (negated)."""
@@ -320,7 +325,7 @@ def recall(conn: apsw.Connection, question: Recall, *, profile: str | None, sour
     short = tuple(Term(t, phrase=True) for t in question.trigrams if not through_trigrams(t))
     if short:
         for hit in search(conn, Query(groups=(short,), excluded=(), substring=True), profile=profile, source=source,
-                          session_id=session_id, role=role, since=since, until=until, include_tools=include_tools,
+                          user_id=user_id, session_id=session_id, role=role, since=since, until=until, include_tools=include_tools,
                           include_reasoning=False, limit=RANK_WINDOW, touched_to=touched_to):
             scores[hit.message_id] = scores.get(hit.message_id, 0.0) + SCAN_SCORE
             times[hit.message_id] = hit.timestamp
