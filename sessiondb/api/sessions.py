@@ -130,6 +130,7 @@ async def list_sessions(
     request: Request,
     profile: str | None = ProfileQuery,
     source: str | None = Query(None, max_length=200),
+    user_id: str | None = Query(None, max_length=200, description="Only this person's sessions."),
     q: str | None = Query(None, max_length=1000, description="Only sessions with a message matching this search."),
     pinned: bool | None = None,
     include_archived: bool = False,
@@ -151,8 +152,9 @@ async def list_sessions(
     if q is None:
         items: list[Session] = []
         while True:  # with `conversations`, pages are read on until `limit` sessions are left in
-            page = await store.list_sessions(source=source, pinned=pinned, include_archived=include_archived,
-                                             include_hidden=include_hidden, since=since, until=until,
+            page = await store.list_sessions(source=source, user_id=user_id, pinned=pinned,
+                                             include_archived=include_archived, include_hidden=include_hidden,
+                                             since=since, until=until,
                                              limit=limit - len(items), cursor=cursor)
             items += [s for s in page.items if not (conversations and await _rotated(store, s))]
             cursor = page.cursor
@@ -160,7 +162,7 @@ async def list_sessions(
                 break
         # JSONResponse directly: the rows are plain JSON already (no re-encoding pass).
         return JSONResponse({"items": await with_first_words(store, [row(s) for s in items]), "cursor": cursor})
-    hits = await store.search(q, source=source, since=since, until=until, limit=MAX_PAGE)
+    hits = await store.search(q, source=source, user_id=user_id, since=since, until=until, limit=MAX_PAGE)
     found: list[dict] = []
     seen: set[str] = set()
     for hit in hits:
