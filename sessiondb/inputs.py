@@ -22,7 +22,8 @@ from typing import Any
 from .errors import InvalidInput, MessageConflict, MetadataTooLarge
 from .model import (
     INTERNAL_NOTIFICATION, MAX_COUNT, MAX_NAME_LENGTH, MAX_SESSION_ID_LENGTH, MAX_TIMESTAMP, MAX_TITLE_LENGTH,
-    MAX_UID_LENGTH, Lease, Message, MessageLimits, MessageState, ModelMessage, Role, Session, content_text, dump_json,
+    MAX_UID_LENGTH, TEXT_DROPPED, Lease, Message, MessageLimits, MessageState, ModelMessage, Role, Session,
+    content_text, dump_json,
 )
 
 
@@ -292,7 +293,10 @@ class NewMessage:
     tool_call_total: int  # how many tool calls this message makes
 
     def same_payload(self, stored: Message) -> bool:
-        """Whether `stored` holds the same message (what was said, not when)."""
+        """Whether `stored` holds the same message (what was said, not when); one whose text
+        a retention rule dropped is known by its uid and role alone."""
+        if stored.display_kind == TEXT_DROPPED:
+            return self.role in (stored.role, model_role(stored))
         return self.says(stored) and self.reasoning == stored.reasoning
 
     def says(self, stored: Message) -> bool:

@@ -74,6 +74,9 @@ class MessageState(str, Enum):
 ACTIVITY_ROLES = frozenset({Role.USER.value, Role.ASSISTANT.value})
 #: A display kind for notifications injected as synthetic user turns; not activity.
 INTERNAL_NOTIFICATION = "internal_notification"
+#: The display kind of a compacted original whose text a retention rule dropped: its row
+#: stays (uid, role, order, time), so the message is still known when handed back.
+TEXT_DROPPED = "text_dropped"
 
 
 def is_activity(role: str, display_kind: str | None) -> bool:
@@ -278,6 +281,85 @@ class MaintenanceReport:
     bytes_after: int
     sessions: list[str] = field(default_factory=list)  # what prune removed (or would)
     warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What a store keeps of one source's conversations (`source` None: of every source
+    without rules of its own). Each rule is optional; a conversation (a compression chain,
+    judged whole) goes when any rule takes it (store/retention.py):
+
+    - inactive_after: seconds; one whose every session was last active longer ago goes;
+    - keep_last: the newest N conversations are kept, the older go;
+    - compacted_after: seconds; the text of compacted originals older than this is dropped
+      (each row stays, without its text, so a transcript handed back is still known);
+    - never_active_after: seconds; a session opened by a key and never used goes."""
+
+    source: str | None = None
+    inactive_after: float | None = None
+    keep_last: int | None = None
+    compacted_after: float | None = None
+    never_active_after: float | None = None
+    updated_at: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Hold:
+    """A legal hold: no rule and no forget removes the conversations of this user (or this
+    session's conversation) until it is released."""
+
+    user_id: str | None
+    session_id: str | None
+    reason: str
+    placed_at: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Policies:
+    """A store's retention rules and legal holds (store.policy())."""
+
+    rules: list[Policy]
+    holds: list[Hold]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rules": [r.to_dict() for r in self.rules], "holds": [h.to_dict() for h in self.holds]}
+
+
+@dataclass
+class PolicyReport:
+    """What applying the retention rules removed (or, in a dry run, would remove).
+
+    `removed`: each conversation taken, as (its first session's id, the rule that took it);
+    `kept`: conversations a rule matched and that stay, as (id, why: pinned, or the hold);
+    `refused`: why nothing was removed (rules that would remove every conversation they
+    cover are refused in a sentence)."""
+
+    dry_run: bool
+    removed: list[tuple[str, str]] = field(default_factory=list)
+    sessions: int = 0
+    messages: int = 0
+    compacted_dropped: int = 0
+    kept: list[tuple[str, str]] = field(default_factory=list)
+    refused: str | None = None
+
+    def summary(self) -> str:
+        if self.refused:
+            return f"refused, nothing removed: {self.refused}"
+        verb = "would remove" if self.dry_run else "removed"
+        text = (f"{verb} {len(self.removed)} conversation(s) ({self.sessions} session(s), {self.messages} "
+                f"message(s)) and the text of {self.compacted_dropped} compacted original(s)")
+        if self.kept:
+            text += f"; kept {len(self.kept)} a rule matched (pinned or held)"
+        return text + (" (a dry run: nothing changed)" if self.dry_run else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "summary": self.summary()}
 
 
 @dataclass

@@ -44,6 +44,7 @@ from . import compaction, forgetting, handles, lineage, observed, sessions, spoo
 from .backend import Backend
 from .contract import MessageInput
 from .identity import Identity
+from .policies import PolicyCalls
 from .transfer import Transfer
 from .turns import Turns
 
@@ -97,7 +98,7 @@ _CREATE_KEYS = frozenset({"source", "title", "profile", "session_key", "user_id"
 
 
 @naming_the_store
-class CheckedStore(Transfer, Identity, Turns):
+class CheckedStore(Transfer, Identity, Turns, PolicyCalls):
     """A handle on one profile's store, over the backend that holds it."""
 
     def __init__(self, backend: Backend, *, profile: str | None, clock: Callable[[], float] | None = None,

@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, runtime_checkable
 
 from ..model import (
-    ForgetReceipt, ImportReport, Lease, Message, Page, SearchHit, Session, SpoolReport, StoreStats, Turn, Usage,
-    VerifyReport,
+    ForgetReceipt, Hold, ImportReport, Lease, Message, Page, Policies, Policy, PolicyReport, SearchHit, Session,
+    SpoolReport, StoreStats, Turn, Usage, VerifyReport,
 )
 
 MessageInput = Message | Mapping[str, Any]
@@ -540,3 +540,44 @@ class Store(Protocol):
 
     def turns(self, session_id: str, *, limit: int = 100) -> list[Turn]:
         """The session's most recent turns (at most `limit`, 1..1000), oldest first."""
+
+    # --- retention and legal holds ------------------------------------------------------
+    #
+    # What a store keeps is declared in the store (sessiondb.model.Policy: per source, and
+    # for every other source) and applied online, a conversation per transaction, beside
+    # live writers; a pinned conversation, and one under a legal hold, is never touched.
+
+    def policy(self) -> Policies:
+        """The store's retention rules and legal holds."""
+
+    def set_policy(
+        self,
+        *,
+        source: str | None = None,
+        inactive_after: float | None = None,
+        keep_last: int | None = None,
+        compacted_after: float | None = None,
+        never_active_after: float | None = None,
+        force: bool = False,
+    ) -> Policy:
+        """Declare the rules for `source` (None: every source without rules of its own),
+        replacing its earlier ones; periods in seconds. InvalidInput, and nothing changed,
+        for rules that say nothing or that would remove every conversation they cover now
+        (unless `force`)."""
+
+    def clear_policy(self, *, source: str | None = None) -> bool:
+        """Remove the rules for `source`; whether there were any."""
+
+    def hold(self, *, user_id: str | None = None, session_id: str | None = None, reason: str) -> Hold:
+        """Place a legal hold on a user's conversations, or on one session's conversation:
+        no rule and no forget removes them until it is released (forget raises Conflict)."""
+
+    def release_hold(self, *, user_id: str | None = None, session_id: str | None = None) -> bool:
+        """Release a hold; whether there was one."""
+
+    def apply_policy(self, *, dry_run: bool = True, force: bool = False) -> PolicyReport:
+        """Apply the rules: a dry run by default (what would go). Each conversation goes in
+        a transaction of its own, only if it is still as planned (one written to since is
+        left for the next run); compacted originals lose their text in small transactions,
+        their rows kept so a transcript handed back is still known. Rules that would remove
+        every conversation they cover are refused in `refused` (unless `force`)."""

@@ -38,7 +38,7 @@ from typing import Iterable, Iterator
 
 from ..model import BRANCH, COMPRESSION, ForgetReceipt
 from . import commands as cmd
-from . import spool
+from . import retention, spool
 from .backend import Backend, Traces
 from .lineage import ancestors
 from .rows import Rows, one_of, starting
@@ -71,6 +71,8 @@ class _Erased:
 def forget(backend: Backend, command: cmd.Forget) -> ForgetReceipt:
     """Run the erasure `command` describes (see the module docstring) and return its receipt."""
     conversations = backend.read(partial(_conversations, command=command))
+    if conversations:
+        backend.read(partial(retention.refuse_held, session_ids=set().union(*conversations)))
     receipt = ForgetReceipt(asked=command.asked(), dry_run=command.dry_run)
     if command.dry_run:
         receipt.sessions = sorted(sid for family in conversations for sid in family)

@@ -54,6 +54,7 @@ TABLES: dict[str, Table] = {t.name: t for t in (
     _table("turns", "id session_id user_uid cwd started_at ended_at outcome reason detail receipts continued_by",
            "id"),
     _table("gateway_routes", "key session_id profile state turn_started_at updated_at", "key"),
+    _table("policies", "key value updated_at", "key"),
 )}
 #: A column every table of INSERTED_ORDER has besides its own: a number that grows in the
 #: order rows were inserted (a session's creation order, a turn's start), for `columns`,

@@ -21,14 +21,15 @@ from ....errors import NotASessionStore
 from . import (
     m0001_core, m0002_turns, m0003_lease_holders, m0004_usage_calls, m0005_cheaper_indexing, m0006_hot_appends,
     m0007_uid_check_by_index, m0008_words_planned_once, m0009_batches_in_one_pass, m0010_profile_recorded,
-    m0011_stems_and_scripts, m0012_reasoning_words, m0013_escaped_json, m0014_vectors,
+    m0011_stems_and_scripts, m0012_reasoning_words, m0013_escaped_json, m0014_vectors, m0015_policies,
 )
 
 MIGRATIONS = [(m.NAME, m.SQL) for m in (m0001_core, m0002_turns, m0003_lease_holders, m0004_usage_calls,
                                           m0005_cheaper_indexing, m0006_hot_appends, m0007_uid_check_by_index,
                                           m0008_words_planned_once, m0009_batches_in_one_pass,
                                           m0010_profile_recorded, m0011_stems_and_scripts,
-                                          m0012_reasoning_words, m0013_escaped_json, m0014_vectors)]
+                                          m0012_reasoning_words, m0013_escaped_json, m0014_vectors,
+                                          m0015_policies)]
 #: One key for every schema of a database: the extensions they share are created once too.
 LOCK_KEY = 0x5E55_10DB
 

@@ -24,7 +24,7 @@ from ....errors import NotASessionStore
 from ..connect import APPLICATION_ID
 from . import (
     m0001_core, m0002_search, m0003_lineage, m0004_gateway_routing, m0005_turns, m0006_search_off_path,
-    m0007_usage_calls, m0008_escaped_text, m0009_active_minute,
+    m0007_usage_calls, m0008_escaped_text, m0009_active_minute, m0010_policies,
 )
 
 Migration = tuple[str, Callable[[apsw.Connection], None]]
@@ -32,7 +32,7 @@ Migration = tuple[str, Callable[[apsw.Connection], None]]
 MIGRATIONS: list[Migration] = [
     (m.NAME, m.apply) for m in (
         m0001_core, m0002_search, m0003_lineage, m0004_gateway_routing, m0005_turns, m0006_search_off_path,
-        m0007_usage_calls, m0008_escaped_text, m0009_active_minute,
+        m0007_usage_calls, m0008_escaped_text, m0009_active_minute, m0010_policies,
     )
 ]
 
