@@ -167,7 +167,7 @@ def mcp_server(isolated_home):
     with sessiondb.open_store() as store:
         notes = store.create_session("cli", title="Notes")
         store.append(notes.id, {"uid": "n1", "role": "user", "content": "Buy milk"})
-        yield build(store, allow_append=True), notes.id
+        yield build(store, allow_append=True, allow_forget=True), notes.id
 
 
 def tools_of(server) -> dict[str, object]:

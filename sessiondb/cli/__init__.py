@@ -14,6 +14,7 @@ from .checkpoints import checkpoints
 from .context import CliContext, CliError, complete_profile
 from .demo import demo
 from .doctor import doctor, recover, restore_captured
+from .forget import forget
 from .gateway import gateway
 from .importing import import_history
 from .migrate import migrate
@@ -84,6 +85,7 @@ def main(ctx: click.Context, home: str | None, store: str | None, profile: str |
 
 main.add_command(demo)
 main.add_command(doctor)
+main.add_command(forget)
 main.add_command(recover)
 main.add_command(restore_captured)
 main.add_command(gateway)

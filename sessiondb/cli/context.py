@@ -153,6 +153,11 @@ class CliContext:
         plain = command_for(self.profile, None)
         return text.replace(f"`{plain} ", f"`{self.command} ")
 
+    def spelled(self, text: str) -> str:
+        """`text`, whose plain `sessiondb ...` commands are the library's words, with each
+        command spelled for this store (its --home or --store, and -p)."""
+        return text.replace("`sessiondb ", f"`{self.command} ")
+
     def call(self, method: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run a library call on an open store; a refusal becomes one line of guidance, exit 1."""
         try:
@@ -178,9 +183,9 @@ class CliContext:
         told = isinstance(exc, StorageError) and exc.detail is not None  # already says this store (guidance.tell)
         if message in (str(exc), " ".join(str(exc).split())) and not told \
                 and not isinstance(exc, profiles.NoSuchProfile):
-            # The library's own words name plain `sessiondb` commands; say them for this
-            # store (a missing profile's advice already names the command that creates it).
-            message = message.replace("`sessiondb ", f"`{self.command} ")
+            # The library's own words name plain `sessiondb` commands (a missing profile's
+            # advice already names the command that creates it for this store).
+            message = self.spelled(message)
         if isinstance(exc, StoreHeld):
             detail = {"holders": [str(h) for h in exc.holders]}
         return CliError(message, error_code(exc, cause), detail)

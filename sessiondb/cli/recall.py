@@ -12,17 +12,20 @@ from .context import CliContext
 @click.option("--allow-append", is_flag=True, help="Also offer a tool that appends messages (read-only without it).")
 @click.option("--allow-system", is_flag=True,
               help="With --allow-append, also take system messages (a resumed session replays them as instructions).")
+@click.option("--allow-forget", is_flag=True,
+              help="Also offer `forget`, which erases conversations for good (not offered without it).")
 @click.pass_obj
-def mcp(ctx: CliContext, allow_append: bool, allow_system: bool) -> None:
+def mcp(ctx: CliContext, allow_append: bool, allow_system: bool, allow_forget: bool) -> None:
     """Serve the store to agents as a Model Context Protocol server on stdin/stdout.
 
-    Tools: search, transcript, list_sessions (and append with --allow-append). Configure your agent to run `sessiondb mcp`.
+    Tools: search, recall, transcript, list_sessions (append with --allow-append, forget with
+    --allow-forget). Configure your agent to run `sessiondb mcp`.
     """
     if allow_system and not allow_append:
         raise click.UsageError("--allow-system only widens --allow-append: give both")
     with ctx.open() as store:
         try:
-            serve(store, allow_append=allow_append, allow_system=allow_system)
+            serve(store, allow_append=allow_append, allow_system=allow_system, allow_forget=allow_forget)
         except ModuleNotFoundError as exc:
             if (exc.name or "").split(".")[0] != "mcp":
                 raise

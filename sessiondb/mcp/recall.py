@@ -200,6 +200,13 @@ class Recall:
             raise
         return {"session_id": target.id, **message_view(stored)}
 
+    def forget(self, *, user_id: str | None = None, session_id: str | None = None, source: str | None = None,
+               before: Any = None, dry_run: bool = False) -> dict[str, Any]:
+        """store.forget's receipt; a session named as `read` names one (id, unique prefix or title)."""
+        session = self.store.find_session(session_id).id if session_id else None
+        return self.store.forget(user_id=user_id or None, session_id=session, source=source or None,
+                                 before=moment(before, "before"), dry_run=dry_run).to_dict()
+
     def _new_session(self, uid: str | None, title: str | None) -> tuple[Session, bool]:
         """The new session a message without a session goes to, and whether this call made it.
         Given a uid, it is named after the uid, so a repeated call finds the session (and the

@@ -7,6 +7,7 @@ language, read a transcript or the messages around a hit, and list sessions. It 
 read-only unless started with `allow_append`, which adds one tool that appends a
 message: an agent can remember, not rewrite. System messages are refused unless
 it is started with `allow_system` too (a resumed session replays them as instructions).
+Erasing is offered only when it is started with `allow_forget`, which adds `forget`.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ INSTRUCTIONS = (
 OLD_NAMES = {"search": "search_sessions", "transcript": "read_transcript", "append": "append_message"}
 
 
-def build(store: Store, *, allow_append: bool = False, allow_system: bool = False) -> Any:
+def build(store: Store, *, allow_append: bool = False, allow_system: bool = False,
+          allow_forget: bool = False) -> Any:
     """The MCP server over `store` (an `mcp.server.mcpserver.MCPServer`), not yet running."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
@@ -111,6 +113,21 @@ def build(store: Store, *, allow_append: bool = False, allow_system: bool = Fals
             left out. Giving a uid makes the call safe to repeat: the same uid is stored once."""
             return answer(memory.append, session_id, role, content, uid=uid, title=title)
 
+    if allow_forget:
+        @offer(ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
+                               open_world_hint=False))
+        def forget(user_id: str | None = None, session_id: str | None = None, source: str | None = None,
+                   before: str | None = None, dry_run: bool = False) -> dict[str, Any]:
+            """Erase conversations for good, from every copy sessiondb made. Give at least one
+            selector; a conversation goes, whole and with its branches, when every selector given
+            matches it: user_id, session_id (an id, a unique id prefix or the exact title),
+            source, before (ISO 8601: only conversations wholly inactive before then). dry_run
+            says what would go and changes nothing. The answer is the receipt: `summary` in one
+            sentence, the `sessions` removed, and the scan of the files: `clean` is false while a
+            copy remains, each named in `remaining` or `copies` with what to do."""
+            return answer(memory.forget, user_id=user_id, session_id=session_id, source=source, before=before,
+                          dry_run=dry_run)
+
     return server
 
 
@@ -127,6 +144,7 @@ def _shown(value: Any) -> Any:
     return value
 
 
-def serve(store: Store, *, allow_append: bool = False, allow_system: bool = False) -> None:
+def serve(store: Store, *, allow_append: bool = False, allow_system: bool = False,
+          allow_forget: bool = False) -> None:
     """Run the recall server on stdin/stdout until the client disconnects."""
-    build(store, allow_append=allow_append, allow_system=allow_system).run("stdio")
+    build(store, allow_append=allow_append, allow_system=allow_system, allow_forget=allow_forget).run("stdio")

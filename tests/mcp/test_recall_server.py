@@ -1,5 +1,5 @@
 """`sessiondb mcp` over stdio, spoken to by the MCP SDK's client: search, read, list, and
-read-only unless started with --allow-append."""
+read-only unless started with --allow-append; forget offered only with --allow-forget."""
 
 from __future__ import annotations
 
@@ -235,3 +235,67 @@ def test_half_a_character_reaches_the_model_as_its_escape(store_home):
     found, read = call(store_home, steps)
     assert [m["text"] for m in read["messages"]] == ["a note cut inside an emoji \\ud83d"]
     assert "\\ud83d" in json.dumps(found, ensure_ascii=False)
+
+
+def two_people():
+    """A conversation of Alice's and one of Bob's in the default store; Alice's session id."""
+    with sessiondb.open_store() as store:
+        alice = store.create_session("cli", user_id="alice", title="Alice's plans")
+        store.append(alice.id, {"role": "user", "content": "Alice confides the quince orchard plan"})
+        bob = store.create_session("cli", user_id="bob")
+        store.append(bob.id, {"role": "user", "content": "Bob asks how to true a buckled bicycle wheel"})
+    return alice.id
+
+
+def test_forget_is_not_offered_without_its_option(store_home):
+    two_people()
+
+    async def steps(client):
+        tools = {t.name for t in (await client.list_tools()).tools}
+        return tools, await client.call_tool("forget", {"user_id": "alice"})
+
+    tools, refused = call(store_home, steps, "--allow-append")
+    assert "forget" not in tools and refused.is_error
+    with sessiondb.open_store() as store:
+        assert len(store.search("quince orchard")) == 1
+
+
+def test_with_its_option_an_agent_forgets_one_user_and_reads_the_receipt(store_home):
+    alice = two_people()
+
+    async def steps(client):
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        nothing = await client.call_tool("forget", {})
+        # an empty selector is no selector, as an empty filter is none for search
+        dry = data(await client.call_tool("forget", {"user_id": "alice", "source": "", "dry_run": True}))
+        older = data(await client.call_tool("forget", {"user_id": "alice", "before": "2000-01-01"}))
+        done = data(await client.call_tool("forget", {"user_id": "alice"}))
+        hers = data(await client.call_tool("search", {"query": "quince orchard"}))
+        his = data(await client.call_tool("search", {"query": "buckled bicycle"}))
+        return tools, nothing, dry, older, done, hers, his
+
+    tools, nothing, dry, older, done, hers, his = call(store_home, steps, "--allow-forget")
+    assert tools["forget"].annotations.destructive_hint and "append" not in tools
+    assert nothing.is_error and "say whose conversations to forget" in nothing.content[0].text
+    assert dry["summary"].startswith("would remove 1 session(s), 1 message(s)") and dry["sessions"] == [alice]
+    assert older["summary"] == "nothing matched: no session was removed"  # she spoke after 2000
+    assert done["sessions"] == [alice] and done["clean"] is True and done["summary"].endswith("no copy remains")
+    assert done["scanned"] and done["remaining"] == [] and done["copies"] == []
+    assert hers == [] and len(his) == 1
+    with sessiondb.open_store() as store:
+        assert store.search("quince orchard") == [] and len(store.search("buckled bicycle")) == 1
+
+
+def test_forget_names_a_session_as_transcript_does_and_lists_a_backup_that_holds_a_copy(store_home, tmp_path):
+    alice = two_people()
+    with sessiondb.open_store() as store:
+        store.backup(tmp_path / "before.db")
+
+    async def steps(client):
+        return data(await client.call_tool("forget", {"session_id": "Alice's plans"}))
+
+    receipt = call(store_home, steps, "--allow-forget")
+    assert receipt["asked"] == {"session_id": alice} and receipt["clean"] is False
+    assert receipt["copies"] == [[str(tmp_path / "before.db"),
+                                  f"rm {tmp_path / 'before.db'}  (a backup taken before the erasure)"]]
+    assert receipt["summary"].endswith("1 file(s) still hold a copy (listed, with what to do)")

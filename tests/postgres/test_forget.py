@@ -1,12 +1,14 @@
 """Forget on a PostgreSQL store (S-55): the rows go from every table that held them (the
 vectors and their queue too), the tables are vacuumed, and the receipt says what the server
-itself keeps, since sessiondb owns no file of it to scan."""
+itself keeps, since sessiondb owns no file of it to scan; `sessiondb forget` prints that."""
 
 from __future__ import annotations
 
 import psycopg
+from click.testing import CliRunner
 
 import sessiondb
+from sessiondb.cli import main
 from sessiondb.testing.contract.test_meaning import Concepts
 
 TABLES = ("sessions", "messages", "usage", "turns", "message_vectors", "vectors_wanted")
@@ -35,3 +37,18 @@ def test_forget_leaves_no_row_of_the_person_and_vacuums_what_held_them(pg_server
             conn.execute("SELECT pg_stat_force_next_flush()")
             assert conn.execute("SELECT vacuum_count FROM pg_stat_user_tables WHERE schemaname = %s "
                                 "AND relname = 'messages'", (pg_schema,)).fetchone()[0] > vacuumed
+
+
+def test_the_cli_on_a_server_says_what_the_server_itself_keeps(pg_database):
+    with sessiondb.open_store(pg_database) as store:
+        people = {user: store.create_session("cli", user_id=user).id for user in ("alice", "bob")}
+        for user, session_id in people.items():
+            store.append(session_id, {"role": "user", "content": f"{user} talks about the quince orchard"})
+
+    result = CliRunner().invoke(main, ["--store", pg_database, "forget", "--user", "alice", "--yes"])
+
+    assert result.exit_code == 0, result.output  # nothing sessiondb owns holds a copy
+    notes = [line for line in result.output.splitlines() if line.startswith("note: ")]
+    assert any("write-ahead log" in note for note in notes), result.output
+    with sessiondb.open_store(pg_database) as store:
+        assert [hit.session_id for hit in store.search("quince")] == [people["bob"]]
