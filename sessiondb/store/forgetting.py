@@ -76,7 +76,7 @@ def forget(backend: Backend, command: cmd.Forget) -> ForgetReceipt:
     receipt = ForgetReceipt(asked=command.asked(), dry_run=command.dry_run)
     if command.dry_run:
         receipt.sessions = sorted(sid for family in conversations for sid in family)
-        receipt.messages = backend.read(partial(_message_count, ids=receipt.sessions))
+        receipt.messages, receipt.usage_rows, receipt.turns = backend.read(partial(_counts, ids=receipt.sessions))
         return receipt
     texts: list[str] = []
     for family in conversations:
@@ -155,8 +155,13 @@ def _all_before(rows: Rows, family: set[str], before: float) -> bool:
                for row in found)
 
 
-def _message_count(rows: Rows, ids: list[str]) -> int:
-    return rows.count("messages", {"session_id": one_of(ids)})[None]["count"] if ids else 0
+def _counts(rows: Rows, ids: list[str]) -> tuple[int, int, int]:
+    """The messages, usage rows and turn records of these sessions."""
+    if not ids:
+        return 0, 0, 0
+    this = {"session_id": one_of(ids)}
+    messages, usage, turns = (rows.count(table, this)[None]["count"] for table in ("messages", "usage", "turns"))
+    return messages, usage, turns
 
 
 def _erase(rows: Rows, ids: list[str]) -> _Erased:
@@ -170,9 +175,7 @@ def _erase(rows: Rows, ids: list[str]) -> _Erased:
     for row in rows.select("messages", this, columns=("content", "reasoning")):
         heads += _heads((row["content"], row["reasoning"]))
     erased.fragments = _spread(heads)  # a forget of many conversations holds MAX_FRAGMENTS of each
-    erased.messages = _message_count(rows, ids)
-    erased.usage_rows = rows.count("usage", this)[None]["count"]
-    erased.turns = rows.count("turns", this)[None]["count"]
+    erased.messages, erased.usage_rows, erased.turns = _counts(rows, ids)
     rows.delete("gateway_routes", this)
     rows.delete("sessions", {"id": one_of(ids)})
     return erased

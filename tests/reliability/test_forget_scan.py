@@ -80,7 +80,7 @@ def test_a_log_another_process_kept_from_being_reset_is_named_in_the_receipt(tmp
 
     wal = str(home / "state.db-wal")
     assert [line for line in receipt.remaining if line.startswith(wal + " ")], receipt.remaining
-    assert "sessiondb optimize" in receipt.remaining[0] and "still hold a copy" in receipt.summary()
+    assert "sessiondb sessions optimize" in receipt.remaining[0] and "still hold a copy" in receipt.summary()
     reader.execute("COMMIT")
     reader.close()
     store.optimize()

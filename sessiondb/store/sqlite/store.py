@@ -265,17 +265,18 @@ class SQLiteBackend:
         index = index_schema.path_of(self.path)
         owned = [
             (self.path, "pages it freed before this release turned on overwriting still hold it: "
-                        "`sessiondb vacuum` rewrites the file (with the store's other processes stopped)"),
+                        "`sessiondb sessions vacuum` rewrites the file (with the store's other processes stopped)"),
             (Path(f"{self.path}-wal"), "another process was reading the store as its log was reset: "
-                                       "`sessiondb optimize` resets it once no process reads"),
+                                       "`sessiondb sessions optimize` resets it once no process reads"),
             *((Path(f"{index}{suffix}"), "the search index is derived data: with the store's processes "
                                          f"stopped, delete {index} and it is rebuilt at the next open")
               for suffix in ("", "-wal")),
         ]
-        copies_made = [(path, f"rm {path}  (a backup taken before the erasure)")
-                       for path in copies.existing(self.path)]
+        backups = copies.existing(self.path)
+        copies_made = [(path, f"rm {path}  (a backup taken before the erasure)") for path in backups]
         copies_made += [(path, f"rm {path}  (a forensic copy taken before a repair)")
-                        for path in sorted(forensics.backup_dir(self.path).rglob("*")) if path.is_file()]
+                        for path in sorted(forensics.backup_dir(self.path).rglob("*"))
+                        if path.is_file() and path not in backups]  # a backup may be kept in the same folder
         disposable = []
         for folder in captures.folders(self.path):
             if (captures.manifest_of(folder) or {}).get("restored"):

@@ -86,6 +86,7 @@ def test_before_takes_only_conversations_wholly_inactive_by_then(store, clock):
 def test_a_dry_run_says_what_would_go_and_removes_nothing(store, people):
     receipt = store.forget(user_id="alice", dry_run=True)
     assert receipt.dry_run and receipt.sessions == sorted(people["alice"]) and receipt.messages >= 6
+    assert (receipt.usage_rows, receipt.turns) == (1, 1)
     assert "would remove" in receipt.summary()
     assert len(store.search(MARK)) >= 6
 
