@@ -97,6 +97,7 @@ def sessions() -> None:
 
 @sessions.command("list")
 @click.option("--source", help="Only sessions from this source (cli, telegram, ...).")
+@click.option("--user", "user_id", metavar="ID", help="Only this person's sessions.")
 @click.option("--since", type=TIME, help="Only sessions active at or after TIME.")
 @click.option("--until", type=TIME, help="Only sessions last active before TIME.")
 @click.option("--pinned", is_flag=True, help="Only pinned sessions.")
@@ -106,12 +107,13 @@ def sessions() -> None:
 @json_option
 @rows_option
 @click.pass_obj
-def list_sessions(ctx: CliContext, source: str | None, since: float | None, until: float | None, pinned: bool,
-                  archived: bool, hidden: bool, limit: int, as_json: JsonOutput | None, rows: str | None) -> None:
+def list_sessions(ctx: CliContext, source: str | None, user_id: str | None, since: float | None,
+                  until: float | None, pinned: bool, archived: bool, hidden: bool, limit: int,
+                  as_json: JsonOutput | None, rows: str | None) -> None:
     """Sessions, most recently active first."""
     one_format(as_json, rows)
     with ctx.open() as store:
-        page = ctx.call(store.list_sessions, source=source, since=since, until=until,
+        page = ctx.call(store.list_sessions, source=source, user_id=user_id, since=since, until=until,
                         pinned=True if pinned else None, include_archived=archived, include_hidden=hidden,
                         limit=limit)
         if as_json:
@@ -240,6 +242,7 @@ def _hit_filters(command: Callable[..., None]) -> Callable[..., None]:
     """The filters `sessions search` and `sessions recall` share, as the store's calls do."""
     for option in reversed((
         click.option("--source", help="Only sessions from this source."),
+        click.option("--user", "user_id", metavar="ID", help="Only this person's sessions."),
         click.option("--session", "session_ref", metavar="ID", shell_complete=complete_session,
                      help="Only this session (id, prefix or title)."),
         click.option("--role", type=click.Choice([r.value for r in Role]), help="Only messages with this role."),
@@ -260,16 +263,16 @@ def _hit_filters(command: Callable[..., None]) -> Callable[..., None]:
 @json_option
 @rows_option
 @click.pass_obj
-def search(ctx: CliContext, query: str, source: str | None, session_ref: str | None, role: str | None,
-           since: float | None, until: float | None, include_tools: bool, include_reasoning: bool, substring: bool,
-           limit: int, as_json: JsonOutput | None, rows: str | None) -> None:
+def search(ctx: CliContext, query: str, source: str | None, user_id: str | None, session_ref: str | None,
+           role: str | None, since: float | None, until: float | None, include_tools: bool, include_reasoning: bool,
+           substring: bool, limit: int, as_json: JsonOutput | None, rows: str | None) -> None:
     """Find messages: words, "phrases", OR, -word, prefix*."""
     one_format(as_json, rows)
     with ctx.open() as store:
         session_id = None if session_ref is None else resolve(ctx, store, session_ref).id
-        found = ctx.call(store.search, query, source=source, session_id=session_id, role=role, since=since,
-                         until=until, include_tools=include_tools, include_reasoning=include_reasoning,
-                         substring=substring, limit=limit)
+        found = ctx.call(store.search, query, source=source, user_id=user_id, session_id=session_id, role=role,
+                         since=since, until=until, include_tools=include_tools,
+                         include_reasoning=include_reasoning, substring=substring, limit=limit)
     if as_json:
         as_json.emit([hit.to_dict() for hit in found])
     elif rows:
@@ -285,14 +288,14 @@ def search(ctx: CliContext, query: str, source: str | None, session_ref: str | N
 @click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True, help="At most this many hits.")
 @json_option
 @click.pass_obj
-def recall(ctx: CliContext, question: str, source: str | None, session_ref: str | None, role: str | None,
-           since: float | None, until: float | None, include_tools: bool, limit: int,
+def recall(ctx: CliContext, question: str, source: str | None, user_id: str | None, session_ref: str | None,
+           role: str | None, since: float | None, until: float | None, include_tools: bool, limit: int,
            as_json: JsonOutput | None) -> None:
     """Ask a question in your own words: the messages that best answer it."""
     with ctx.open() as store:
         session_id = None if session_ref is None else resolve(ctx, store, session_ref).id
-        found = ctx.call(store.recall, question, source=source, session_id=session_id, role=role, since=since,
-                         until=until, include_tools=include_tools, limit=limit)
+        found = ctx.call(store.recall, question, source=source, user_id=user_id, session_id=session_id,
+                         role=role, since=since, until=until, include_tools=include_tools, limit=limit)
     if as_json:
         as_json.emit([hit.to_dict() for hit in found])
     else:

@@ -13,7 +13,8 @@ import hashlib
 from datetime import datetime, timezone
 from typing import Any
 
-from ..errors import InvalidInput, SessionExists
+from ..errors import InvalidInput, NotFound, SessionExists
+from ..inputs import check_label
 from ..model import Message, Session
 from ..store.contract import Store
 from ..titles import first_words
@@ -85,11 +86,17 @@ def message_view(m: Message) -> dict[str, Any]:
 
 class Recall:
     """`allow_system`: whether `append` takes system messages, which a resumed session
-    replays to its model as instructions (an agent could otherwise plant some)."""
+    replays to its model as instructions (an agent could otherwise plant some).
 
-    def __init__(self, store: Store, *, allow_system: bool = False) -> None:
+    `user_id`: every tool reads and writes that person's sessions alone (an agent serving one
+    user cannot read another's, even by id): searches, recalls and listings are scoped to
+    them, a session is named by its exact id and must be theirs (another's is "not found",
+    as one that does not exist), new sessions are theirs, and forget erases theirs only."""
+
+    def __init__(self, store: Store, *, allow_system: bool = False, user_id: str | None = None) -> None:
         self.store = store
         self.allow_system = allow_system
+        self.user_id = check_label(user_id, "user_id")
         self._sessions: dict[str, Session] = {}
         self._words: dict[str, str | None] = {}  # an untitled session's first words, by id
 
@@ -117,7 +124,8 @@ class Recall:
                include_reasoning: bool = False) -> list[dict]:
         self._sessions.clear()  # sessions change between calls; within one, look each up once
         self._words.clear()
-        hits = self.store.search(query, source=source or None, role=role or None, since=moment(since, "since"),
+        hits = self.store.search(query, source=source or None, user_id=self.user_id, role=role or None,
+                                 since=moment(since, "since"),
                                  until=moment(until, "until"), include_tools=include_tools,
                                  include_reasoning=include_reasoning, limit=MAX_SCAN if project else limit)
         return self._views(hits, project, limit)
@@ -143,7 +151,7 @@ class Recall:
         words: how many were found, or that nothing was (a model reads text, not an empty list)."""
         self._sessions.clear()
         self._words.clear()
-        hits = self.store.recall(question, source=source or None, since=moment(since, "since"),
+        hits = self.store.recall(question, source=source or None, user_id=self.user_id, since=moment(since, "since"),
                                  until=moment(until, "until"), limit=MAX_SCAN if project else limit)
         found = self._views(hits, project, limit)
         if not found:
@@ -164,7 +172,7 @@ class Recall:
                 raise InvalidInput(f"{name} is {value:,}; one read returns at most {MAX_READ} messages: "
                                    "read on from the last message_id with around_message_id")
         self._words.clear()
-        found = self.store.find_session(session)
+        found = self._find(session)
         if around is None:
             messages = self.store.transcript(found.id, include_compacted=include_compacted, limit=limit)
         else:
@@ -178,7 +186,7 @@ class Recall:
 
     def list(self, *, source: str | None = None, project: str | None = None, since: Any = None,
              until: Any = None, limit: int = 50) -> list[dict]:
-        page = self.store.list_sessions(source=source or None, since=moment(since, "since"),
+        page = self.store.list_sessions(source=source or None, user_id=self.user_id, since=moment(since, "since"),
                                         until=moment(until, "until"), limit=MAX_SCAN if project else limit)
         self._words.clear()
         return [self._view(s) for s in page.items if self._in_project(s, project)][:limit]
@@ -189,7 +197,7 @@ class Recall:
             raise InvalidInput("system messages are refused here: a resumed session replays them to its model "
                                "as instructions; start the server with --allow-system to take them")
         if session:
-            target, created = self.store.find_session(session), False
+            target, created = self._find(session), False
         else:
             target, created = self._new_session(uid, title)
         try:
@@ -202,21 +210,39 @@ class Recall:
 
     def forget(self, *, user_id: str | None = None, session_id: str | None = None, source: str | None = None,
                before: Any = None, dry_run: bool = False) -> dict[str, Any]:
-        """store.forget's receipt; a session named as `read` names one (id, unique prefix or title)."""
-        session = self.store.find_session(session_id).id if session_id else None
-        return self.store.forget(user_id=user_id or None, session_id=session, source=source or None,
+        """store.forget's receipt; a session named as `read` names one (id, unique prefix or title).
+        Scoped to a user, only theirs: another user named is refused."""
+        if self.user_id is not None and user_id and user_id != self.user_id:
+            raise InvalidInput(f"this server forgets user {self.user_id}'s conversations only")
+        session = self._find(session_id).id if session_id else None
+        return self.store.forget(user_id=self.user_id or user_id or None, session_id=session, source=source or None,
                                  before=moment(before, "before"), dry_run=dry_run).to_dict()
+
+    def _find(self, ref: str) -> Session:
+        """The session `ref` names: an id, a unique id prefix or a title; scoped to a user, an
+        exact id of one of theirs (a prefix or a title could name, or list, another's)."""
+        if self.user_id is None:
+            return self.store.find_session(ref)
+        try:
+            found = self.store.get_session(ref)
+        except NotFound:
+            found = None
+        if found is None or found.user_id != self.user_id:
+            raise NotFound(f"user {self.user_id} has no session {ref!r}: name one by its exact id "
+                           "(search, recall and list_sessions give them)")
+        return found
 
     def _new_session(self, uid: str | None, title: str | None) -> tuple[Session, bool]:
         """The new session a message without a session goes to, and whether this call made it.
         Given a uid, it is named after the uid, so a repeated call finds the session (and the
         message) the first one made."""
         if uid is None:
-            return self.store.create_session("mcp", title=title), True
+            return self.store.create_session("mcp", title=title, user_id=self.user_id), True
         if not isinstance(uid, str):
             raise InvalidInput(f"uid must be text, not {type(uid).__name__}")
-        session_id = "mcp-" + hashlib.sha256(uid.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        named = uid if self.user_id is None else f"{self.user_id}\x00{uid}"  # one user's uid is not another's
+        session_id = "mcp-" + hashlib.sha256(named.encode("utf-8", "surrogatepass")).hexdigest()[:32]
         try:
-            return self.store.create_session("mcp", session_id=session_id, title=title), True
+            return self.store.create_session("mcp", session_id=session_id, title=title, user_id=self.user_id), True
         except SessionExists:
             return self.store.get_session(session_id), False

@@ -32,13 +32,13 @@ OLD_NAMES = {"search": "search_sessions", "transcript": "read_transcript", "appe
 
 
 def build(store: Store, *, allow_append: bool = False, allow_system: bool = False,
-          allow_forget: bool = False) -> Any:
+          allow_forget: bool = False, user_id: str | None = None) -> Any:
     """The MCP server over `store` (an `mcp.server.mcpserver.MCPServer`), not yet running."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import ToolAnnotations
 
-    memory = Recall(store, allow_system=allow_system)
+    memory = Recall(store, allow_system=allow_system, user_id=user_id)
     server = MCPServer("sessiondb", instructions=INSTRUCTIONS)
     reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
@@ -145,6 +145,7 @@ def _shown(value: Any) -> Any:
 
 
 def serve(store: Store, *, allow_append: bool = False, allow_system: bool = False,
-          allow_forget: bool = False) -> None:
+          allow_forget: bool = False, user_id: str | None = None) -> None:
     """Run the recall server on stdin/stdout until the client disconnects."""
-    build(store, allow_append=allow_append, allow_system=allow_system, allow_forget=allow_forget).run("stdio")
+    build(store, allow_append=allow_append, allow_system=allow_system, allow_forget=allow_forget,
+          user_id=user_id).run("stdio")

@@ -299,3 +299,35 @@ def test_forget_names_a_session_as_transcript_does_and_lists_a_backup_that_holds
     assert receipt["copies"] == [[str(tmp_path / "before.db"),
                                   f"rm {tmp_path / 'before.db'}  (a backup taken before the erasure)"]]
     assert receipt["summary"].endswith("1 file(s) still hold a copy (listed, with what to do)")
+
+
+def test_a_server_for_one_user_never_reads_or_writes_another_s_sessions(tmp_path, isolated_home):
+    with sessiondb.open_store() as store:
+        alice = store.create_session("telegram", user_id="alice", title="Alice's bank")
+        store.append(alice.id, {"uid": "a1", "role": "user", "content": "my bank pin is 1234"})
+        bob = store.create_session("telegram", user_id="bob")
+        store.append(bob.id, {"uid": "b1", "role": "user", "content": "my sister plays the violin"})
+
+    async def steps(client):
+        seen = {
+            "search": data(await client.call_tool("search", {"query": "bank"})),
+            "recall": data(await client.call_tool("recall", {"question": "What is my bank pin?"}))["hits"],
+            "listed": [s["id"] for s in data(await client.call_tool("list_sessions", {}))],
+            "own": data(await client.call_tool("search", {"query": "violin"})),
+        }
+        refused = [await client.call_tool("transcript", {"session_id": ref}) for ref in (alice.id, alice.id[:10],
+                                                                                       "Alice's bank")]
+        written = data(await client.call_tool("append", {"role": "user", "content": "noted", "uid": "x1"}))
+        into_alice = await client.call_tool("append", {"role": "user", "content": "hi", "session_id": alice.id})
+        forget_alice = await client.call_tool("forget", {"user_id": "alice"})
+        return seen, refused, written, into_alice, forget_alice
+
+    seen, refused, written, into_alice, forget_alice = call(isolated_home, steps, "--user", "bob",
+                                                            "--allow-append", "--allow-forget")
+    assert seen["search"] == [] and seen["recall"] == [] and seen["listed"] == [bob.id]
+    assert [h["session_id"] for h in seen["own"]] == [bob.id]
+    assert all(r.is_error and "user bob has no session" in r.content[0].text for r in refused)
+    assert into_alice.is_error and forget_alice.is_error
+    with sessiondb.open_store() as store:
+        assert store.get_session(written["session_id"]).user_id == "bob"
+        assert [m.uid for m in store.transcript(alice.id)] == ["a1"]
