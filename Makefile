@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-long test-sdk test-pooler reliability reliability-postgres failover bench bench-growth bench-core bench-lineage bench-search bench-search-peers bench-recall bench-forget profile-search bench-api bench-fleet bench-replicas bench-exact clean
+.PHONY: run test test-long test-sdk test-pooler reliability reliability-postgres failover bench bench-growth bench-core bench-lineage bench-search bench-search-peers bench-recall bench-removal profile-search bench-api bench-fleet bench-replicas bench-exact clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -114,9 +114,9 @@ bench-search-peers: $(STAMP) $(PEERS)/.installed
 # absent): hit@5, hit@10, all@10 by category and p50/p99, query language and lexical recall, on
 # SQLite and on a private PostgreSQL server, and both on SQLite over 201,740 messages (the
 # conversations stored 44 times over; about 5 minutes).
-# What a forget costs (deletion, scrub, the raw scan) and the appends' p99 beside it (S-55).
-bench-forget: $(STAMP)
-	$(BIN)/python bench/bench_forget.py
+# What a forget (deletion, scrub, the raw scan; S-55) and a retention sweep cost, and the appends' p99 beside each.
+bench-removal: $(STAMP)
+	$(BIN)/python bench/bench_removal.py
 
 bench-recall: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[wordllama]'  # the vector modes' embedder, weights in its wheel
