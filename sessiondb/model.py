@@ -345,6 +345,7 @@ class PolicyReport:
     sessions: int = 0
     messages: int = 0
     compacted_dropped: int = 0
+    bytes_released: int = 0  # freed pages handed back to the file system after the sweep
     kept: list[tuple[str, str]] = field(default_factory=list)
     refused: str | None = None
 
@@ -382,6 +383,7 @@ class ForgetReceipt:
     usage_rows: int = 0
     turns: int = 0
     spooled_batches: int = 0
+    bytes_released: int = 0  # freed pages handed back to the file system
     fragments: int = 0
     scanned: list[str] = field(default_factory=list)
     scanned_bytes: int = 0

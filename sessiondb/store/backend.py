@@ -94,6 +94,10 @@ class Backend(Protocol):
         engine still keeps of them (freed pages, its write-ahead log, its derived indexes),
         without stopping other processes' writes for longer than one transaction, and say
         where copies may remain, for the scan that follows."""
+    def release_space(self) -> int:
+        """Hand the pages that deletions freed back to the file system, a few at a time
+        beside writers (never a rewrite that needs the store to itself); the bytes handed
+        back (0 where the engine keeps freed space for its own reuse)."""
     def footprint(self) -> tuple[int, int]:
         """The store's size in bytes, and of that what a write-ahead log of its own holds (0
         when it has none), for stats (the counts are rows, store/sessions.py)."""

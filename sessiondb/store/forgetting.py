@@ -16,9 +16,10 @@ receipt that proves it by a scan of the raw files.
    conversation is deleted, the first bytes of its texts are kept, in memory only, as
    the fragments the scan looks for.
 3. **The spool**: batches refused for those sessions are removed.
-4. **The engine's own copies** (`Backend.scrub`): SQLite overwrites freed pages, merges
-   and rewrites its words and vectors index and resets both write-ahead logs; PostgreSQL
-   vacuums the tables (its server's WAL and backups are its own, and the receipt says so).
+4. **The engine's own copies**: the freed pages are handed back (`Backend.release_space`:
+   SQLite's incremental vacuum, PostgreSQL's VACUUM), then `Backend.scrub`: SQLite (whose
+   writer overwrites what it deletes) merges and rewrites its words and vectors index and
+   resets both write-ahead logs; PostgreSQL says what its server's WAL and backups keep.
 5. **The scan.** Every file the backend owns, the spool, and the copies it made and does
    not rewrite (backups, retired-WAL captures) are read raw for the fragments; a capture
    already brought back into the store that holds one is removed. A fragment
@@ -90,6 +91,7 @@ def forget(backend: Backend, command: cmd.Forget) -> ForgetReceipt:
     receipt.spooled_batches = _unspool(backend.spool_anchor, set(receipt.sessions))
     if not receipt.sessions:
         return receipt
+    receipt.bytes_released = backend.release_space()
     traces = backend.scrub()
     receipt.notes += traces.notes
     _scan(backend, traces, _spread(texts), receipt)

@@ -412,6 +412,10 @@ class MemoryBackend:
         self._shared.meaning.keep_only({key[0] for key in self._shared.tables.rows["messages"]})
         return Traces()
 
+    def release_space(self) -> int:
+        """A memory store has no file: what a removal frees is Python's."""
+        return 0
+
     def footprint(self) -> tuple[int, int]:
         """A memory store has no file and no log of its own."""
         return 0, 0

@@ -22,7 +22,8 @@ PostgreSQL its session rows locked), after checking that it is still as planned 
 sessions, same newest activity, not pinned, not held): one written to since is left for
 the next run. Compacted originals lose their text CHUNK rows per transaction. Every
 transaction is whole, so a sweep killed at any point leaves no half-removed conversation,
-and the next run finds what is left. A dry run is the default on every face.
+and the next run finds what is left. The pages freed are then handed back to the file system a
+few at a time (`Backend.release_space`). A dry run is the default on every face.
 """
 
 from __future__ import annotations
@@ -237,6 +238,8 @@ def apply(backend: Backend, *, now: float, dry_run: bool, force: bool) -> Policy
     while after is not None:
         dropped, after = backend.write(partial(_drop_compacted, plan=plan, after=after))
         report.compacted_dropped += dropped
+    if report.removed or report.compacted_dropped:
+        report.bytes_released = backend.release_space()
     return report
 
 

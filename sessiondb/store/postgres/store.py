@@ -205,9 +205,17 @@ class PostgresBackend:
         return self._read(vectors.held)
 
     def scrub(self) -> Traces:
-        """VACUUM the tables (a plain one: writers go on), and say what the server keeps."""
-        self._db.session(partial(maintenance.run_each_table, schema=self._db.schema, statement="VACUUM"))
+        """What the server keeps, said: the tables were vacuumed by release_space, and the
+        server's files are not sessiondb's to scan."""
         return Traces(notes=[maintenance.SERVER_KEEPS])
+
+    def release_space(self) -> int:
+        """A plain VACUUM: the space of removed rows is the tables' to reuse (and empty pages at
+        a table's end go back to the server's disk), with writers going on; VACUUM FULL, which
+        would hand back the rest, locks each table for its rewrite and is left to the operator."""
+        before = self.footprint()[0]
+        self._db.session(partial(maintenance.run_each_table, schema=self._db.schema, statement="VACUUM"))
+        return max(before - self.footprint()[0], 0)
 
     def footprint(self) -> tuple[int, int]:
         """The bytes of the schema's tables and sequences, and 0: the server's WAL is not

@@ -121,6 +121,27 @@ def optimize(conn: apsw.Connection, swept_to: int) -> None:
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
+#: Free pages one writer transaction hands back (1 MiB of 4 KiB pages): a short write,
+#: so an append waits for one step at most.
+RELEASE_STEP = 256
+
+
+def release_step(conn: apsw.Connection) -> int:
+    """Hand back up to RELEASE_STEP free pages; the bytes handed back (0: none left, or a
+    file without a map of its pages, which keeps them until a VACUUM)."""
+    if conn.execute("PRAGMA auto_vacuum").fetchone()[0] != 2:
+        return 0
+    free = conn.execute("PRAGMA freelist_count").fetchone()[0]
+    if not free:
+        return 0
+    conn.execute(f"PRAGMA incremental_vacuum({RELEASE_STEP})").fetchall()
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    return (free - conn.execute("PRAGMA freelist_count").fetchone()[0]) * page_size
+
+
 def vacuum(conn: apsw.Connection) -> None:
+    # A file made before stores kept a map of their pages gains one in the rewrite, and
+    # hands freed pages back beside writers from then on (connect.configure_writer).
+    conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
     conn.execute("VACUUM")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

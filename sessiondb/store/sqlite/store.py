@@ -286,6 +286,17 @@ class SQLiteBackend:
                                             f"same selectors, then rm -r {folder}"))
         return Traces(owned=owned, copies=copies_made, disposable=disposable)
 
+    def release_space(self) -> int:
+        """Free pages handed back RELEASE_STEP at a time, each step a write of the writer (so
+        appends interleave), in a file that keeps a map of its pages (connect.py: every file
+        made since; an older one gains it at `sessiondb sessions vacuum`); the file shrinks
+        at the next checkpoint."""
+        self._check_open()
+        released = 0
+        while (step := self._file.writer.run(maintenance.release_step)) > 0:
+            released += step
+        return released
+
     def footprint(self) -> tuple[int, int]:
         """The bytes of the file and its WAL together, and of the WAL (see Backend)."""
         size, wal = _file_size(self.path), _file_size(Path(f"{self.path}-wal"))
