@@ -383,6 +383,7 @@ class ForgetReceipt:
     usage_rows: int = 0
     turns: int = 0
     spooled_batches: int = 0
+    checkpoint_files: int = 0  # the turns' snapshots of the agent's working tree, and their contents
     bytes_released: int = 0  # freed pages handed back to the file system
     fragments: int = 0
     scanned: list[str] = field(default_factory=list)

@@ -27,14 +27,15 @@ ALLOWED = {
     "face": {"leaf", "interface", "neutral", "package", "user", "face"},
 }
 LEAVES = {"errors", "model", "inputs", "home", "guidance", "query", "recall", "embedding", "keys", "formats", "exports",
-          "files", "uids", "telemetry"}
+          "files", "uids", "telemetry", "snapshots"}
 INTERFACE = {"store.contract", "store.optional", "store.commands", "store.backend", "store.spool", "store.listing",
              "store.lease_holders", "store.rows", "store.sql"}
 BACKENDS = ("store.sqlite", "store.postgres", "store.memory")
 USERS = ("profiles", "usage", "titles", "gateway", "turns", "adapters", "importers", "testing")
 FACES = ("cli", "api", "mcp")
 #: Modules allowed to import some of sessiondb's own modules inside a function, and why.
-LAZY = {"cli.serve": "the CLI loads the HTTP service (FastAPI, uvicorn) only for `serve`"}
+LAZY = {"cli.serve": "the CLI loads the HTTP service (FastAPI, uvicorn) only for `serve`",
+        "store.forgetting": "a forget loads the checkpoint files (hashlib) only when it runs"}
 
 
 def _name(path: Path) -> str:

@@ -15,7 +15,9 @@ receipt that proves it by a scan of the raw files.
    edit receipts) and lease with it, and the gateway's routes to it go. Before a
    conversation is deleted, the first bytes of its texts are kept, in memory only, as
    the fragments the scan looks for.
-3. **The spool**: batches refused for those sessions are removed.
+3. **Beside the store**: batches refused for those sessions are removed from the spool, and
+   the turns' checkpoints of their agents' working trees (sessiondb.snapshots), with every
+   file content no other session's checkpoint holds.
 4. **The engine's own copies**: the freed pages are handed back (`Backend.release_space`:
    SQLite's incremental vacuum, PostgreSQL's VACUUM), then `Backend.scrub`: SQLite (whose
    writer overwrites what it deletes) merges and rewrites its words and vectors index and
@@ -89,6 +91,8 @@ def forget(backend: Backend, command: cmd.Forget) -> ForgetReceipt:
         texts += erased.fragments
     receipt.sessions.sort()
     receipt.spooled_batches = _unspool(backend.spool_anchor, set(receipt.sessions))
+    from ..snapshots import forget_sessions  # hashlib, loaded only when a forget runs
+    receipt.checkpoint_files = forget_sessions(backend.location, set(receipt.sessions))
     if not receipt.sessions:
         return receipt
     receipt.bytes_released = backend.release_space()

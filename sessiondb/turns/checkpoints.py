@@ -1,7 +1,7 @@
 """Checkpoints and rollback of an agent's working tree (S-53).
 
 Before the agent's first change in a turn, the tree is snapshotted: each file's content
-into the content-addressed object store (objects.py), the list of files into a manifest
+into the content-addressed object store (sessiondb.snapshots), the list of files into a manifest
 numbered per session. `diff` compares a checkpoint with the tree now; `restore` puts it
 back, after taking a checkpoint of the tree as it is, and refuses (listing every file)
 when a file it would overwrite or delete was changed since the agent's own last write:
@@ -28,15 +28,14 @@ from typing import Any, Callable
 
 from ..errors import CheckpointRefused, InvalidInput, NotFound
 from ..store.contract import Store
+from ..snapshots import ROOT_NAME, Objects, digest, read_json, write_json
 from ..store.spool import spool_dir
 from . import trees
 from .environments import METADATA_KEY, Environment, classify
-from .objects import Objects, digest, read_json, write_json
 from .trees import Limits
 
 log = logging.getLogger("sessiondb.turns")
 
-ROOT_NAME = "checkpoints"  # beside the store file, in the profile's directory of the home
 _LEDGER = "ledger.json"
 
 
@@ -168,6 +167,10 @@ class Checkpoints:
 
     def _take(self, session_id: str, tree: Path, label: str, turn_id: str | None) -> Checkpoint:
         found = trees.scan(tree, self.limits, exclude=self._own())
+        with self.objects.exclusive():  # its contents and its manifest, between two removals
+            return self._written(session_id, tree, label, turn_id, found)
+
+    def _written(self, session_id: str, tree: Path, label: str, turn_id: str | None, found: trees.Scan) -> Checkpoint:
         files = {rel: {"sha256": self.objects.put(content), "size": len(content), "mode": mode}
                  for rel, (content, mode) in found.files.items()}
         with self._lock:
