@@ -406,6 +406,9 @@ class ForgetReceipt:
                 f"{self.turns} turn record(s), {self.spooled_batches} spooled batch(es)")
         if self.dry_run:
             return f"would remove {what} (a dry run: nothing changed)"
+        if not self.fragments:
+            return (f"removed {what}; their texts were too short to be told apart from others' in the files, "
+                    "so no scan vouches for them")
         scan = f"{len(self.scanned)} file(s), {self.scanned_bytes} bytes, scanned for {self.fragments} fragment(s)"
         if self.clean:
             return f"removed {what}; {scan}: no copy remains"

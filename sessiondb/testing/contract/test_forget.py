@@ -118,3 +118,11 @@ def test_a_forgotten_message_is_never_recalled_by_its_meaning(open_backend):
     assert store.recall("Which pet do I have?")[0].uid == "puppy"
     store.forget(user_id="dave")
     assert [h.uid for h in store.recall("Which pet do I have?")] in ([], ["violin"])
+
+
+def test_a_receipt_says_so_when_the_texts_were_too_short_to_scan_for(store):
+    s = store.create_session("cli", user_id="zed")
+    store.append(s.id, said("hi there"))
+    receipt = store.forget(user_id="zed")
+    assert receipt.sessions == [s.id] and receipt.fragments == 0
+    assert "no scan vouches for them" in receipt.summary() and "no copy remains" not in receipt.summary()
