@@ -4,19 +4,42 @@ Every adapter is built the same way: what its SDK needs (a session id, for the
 session-shaped ones) plus either `store=`, an open Store or AsyncStore that stays the
 caller's to close, or the arguments of `open_store` (a path or URL, `home=`,
 `profile=`, ...), which the adapter opens, owns and closes. Works on every backend.
+
+The adapters whose SDK has no user of its own (the OpenAI Agents session, LangChain's
+history, LangGraph's saver) take `user_id=` too: the person whose conversations they
+keep. Their sessions are stamped with it, and the SDK's id names a session of that user
+alone (`user_session_id`), so one user's ids are never another's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import os
 from functools import partial
 from typing import Any
 
 from .. import open_store
 from ..errors import InvalidInput, NotFound, SessionExists
+from ..inputs import check_label
 from ..store.aio import AsyncStore
 from ..store.contract import Store
+
+
+def user_scope(user_id: Any) -> str | None:
+    """An adapter's `user_id=`: None (every conversation, as without one) or a person's id."""
+    return None if user_id is None else check_label(user_id, "user_id", required=True)
+
+
+def user_session_id(prefix: str, user_id: str, sdk_id: str) -> str:
+    """The session that keeps the SDK's session or thread `sdk_id` of user `user_id`:
+    `<prefix>-user-` and a digest of both, so the same SDK id under two users names two
+    sessions (and any SDK id, however long, a valid session id)."""
+    if not isinstance(sdk_id, str):
+        raise InvalidInput(f"a session id must be text, not {type(sdk_id).__name__}")
+    digest = hashlib.sha256(json.dumps([user_id, sdk_id]).encode()).hexdigest()[:32]
+    return f"{prefix}-user-{digest}"
 
 
 class StoreBinding:

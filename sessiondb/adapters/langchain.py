@@ -34,9 +34,11 @@ from ..errors import InvalidInput, NotFound
 from ..model import Message
 from ..store.aio import AsyncStore
 from ..store.contract import Store
-from .binding import BoundToStore, StoreBinding
+from .binding import BoundToStore, StoreBinding, user_scope, user_session_id
 
 SOURCE = "langchain"
+#: Session metadata: the id the history was given, when the session is a user's (named by a digest).
+ORIGINAL_ID = "langchain_session_id"
 #: The content part that keeps what sessiondb has no column for. It has no `text`, so it
 #: is never searched nor shown as text.
 EXTRAS = "langchain"
@@ -158,7 +160,9 @@ class SessiondbChatMessageHistory(BoundToStore, BaseChatMessageHistory):
     Built from the session id plus either `store=` (an open Store or AsyncStore, left
     open) or where to open one (`location`, `home=`, `profile=`...), which the history
     owns: `close()` it, or use it as a context manager. The session is created, with
-    source "langchain", by the first message added.
+    source "langchain", by the first message added. With `user_id`, it is that person's:
+    stamped with them and named by a digest of the user and the id (`store_session_id`),
+    so another user's history of the same id never reads nor writes it.
 
     langchain-core has deprecated `BaseChatMessageHistory` since 1.6.4 (to be removed in
     2.0) in favour of LangGraph's short-term memory, a checkpointer on the graph
@@ -168,15 +172,20 @@ class SessiondbChatMessageHistory(BoundToStore, BaseChatMessageHistory):
     """
 
     def __init__(self, session_id: str, location: str | os.PathLike[str] | None = None, *,
-                 store: Store | AsyncStore | None = None, **open_options: Any) -> None:
+                 store: Store | AsyncStore | None = None, user_id: str | None = None, **open_options: Any) -> None:
         self.session_id = session_id
+        self.user_id = user_scope(user_id)
+        #: The session that keeps this history: `session_id` itself, or a user's, derived from both.
+        self.store_session_id = session_id if self.user_id is None else user_session_id(
+            SOURCE, self.user_id, session_id)
+        self._stamp = {} if self.user_id is None else {"user_id": self.user_id, "metadata": {ORIGINAL_ID: session_id}}
         self._binding = StoreBinding(store, location, **open_options)
 
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
         """The live conversation, across compactions (a compacted history reads its summary)."""
         try:
-            live = self.store.transcript(self.store.tip(self.session_id).id)
+            live = self.store.transcript(self.store.tip(self.store_session_id).id)
         except NotFound:
             return []
         return [from_stored(m) for m in live]
@@ -185,8 +194,9 @@ class SessiondbChatMessageHistory(BoundToStore, BaseChatMessageHistory):
         """Store the messages as one atomic batch; a message already stored (by id) is not stored again."""
         if not messages:
             return
-        self._ensure_session(self.session_id, SOURCE)
-        tail = self.store.transcript(self.store.tip(self.session_id).id, limit=len(messages) + 1, order="desc")[::-1]
+        self._ensure_session(self.store_session_id, SOURCE, **self._stamp)
+        tail = self.store.transcript(self.store.tip(self.store_session_id).id, limit=len(messages) + 1,
+                                     order="desc")[::-1]
         # A batch that starts with the whole live history (read back and handed over) skips
         # it: the messages without ids among it have no id to be found by.
         whole = len(tail) <= len(messages)
@@ -197,13 +207,13 @@ class SessiondbChatMessageHistory(BoundToStore, BaseChatMessageHistory):
             follows = rows[-1]["uid"]
         if not rows:
             return
-        self.store.append(self.session_id, rows)
+        self.store.append(self.store_session_id, rows)
 
     def clear(self) -> None:
         """Rewind the conversation: its messages are kept, out of the history and of search,
-        and `store.restore_rewound(session_id)` brings them back."""
+        and `store.restore_rewound(store_session_id)` brings them back."""
         try:
-            self.store.rewind(self.store.tip(self.session_id).id, 0)
+            self.store.rewind(self.store.tip(self.store_session_id).id, 0)
         except NotFound:
             pass
 

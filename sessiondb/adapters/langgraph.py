@@ -15,6 +15,13 @@ delta channel's history is one walk back along the parent chain.
 
 `prune` and `delete_for_runs` archive the records they take out in one compaction of
 the thread's session: the store never deletes single messages.
+
+A saver built with `user_id=` keeps one person's threads: their sessions are stamped with
+the user and named by a digest of the user and the thread id (binding.user_session_id), so
+the same thread id under another user's saver is another thread, and listings read the
+user's threads alone. The config's `configurable.user_id` does not choose the user: LangGraph
+copies it into the checkpoint's metadata for the app's own use, and the thread-level calls
+(delete_thread, copy_thread, prune) are given no config.
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ from ..model import Message
 from ..store.aio import AsyncStore
 from ..store.contract import Store
 from . import langgraph_records as rec
-from .binding import BoundToStore, StoreBinding
+from .binding import BoundToStore, StoreBinding, user_scope, user_session_id
 
 PAGE = 64  # records read per step of a walk through a thread's session
 
@@ -45,12 +52,14 @@ class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
     """Checkpoints of LangGraph threads in a sessiondb store, sync and async.
 
     Built from `store=` (an open Store or AsyncStore, left open) or where to open one
-    (`location`, `home=`, `profile=`...), which the saver owns and `close()`s.
+    (`location`, `home=`, `profile=`...), which the saver owns and `close()`s. With
+    `user_id`, the threads of that person alone.
     """
 
     def __init__(self, location: str | os.PathLike[str] | None = None, *, store: Store | AsyncStore | None = None,
-                 serde: SerializerProtocol | None = None, **open_options: Any) -> None:
+                 serde: SerializerProtocol | None = None, user_id: str | None = None, **open_options: Any) -> None:
         super().__init__(serde=serde)
+        self.user_id = user_scope(user_id)
         self._binding = StoreBinding(store, location, **open_options)
         self._arrivals = rec.Arrivals()
 
@@ -117,13 +126,13 @@ class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
 
     def delete_thread(self, thread_id: str) -> None:
         try:
-            self.store.delete_session(rec.session_id_of(thread_id))
+            self.store.delete_session(self._sid(thread_id))
         except NotFound:
             pass
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy every checkpoint and write of a thread to another, oldest first (again: nothing twice)."""
-        source = rec.session_id_of(source_thread_id)
+        source = self._sid(source_thread_id)
         try:
             self.store.get_session(source)
         except NotFound:
@@ -165,7 +174,7 @@ class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
             if strategy == "delete":
                 self.delete_thread(thread_id)
             else:
-                sid = rec.session_id_of(thread_id)
+                sid = self._sid(thread_id)
                 self._archive(sid, lambda upto: self._latest_only(sid, upto), {"strategy": strategy})
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
@@ -175,7 +184,7 @@ class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
         if not runs:
             return
         for thread_id in [*self._threads()]:
-            sid = rec.session_id_of(thread_id)
+            sid = self._sid(thread_id)
             self._archive(sid, lambda upto: self._without_runs(sid, runs, upto), {"run_ids": sorted(runs)})
 
     def _archive(self, sid: str, keep: Callable[[int | None], list[Message] | None], note: dict[str, Any]) -> None:
@@ -237,7 +246,7 @@ class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         thread_id, ns, checkpoint_id = _address(config)
-        sid = rec.session_id_of(thread_id)
+        sid = self._sid(thread_id)
         writes: dict[str, dict[tuple[str, int], dict[str, Any]]] = {}
         found: rec.Stored | None = None
         for message, part in self._walk(sid):
@@ -277,7 +286,7 @@ class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
 
     def _thread_tuples(self, thread_id: str, ns_wanted: str | None) -> Iterator[CheckpointTuple]:
         """The thread's checkpoints, newest first, each once all its writes have been seen."""
-        sid = rec.session_id_of(thread_id)
+        sid = self._sid(thread_id)
         writes: dict[str, dict[tuple[str, int], dict[str, Any]]] = {}
         waiting: dict[str, rec.Stored] = {}  # per namespace: the checkpoint whose older writes may follow
         shared: dict[str, Any] = {}
@@ -328,7 +337,7 @@ class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
         if not channels:
             return {}
         thread_id, ns, checkpoint_id = _address(config)
-        sid = rec.session_id_of(thread_id)
+        sid = self._sid(thread_id)
         members, writes = self._chain(sid, ns, checkpoint_id, channels)
         history: dict[str, DeltaChannelHistory] = {ch: {"writes": []} for ch in channels}
         shared: dict[str, Any] = {}
@@ -402,20 +411,28 @@ class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
                 return
             before = page[-1].id
 
+    def _sid(self, thread_id: Any) -> str:
+        """The session a thread is kept in (langgraph_records.session_id_of), or a user's."""
+        if self.user_id is None:
+            return rec.session_id_of(thread_id)
+        return user_session_id(rec.SOURCE, self.user_id, str(thread_id))
+
     def _session(self, thread_id: Any) -> str:
         """The thread's session, created the first time."""
-        sid, label = rec.session_id_of(thread_id), str(thread_id)
+        sid, label = self._sid(thread_id), str(thread_id)
         self._ensure_session(sid, rec.SOURCE, metadata={"thread_id": label},
-                             thread_id=label if len(label) <= 200 else None)
+                             thread_id=label if len(label) <= 200 else None, user_id=self.user_id)
         return sid
 
     def _threads(self) -> Iterator[str]:
+        """This saver's threads: of its user when it has one, and only the sessions their
+        thread id names here (not another user's thread, nor a copy of a thread's session)."""
         cursor = None
         while True:
-            page = self.store.list_sessions(source=rec.SOURCE, include_archived=True, include_hidden=True,
-                                            limit=200, cursor=cursor)
+            page = self.store.list_sessions(source=rec.SOURCE, user_id=self.user_id, include_archived=True,
+                                            include_hidden=True, limit=200, cursor=cursor)
             for session in page.items:
-                if "thread_id" in session.metadata:
+                if "thread_id" in session.metadata and session.id == self._sid(session.metadata["thread_id"]):
                     yield session.metadata["thread_id"]
             if not (cursor := page.cursor):
                 return

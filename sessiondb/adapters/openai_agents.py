@@ -5,11 +5,13 @@
 
 The SDK's session id names a sessiondb session (source "openai-agents"), created on the
 first write; an id sessiondb cannot take as it is (a '/', a control character...) is
-mapped to `oa-` and a digest of it, and kept in the session's metadata. Items are stored
-one message each (readable, searchable, lossless: the items section below says how). What sessiondb adds:
-idempotent appends across processes, undo that keeps history (pop_item, clear_session),
-compaction under a lease that loses no concurrent write (run_compaction), search,
-usage and branches. docs/adapters/openai-agents.md says what is guaranteed.
+mapped to `oa-` and a digest of it, and kept in the session's metadata; with `user_id=`,
+the session is that person's and named by a digest of the user and the id (binding.py).
+Items are stored one message each (readable, searchable, lossless: the items section below
+says how). What sessiondb adds: idempotent appends across processes, undo that keeps
+history (pop_item, clear_session), compaction under a lease that loses no concurrent
+write (run_compaction), search, usage and branches. docs/adapters/openai-agents.md says
+what is guaranteed.
 
 One module, in three parts: an item as a message, the conversation's store work (run on
 a worker thread), and the SDK's Session over them.
@@ -41,7 +43,7 @@ from ..model import MAX_UID_LENGTH, Message, Role, SearchHit, Session, Usage, co
 from ..store.aio import AsyncStore
 from ..store.alignment import align
 from ..store.contract import Store
-from .binding import StoreBinding
+from .binding import StoreBinding, user_scope, user_session_id
 
 
 # --- an item as a message ------------------------------------------------------------------
@@ -152,10 +154,11 @@ EPOCH = "openai_agents_epoch"
 
 
 class StoredConversation:
-    """The conversation `session_id` (sessiondb's id; `original` the SDK's) in `store`."""
+    """The conversation `session_id` (sessiondb's id; `original` the SDK's) in `store`, of
+    the person `user_id` (None: no one in particular)."""
 
-    def __init__(self, store: Store, session_id: str, original: str) -> None:
-        self.store, self.session_id, self.original = store, session_id, original
+    def __init__(self, store: Store, session_id: str, original: str, user_id: str | None = None) -> None:
+        self.store, self.session_id, self.original, self.user_id = store, session_id, original, user_id
 
     def root(self, create: bool) -> Session | None:
         """The session the SDK's id names, created on first write (source openai-agents)."""
@@ -166,7 +169,8 @@ class StoredConversation:
                 return None
         metadata = {} if self.session_id == self.original else {ORIGINAL_ID: self.original}
         try:
-            return self.store.create_session(SOURCE, session_id=self.session_id, metadata=metadata)
+            return self.store.create_session(SOURCE, session_id=self.session_id, user_id=self.user_id,
+                                             metadata=metadata)
         except SessionExists:  # another writer created it first
             return self.store.get_session(self.session_id)
 
@@ -192,7 +196,7 @@ class StoredConversation:
         call, which creates the session on first write and reads the conversation's end."""
         metadata = {} if self.session_id == self.original else {ORIGINAL_ID: self.original}
         self.store.extend(self.session_id, partial(self._unstored, batch), newest=len(batch),
-                          create={"source": SOURCE, "metadata": metadata})
+                          create={"source": SOURCE, "user_id": self.user_id, "metadata": metadata})
 
     def _unstored(self, batch: list[tuple[dict[str, Any], str]], root: Session, tail: list[Message],
                   history: Callable[[], list[Message]]) -> list[dict[str, Any]]:
@@ -256,8 +260,8 @@ class StoredConversation:
             lineage = self.store.lineage(self.session_id)
         except NotFound:
             return []
-        hits = [hit for s in lineage
-                for hit in self.store.search(query, session_id=s.id, limit=limit, include_tools=include_tools)]
+        hits = [hit for s in lineage for hit in self.store.search(
+            query, session_id=s.id, user_id=self.user_id, limit=limit, include_tools=include_tools)]
         return sorted(hits, key=lambda hit: -hit.score)[:limit]
 
     def record_usage(self, usages: list[Any], model: str, provider: str) -> None:
@@ -286,10 +290,13 @@ Items = list[TResponseInputItem]
 Summariser = Callable[[Items], Items | Awaitable[Items]]
 
 
-def store_session_id(session_id: Any) -> str:
-    """The sessiondb id of an SDK session id: itself when sessiondb takes it, else `oa-<digest>`."""
+def store_session_id(session_id: Any, user_id: str | None = None) -> str:
+    """The sessiondb id of an SDK session id: itself when sessiondb takes it, else `oa-<digest>`;
+    a user's, `oa-user-<digest>` of the user and the id."""
     if not isinstance(session_id, str):
         raise InvalidInput(f"session_id must be text, not {type(session_id).__name__}")
+    if user_id is not None:
+        return user_session_id("oa", user_id, session_id)
     try:
         return check_session_id(session_id)
     except InvalidInput:
@@ -302,7 +309,8 @@ def default_should_compact(items: Items) -> bool:
 
 
 class SessiondbSession(SessionABC):
-    """One agent conversation kept in a sessiondb store."""
+    """One agent conversation kept in a sessiondb store; with `user_id`, one of that person's,
+    which another user's session of the same id never reads nor writes."""
 
     def __init__(
         self,
@@ -315,19 +323,21 @@ class SessiondbSession(SessionABC):
         should_compact: Callable[[Items], bool] = default_should_compact,
         compaction_mode: str = "in_place",
         compaction_ttl: float = 300,
+        user_id: str | None = None,
         **open_options: Any,
     ) -> None:
         if compaction_mode not in ("in_place", "rotate"):
             raise InvalidInput(f"compaction_mode must be 'in_place' or 'rotate', not {compaction_mode!r}")
         self.session_id = session_id
-        self.store_session_id = store_session_id(session_id)
+        self.user_id = user_scope(user_id)
+        self.store_session_id = store_session_id(session_id, self.user_id)
         self.session_settings = coerce_session_settings(session_settings or SessionSettings())
         self._summarise = summarise
         self._should_compact = should_compact
         self._compaction_mode, self._compaction_ttl = compaction_mode, compaction_ttl
         self._binding = StoreBinding(store, location, **open_options)
         self._store = self._binding.sync
-        self._conversation = StoredConversation(self._store, self.store_session_id, session_id)
+        self._conversation = StoredConversation(self._store, self.store_session_id, session_id, self.user_id)
         self._closed = False
 
     @property
@@ -432,12 +442,18 @@ class SessiondbSession(SessionABC):
     async def create_branch_from_turn(self, turn_number: int, *, title: str | None = None) -> SessiondbSession:
         """A new session holding this conversation before its `turn_number`-th user message
         (1 is the first), to ask that turn again differently; this session is unchanged.
-        The branch shares this session's store (still this session's to close)."""
+        The branch shares this session's store (still this session's to close) and its user."""
         self._check_open()
         branch = await self._off_loop(self._conversation.branch, turn_number, title)
-        return SessiondbSession(branch.id, store=self._store, session_settings=self.session_settings,
-                                summarise=self._summarise, should_compact=self._should_compact,
-                                compaction_mode=self._compaction_mode, compaction_ttl=self._compaction_ttl)
+        session = SessiondbSession(branch.id, store=self._store, session_settings=self.session_settings,
+                                   summarise=self._summarise, should_compact=self._should_compact,
+                                   compaction_mode=self._compaction_mode, compaction_ttl=self._compaction_ttl,
+                                   user_id=self.user_id)
+        # A branch's id is minted by the store, not derived from an SDK id: a user's branch is
+        # the session of that id itself (the store gave it this user).
+        session.store_session_id = branch.id
+        session._conversation = StoredConversation(self._store, branch.id, branch.id, self.user_id)
+        return session
 
     def close(self) -> None:
         """Close the store if this session opened it; a handed-in store stays open."""

@@ -16,6 +16,7 @@ from langchain_core.messages import (
     AIMessage, AIMessageChunk, ChatMessage, FunctionMessage, HumanMessage, SystemMessage, ToolMessage,
 )
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+from langchain_core.runnables import ConfigurableFieldSpec
 from langchain_core.runnables.history import RunnableWithMessageHistory
 
 import sessiondb
@@ -192,6 +193,38 @@ def test_a_runnable_keeps_its_conversation_in_sessiondb(store):
     assert [(m.role, m.text) for m in store.transcript("trip")] == [
         ("user", "Weather in Kyoto?"), ("assistant", "Kyoto is sunny."),
         ("user", "What should I bring?"), ("assistant", "Take a hat.")]
+
+
+def test_a_history_stored_as_one_user_is_empty_for_another_under_the_same_session_id(store):
+    model = GenericFakeChatModel(messages=iter([AIMessage("Kyoto is sunny."), AIMessage("Hello Bob.")]))
+    prompt = ChatPromptTemplate.from_messages([MessagesPlaceholder("history"), ("human", "{question}")])
+    chain = RunnableWithMessageHistory(
+        prompt | model, lambda user_id, conversation_id: SessiondbChatMessageHistory(
+            conversation_id, store=store, user_id=user_id),
+        input_messages_key="question", history_messages_key="history",
+        history_factory_config=[ConfigurableFieldSpec(id="user_id", annotation=str),
+                                ConfigurableFieldSpec(id="conversation_id", annotation=str)])
+    chain.invoke({"question": "Weather in Kyoto?"}, {"configurable": {"user_id": "alice", "conversation_id": "trip"}})
+    bob = SessiondbChatMessageHistory("trip", store=store, user_id="bob")
+    assert bob.messages == []
+    chain.invoke({"question": "I am Bob."}, {"configurable": {"user_id": "bob", "conversation_id": "trip"}})
+    assert [m.content for m in bob.messages] == ["I am Bob.", "Hello Bob."]
+    bob.clear()
+
+    alice = SessiondbChatMessageHistory("trip", store=store, user_id="alice")
+    assert [m.content for m in alice.messages] == ["Weather in Kyoto?", "Kyoto is sunny."]
+    assert alice.store_session_id != bob.store_session_id and "trip" not in {s.id for s in store.list_sessions().items}
+    assert [(s.id, s.metadata["langchain_session_id"]) for s in store.list_sessions(user_id="alice").items] == [
+        (alice.store_session_id, "trip")]
+
+
+def test_without_a_user_a_history_is_stored_under_its_session_id_and_read_as_before(store):
+    SessiondbChatMessageHistory("trip", store=store).add_messages([HumanMessage("kept as before")])
+    again = SessiondbChatMessageHistory("trip", store=store)
+    assert (again.store_session_id, again.user_id) == ("trip", None)
+    assert [m.content for m in again.messages] == ["kept as before"]
+    assert store.get_session("trip").user_id is None and store.get_session("trip").metadata == {}
+    assert SessiondbChatMessageHistory("trip", store=store, user_id="alice").messages == []  # no user's history
 
 
 def test_messages_without_ids_read_back_as_the_sdks_own_history_gives_them(store):

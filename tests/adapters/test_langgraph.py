@@ -24,14 +24,16 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 
 import sessiondb
+from sessiondb.adapters.binding import user_session_id
 from sessiondb.adapters.langgraph import SessiondbSaver
 from sessiondb.adapters.langgraph_records import Arrivals, session_id_of
 
 
-def test_the_conformance_suite_passes(store):
+@pytest.mark.parametrize("user_id", [None, "alice"])
+def test_the_conformance_suite_passes(store, user_id):
     @checkpointer_test(name="SessiondbSaver")
     async def saver():
-        yield SessiondbSaver(store=store)
+        yield SessiondbSaver(store=store, user_id=user_id)
 
     report = asyncio.run(validate(saver))
     failures = {name: r.failures for name, r in report.results.items() if r.detected and not r.passed}
@@ -246,6 +248,40 @@ def test_the_latest_checkpoint_of_a_long_thread_is_read_from_its_end(store):
     read.clear()
     graph.invoke({"messages": [HumanMessage("one more")]}, config)
     assert sum(read) <= 4 * 64  # the run's reads and its puts' parent lookups stay at the end
+
+
+def test_a_thread_stored_as_one_user_has_no_checkpoint_for_another_under_the_same_thread_id(store):
+    alice, bob = SessiondbSaver(store=store, user_id="alice"), SessiondbSaver(store=store, user_id="bob")
+    as_alice = {"configurable": {"thread_id": "kyoto", "user_id": "alice"}}  # as LangGraph's memory docs pass it
+    as_bob = {"configurable": {"thread_id": "kyoto", "user_id": "bob"}}
+    chat_graph(alice, [AIMessage("Sunny.")]).invoke({"messages": [HumanMessage("Weather in Kyoto?")]}, as_alice)
+    assert bob.get_tuple(as_bob) is None and [*bob.list(as_bob)] == [] and [*bob.list(None)] == []
+    bob.delete_thread("kyoto")
+    bob.prune(["kyoto"], strategy="delete")
+    state = chat_graph(bob, [AIMessage("Hello Bob.")]).invoke({"messages": [HumanMessage("I am Bob.")]}, as_bob)
+    assert [m.content for m in state["messages"]] == ["I am Bob.", "Hello Bob."] and state["turns"] == 1
+
+    mine = alice.get_tuple(as_alice).checkpoint["channel_values"]
+    assert [m.content for m in mine["messages"]] == ["Weather in Kyoto?", "Sunny."]
+    assert {t.config["configurable"]["thread_id"] for t in alice.list(None)} == {"kyoto"}
+    assert len([*alice.list(None)]) == len([*alice.list(as_alice)]) == 3
+    assert [*SessiondbSaver(store=store).list(None)] == []  # no user's thread is a thread without a user
+    [session] = store.list_sessions(user_id="alice").items
+    assert (session.id, session.thread_id) == (user_session_id("langgraph", "alice", "kyoto"), "kyoto")
+
+
+def test_without_a_user_a_thread_is_stored_under_its_thread_id_and_read_as_before(store):
+    config = {"configurable": {"thread_id": "kyoto"}}
+    chat_graph(SessiondbSaver(store=store), [AIMessage("Sunny.")]).invoke(
+        {"messages": [HumanMessage("Weather in Kyoto?")]}, config)
+    alice = SessiondbSaver(store=store, user_id="alice")
+    assert alice.get_tuple(config) is None  # no user's thread
+    chat_graph(alice, [AIMessage("Cloudy.")]).invoke({"messages": [HumanMessage("Weather in Kyoto?")]}, config)
+    again = SessiondbSaver(store=store)
+    assert [m.content for m in again.get_tuple(config).checkpoint["channel_values"]["messages"]] == [
+        "Weather in Kyoto?", "Sunny."]
+    assert [t.config["configurable"]["thread_id"] for t in again.list(None)] == ["kyoto"] * 3  # not Alice's too
+    assert store.get_session("langgraph:kyoto").user_id is None
 
 
 def test_a_config_without_a_thread_is_refused(store):

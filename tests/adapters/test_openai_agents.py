@@ -7,6 +7,7 @@ the network.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import subprocess
 import sys
@@ -389,6 +390,46 @@ def test_usage_and_branches(open_session):
     assert branch.store.get_session(branch.store_session_id).parent_session_id == session.store_session_id
     with pytest.raises(sessiondb.InvalidInput, match="turn_number"):
         run(session.create_branch_from_turn(3))
+
+
+def test_a_conversation_stored_as_one_user_is_not_there_for_another_under_the_same_sdk_id(open_session):
+    alice = open_session("support-42", user_id="alice")
+    result = run(Runner.run(agent(ScriptedModel(script("kyoto"))), "Where is my parcel to Kyoto?", session=alice))
+    bob = open_session("support-42", user_id="bob")
+    assert run(bob.get_items()) == [] and run(bob.search("kyoto", include_tools=True)) == []
+    model = ScriptedModel([[answer("Hello Bob.", "msg_bob")]])
+    run(Runner.run(agent(model), "Hi, I am Bob.", session=bob))
+    assert [item["content"] for item in model.inputs[0]] == ["Hi, I am Bob."]  # sent nothing of Alice's
+    run(bob.clear_session())
+
+    mine = run(alice.get_items())
+    assert [i.get("role") or i["type"] for i in mine] == ["user", "function_call", "function_call_output", "assistant"]
+    assert mine[0]["content"] == "Where is my parcel to Kyoto?"
+    assert sorted(h.role for h in run(alice.search("kyoto"))) == ["assistant", "user"]
+    store = alice.store
+    assert "support-42" not in {s.id for s in store.list_sessions().items}
+    assert [(s.id, s.metadata["openai_agents_session_id"]) for s in store.list_sessions(user_id="alice").items] == [
+        (alice.store_session_id, "support-42")]
+    assert [s.id for s in store.list_sessions(user_id="bob").items] == [bob.store_session_id]
+    carol = open_session("support-42", user_id="carol")  # usage first: the session is made for the usage
+    run(carol.store_run_usage(result))
+    assert store.get_session(carol.store_session_id).user_id == "carol"
+    run(alice.add_items([{"role": "user", "content": "And to Osaka?"}]))
+    branch = run(alice.create_branch_from_turn(2))
+    assert texts(run(branch.get_items())) == texts(mine)
+    assert store.get_session(branch.store_session_id).user_id == "alice"
+
+
+def test_without_a_user_a_conversation_is_stored_under_the_sdk_id_and_read_as_before(open_session):
+    said = [{"role": "user", "content": "kept as before"}]
+    for sdk_id, stored_id in (("support-42", "support-42"),
+                              ("tenant/7", "oa-" + hashlib.sha256(b"tenant/7").hexdigest()[:32])):
+        run(open_session(sdk_id).add_items(said))
+        again = open_session(sdk_id)
+        assert (again.store_session_id, again.user_id) == (stored_id, None)
+        assert texts(run(again.get_items())) == texts(said)
+        assert again.store.get_session(stored_id).user_id is None
+        assert run(open_session(sdk_id, user_id="alice").get_items()) == []  # no user's conversation
 
 
 class HeldStore:
