@@ -15,7 +15,8 @@ import click
 from ..model import ForgetReceipt
 from .context import CliContext
 from .output import JsonOutput, json_option
-from .sessions import TIME, complete_session, resolve
+from .periods import TIME
+from .sessions import complete_session, resolve
 
 
 @click.command()

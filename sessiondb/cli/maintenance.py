@@ -12,8 +12,7 @@ import click
 from . import render
 from .context import CliContext
 from .output import JsonOutput, json_option
-
-DAY = 86400
+from .periods import DurationParam
 
 
 def _report(report, as_json: JsonOutput | None) -> None:
@@ -57,8 +56,8 @@ def vacuum(ctx: CliContext, force: bool, dry_run: bool, as_json: JsonOutput | No
 
 
 @click.command()
-@click.option("--older-than", type=click.FloatRange(min=0), metavar="DAYS",
-              help="Remove sessions inactive for more than DAYS days.")
+@click.option("--older-than", type=DurationParam(bare="d"), metavar="DAYS",
+              help="Remove sessions inactive for more than DAYS days (or a period: 12h, 2w).")
 @click.option("--never-active", is_flag=True,
               help="Remove sessions opened by a key and never used, older than 30 days.")
 @click.option("--include-pinned", is_flag=True, help="With --older-than, pinned sessions go too.")
@@ -71,7 +70,7 @@ def prune(ctx: CliContext, older_than: float | None, never_active: bool, include
     """Delete old or never-used sessions with their messages."""
     if older_than is None and not never_active:
         raise click.UsageError("say what to prune: --older-than DAYS, --never-active, or both")
-    options = dict(older_than=None if older_than is None else older_than * DAY, never_active=never_active,
+    options = dict(older_than=older_than, never_active=never_active,
                    include_pinned=include_pinned, include_archived=include_archived)
     with ctx.open() as store:
         if not dry_run and not yes:

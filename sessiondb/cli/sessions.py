@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-import time
-from datetime import datetime
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
 import click
 from click.shell_completion import CompletionItem
@@ -25,31 +23,8 @@ from ..usage import profile_usage
 from . import render
 from .context import CliContext, CliError, completing, keep_old_name
 from .output import JsonOutput, emit_rows, json_option, one_format, rows_option
+from .periods import TIME
 
-
-class TimeParam(click.ParamType):
-    """A time: a date or date-time (`2026-05-01`, `2026-05-01T14:30`, local time unless it
-    says otherwise) or an age (`30m`, `12h`, `7d`, `2w` ago)."""
-
-    name = "TIME"
-    _AGE = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
-    _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
-        if isinstance(value, (int, float)):
-            return float(value)
-        text = str(value).strip()
-        age = self._AGE.fullmatch(text)
-        if age:
-            return time.time() - float(age.group(1)) * self._UNITS[age.group(2)]
-        try:
-            return datetime.fromisoformat(text).timestamp()
-        except ValueError:
-            self.fail(f"{value!r} is not a time: give a date like 2026-05-01, a date-time like "
-                      "2026-05-01T14:30, or an age like 12h or 7d", param, ctx)
-
-
-TIME = TimeParam()
 
 
 def resolve(ctx: CliContext, store: Store, ref: str) -> Session:
