@@ -19,6 +19,7 @@ from .gateway import gateway
 from .importing import import_history
 from .migrate import migrate
 from .output import emit_error, spell_fields
+from .policy import policy
 from .recall import mcp
 from .profiles import profiles
 from .serve import serve
@@ -95,6 +96,7 @@ main.add_command(maintenance.backup)
 main.add_command(maintenance.vectors)
 main.add_command(profiles)
 main.add_command(migrate)
+main.add_command(policy)
 main.add_command(serve)
 main.add_command(sessions)
 main.add_command(turns)

@@ -32,7 +32,7 @@ FIELD_LIST = re.compile(r"[a-z_][a-z0-9_]*(,[a-z_][a-z0-9_]*)*")
 #: Keys of the objects the CLI prints beyond the library's own dataclasses (model.py).
 _CLI_KEYS = {"help", "name", "path", "server", "deleted", "output", "format", "sessions", "messages", "store",
              "backup", "bytes", "environment", "items", "stores", "seconds", "dry_run", "explanation",
-             "clean", "summary"}
+             "clean", "summary", "policy", "report", "cleared", "released"}
 
 
 def known_fields() -> set[str]:

@@ -25,6 +25,14 @@ def seconds_in(text: str, bare: str | None) -> float | None:
     return float(period.group(1)) * _UNITS[period.group(2) or bare]
 
 
+def spelled(seconds: float) -> str:
+    """A period as DurationParam takes it, in the largest unit that says it whole (90d, 2w, 45s)."""
+    for unit, size in sorted(_UNITS.items(), key=lambda u: -u[1])[:-1]:  # the last, seconds, says any
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds // size:.0f}{unit}"
+    return f"{seconds:g}s"
+
+
 class DurationParam(click.ParamType):
     """A period: `30m`, `12h`, `90d`, `2w`, `45s`, or a bare number of the unit `bare`
     (seconds unless it says otherwise)."""
