@@ -16,7 +16,7 @@ from fastapi.responses import FileResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from ..home import resolve_home
-from . import doctor, errors, forget, search, sessions, turns, usage
+from . import doctor, errors, forget, policy, search, sessions, turns, usage
 from .auth import TokenAuth
 from .guard import DEFAULT_MAX_BODY, Guard, allowed_hosts
 from .maintenance import router as maintenance_routes
@@ -85,6 +85,7 @@ def create_app(home: str | Path | None = None, *, token: str | None = None, host
     app.include_router(turns.router, prefix="/api")
     app.include_router(maintenance_routes, prefix="/api")
     app.include_router(forget.router, prefix="/api")
+    app.include_router(policy.router, prefix="/api")
     app.include_router(metrics_routes)
 
     @app.get("/", include_in_schema=False)
