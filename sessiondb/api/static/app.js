@@ -8,6 +8,7 @@ import { installKeys } from "./keys.js";
 import { Search } from "./search.js";
 import { changed, current, go, pushed } from "./route.js";
 import { Transcript } from "./transcript.js";
+import { openPolicy } from "./policy.js";
 import { openProfileUsage } from "./usage.js";
 
 const PAGE = 100;  // sessions per sidebar page
@@ -86,7 +87,9 @@ class App {
         this.emptyView();
       }
     }
-    for (const [view, open] of [["usage", () => openProfileUsage(this.profile)], ["doctor", openDoctor]]) {
+    const views = [["usage", () => openProfileUsage(this.profile)], ["policy", () => openPolicy(this.profile)],
+      ["doctor", openDoctor]];
+    for (const [view, open] of views) {
       const dialog = $(view);
       if (next.view === view && !dialog.open) open();
       else if (next.view !== view && dialog.open) dialog.close();
@@ -257,7 +260,8 @@ class App {
     $("more").addEventListener("click", () => this.loadMore());
     $("health").addEventListener("click", () => this.navigate({ view: "doctor" }));
     $("usage-open").addEventListener("click", () => this.navigate({ view: "usage" }));
-    for (const id of ["usage", "doctor"]) $(id).addEventListener("close", () => this.dialogClosed());
+    $("policy-open").addEventListener("click", () => this.navigate({ view: "policy" }));
+    for (const id of ["usage", "policy", "doctor"]) $(id).addEventListener("close", () => this.dialogClosed());
     $("theme").addEventListener("click", () => this.toggleTheme());
     // Infinite scroll: the next page as the list's end comes into view (the viewport as
     // root: it sees the sidebar's own scrolling on a wide screen and the page's on a phone).

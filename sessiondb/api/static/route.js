@@ -1,6 +1,6 @@
 // Where the dashboard is, kept in the address after '#': the profile, the open session and
-// message, whether compacted history is shown, the search, and the open dialog (usage or
-// doctor). Reload keeps it, Back and Forward walk it, and the address can be shared.
+// message, whether compacted history is shown, the search, and the open dialog (usage,
+// policy or doctor). Reload keeps it, Back and Forward walk it, and the address can be shared.
 //
 // The hash rather than paths through history.pushState: the service serves the dashboard
 // at `/` alone, and what follows '#' never leaves the browser, so the session ids and the
