@@ -60,6 +60,9 @@ def test_rules_set_are_shown_with_their_periods_and_cleared_again(home):
                          "  source telegram: text of compacted originals after 2w (set just now)"]
     assert lines[3:] == ["Legal holds:", "  no holds"]
     assert run(home, "policy").output == shown.output
+    assert json.loads(run(home, "policy", "--json").output) == json.loads(run(home, "policy", "show", "--json").output)
+    misplaced = run(home, "policy", "--json", "clear")
+    assert misplaced.exit_code == 2 and "put --json after the command: `policy clear --json`" in misplaced.output
     rules = json.loads(run(home, "policy", "show", "--json").output)["rules"]
     assert [(r["source"], r["inactive_after"], r["keep_last"], r["compacted_after"]) for r in rules] == [
         (None, 90 * DAY, 5, None), ("telegram", None, None, 14 * DAY)]
