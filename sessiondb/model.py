@@ -355,6 +355,8 @@ class PolicyReport:
         verb = "would remove" if self.dry_run else "removed"
         text = (f"{verb} {len(self.removed)} conversation(s) ({self.sessions} session(s), {self.messages} "
                 f"message(s)) and the text of {self.compacted_dropped} compacted original(s)")
+        if self.bytes_released:
+            text += f"; {self.bytes_released:,} bytes handed back to the file system"
         if self.kept:
             text += f"; kept {len(self.kept)} a rule matched (pinned or held)"
         return text + (" (a dry run: nothing changed)" if self.dry_run else "")
@@ -404,6 +406,8 @@ class ForgetReceipt:
             return "nothing matched: no session was removed"
         what = (f"{len(self.sessions)} session(s), {self.messages} message(s), {self.usage_rows} usage row(s), "
                 f"{self.turns} turn record(s), {self.spooled_batches} spooled batch(es)")
+        if self.checkpoint_files:
+            what += f", {self.checkpoint_files} checkpoint file(s)"
         if self.dry_run:
             return f"would remove {what} (a dry run: nothing changed)"
         if not self.fragments:

@@ -16,6 +16,7 @@ from ..errors import InvalidInput
 from ..inputs import check_flag
 from ..model import MaintenanceReport
 from . import commands as cmd
+from . import retention
 from .backend import Backend, MaintenanceBackend
 from .checked import CheckedStore, naming_the_store
 from .optional import Doctor, Maintainable, RoutingIndex, Salvageable
@@ -64,9 +65,11 @@ class CheckedMaintenance:
         never_active_at = now if check_flag(never_active, "never_active") else None
         if inactive_before is None and never_active_at is None:
             raise InvalidInput("say what to prune: older_than, never_active, or both")
-        return self._open().prune(cmd.Prune(
+        backend = self._open()
+        return backend.prune(cmd.Prune(
             inactive_before, never_active_at, check_flag(include_pinned, "include_pinned"),
-            check_flag(include_archived, "include_archived"), check_flag(force, "force"), check_flag(dry_run, "dry_run")))
+            check_flag(include_archived, "include_archived"), check_flag(force, "force"), check_flag(dry_run, "dry_run"),
+            exempt=backend.read(retention.held_sessions)))
 
 
 class CheckedRouting:

@@ -128,6 +128,7 @@ class Prune:
     include_archived: bool
     force: bool
     dry_run: bool
+    exempt: frozenset[str] = frozenset()  # sessions under a legal hold: never pruned
 
 
 @dataclass(frozen=True, slots=True)

@@ -97,13 +97,23 @@ def held(rows: Rows, sessions: list[Row]) -> Hold | None:
 
 
 def refuse_held(rows: Rows, session_ids: set[str]) -> None:
-    """Conflict, in a sentence, when a hold covers any of these sessions (a forget's)."""
+    """Conflict, in a sentence, when a hold covers any of these sessions (a forget's, a delete's)."""
     found = rows.select("sessions", {"id": one_of(sorted(session_ids))}, columns=("id", "user_id"))
     hold = held(rows, found)
     if hold is not None:
         whose = f"user {hold.user_id}" if hold.user_id is not None else f"session {hold.session_id}"
         raise Conflict(f"{whose} is under a legal hold ({hold.reason}); nothing was removed: release the hold "
-                       "(store.release_hold, `sessiondb policy release`) before forgetting it")
+                       "(store.release_hold, `sessiondb policy release`) first")
+
+
+def held_sessions(rows: Rows) -> frozenset[str]:
+    """The sessions a hold covers (by their id, or their user's): what a prune leaves."""
+    found = policies(rows).holds
+    users = sorted({h.user_id for h in found if h.user_id is not None})
+    ids = {h.session_id for h in found if h.session_id is not None}
+    if users:
+        ids.update(row["id"] for row in rows.select("sessions", {"user_id": one_of(users)}, columns=("id",)))
+    return frozenset(ids)
 
 
 # --- the plan -----------------------------------------------------------------------------

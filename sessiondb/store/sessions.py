@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import InvalidInput, NotFound, SessionExists, TitleConflict
 from ..inputs import patched_metadata
 from ..model import Page, Session
-from . import listing
+from . import listing, retention
 from .commands import EndSession, ListSessions, PatchMetadata, ReopenSession, SessionChange, SetTitle
 from .rows import Row, Rows, Taken, folded, starting
 
@@ -102,9 +102,12 @@ def change(rows: Rows, session_id: str, change: SessionChange) -> Session:
 
 
 def delete(rows: Rows, session_id: str) -> None:
-    """Delete the session with its messages, usage and turns (its children stay, parentless)."""
-    if not rows.delete("sessions", {"id": session_id}):
+    """Delete the session with its messages, usage and turns (its children stay, parentless);
+    Conflict when a legal hold covers it."""
+    if not rows.select("sessions", {"id": session_id}, columns=("id",)):
         raise missing(session_id)
+    retention.refuse_held(rows, {session_id})
+    rows.delete("sessions", {"id": session_id})
 
 
 def listed(rows: Rows, query: ListSessions) -> Page:

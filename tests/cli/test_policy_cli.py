@@ -163,16 +163,18 @@ def test_a_held_user_is_not_forgotten_until_the_hold_is_released(home):
     assert talks(home) == ["cat", "hal", "pia"]
 
 
-def test_a_hold_placed_on_a_session_by_its_title_is_released_by_its_id_after_the_session_is_gone(home):
+def test_a_hold_placed_on_a_session_by_its_title_is_released_by_its_id_even_once_the_session_is_gone(home):
     hal = talk(home, "hal")
     assert run(home, "policy", "hold", "--session", "hal's talk", "--reason", "case 9").exit_code == 0
     assert f"  session {hal}: case 9 (placed " in run(home, "policy").output
+    assert run(home, "sessions", "delete", hal, "--yes").exit_code == 1  # held: not deleted
     with sessiondb.open_store(home=home, profile="work") as store:
-        store.delete_session(hal)
+        store.hold(session_id="gone-1", reason="placed on an id no session has any more")
 
-    released = run(home, "policy", "release", "--session", hal)
+    released = [run(home, "policy", "release", "--session", ref) for ref in (hal, "gone-1")]
 
-    assert released.output == f"released the hold on session {hal}\n", released.output
+    assert released[0].output == f"released the hold on session {hal}\n", released[0].output
+    assert released[1].output == "released the hold on session gone-1\n", released[1].output
     assert "no holds" in run(home, "policy").output
 
 

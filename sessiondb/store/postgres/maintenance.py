@@ -49,7 +49,8 @@ def _selections(command: cmd.Prune) -> list[tuple[str, tuple[Any, ...]]]:
 def prune(conn: psycopg.Connection, command: cmd.Prune) -> list[str]:
     """The sessions matching the command, sorted; deleted (with their routing entries, so a
     gateway never routes a key to a pruned session) unless it is a dry run."""
-    ids = sorted({row[0] for query, params in _selections(command) for row in conn.execute(query, params)})
+    ids = sorted({row[0] for query, params in _selections(command) for row in conn.execute(query, params)}
+                 - command.exempt)
     if ids and not command.dry_run:
         conn.execute("DELETE FROM sessions WHERE id = ANY(%s)", (ids,))
         conn.execute("DELETE FROM gateway_routes WHERE session_id = ANY(%s)", (ids,))

@@ -91,24 +91,26 @@ def older_than_sql(cutoff: float, *, include_pinned: bool, include_archived: boo
     return sql + " ORDER BY started_at", (cutoff,)
 
 
-def select_ids(conn: apsw.Connection, query: tuple[str, tuple]) -> list[str]:
+def select_ids(conn: apsw.Connection, query: tuple[str, tuple], exempt: frozenset[str]) -> list[str]:
+    """The sessions the query matches, but those `exempt` (under a legal hold)."""
     sql, params = query
-    return [row[0] for row in conn.execute(sql, params)]
+    return [row[0] for row in conn.execute(sql, params) if row[0] not in exempt]
 
 
-def delete_sessions(conn: apsw.Connection, query: tuple[str, tuple]) -> list[str]:
+def delete_sessions(conn: apsw.Connection, query: tuple[str, tuple], exempt: frozenset[str]) -> list[str]:
     """Delete the matching sessions (messages and usage go by cascade) and the routing
     entries this store holds for them, so a gateway never routes a key to a pruned session."""
-    ids = select_ids(conn, query)
+    ids = select_ids(conn, query, exempt)
     rows = [(i,) for i in ids]
     conn.executemany("DELETE FROM sessions WHERE id = ?", rows)
     conn.executemany("DELETE FROM gateway_routes WHERE session_id = ?", rows)
     return ids
 
 
-def sessions_matching(conn: apsw.Connection, *, queries: list[tuple[str, tuple]], pick) -> list[str]:
+def sessions_matching(conn: apsw.Connection, *, queries: list[tuple[str, tuple]], pick,
+                      exempt: frozenset[str]) -> list[str]:
     """Apply `pick` (select_ids or delete_sessions) to every query; the ids, sorted."""
-    return sorted({sid for query in queries for sid in pick(conn, query)})
+    return sorted({sid for query in queries for sid in pick(conn, query, exempt)})
 
 
 def optimize(conn: apsw.Connection, swept_to: int) -> None:

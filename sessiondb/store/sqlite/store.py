@@ -338,7 +338,7 @@ class SQLiteBackend:
         if command.never_active_at is not None:
             queries.append(maintenance.never_active_sql(command.never_active_at))
         pick = maintenance.select_ids if command.dry_run else maintenance.delete_sessions
-        work = partial(maintenance.sessions_matching, queries=queries, pick=pick)
+        work = partial(maintenance.sessions_matching, queries=queries, pick=pick, exempt=command.exempt)
         return self._maintain("prune", work, force=command.force, dry_run=command.dry_run, rewrites=False)
 
     def _maintain(self, action: str, work: Callable[[apsw.Connection], Any], *, force: bool, dry_run: bool,

@@ -150,3 +150,17 @@ def test_rules_that_say_nothing_or_say_it_badly_are_refused(store, rules):
 def test_a_hold_names_one_user_or_session_and_says_why(store, named):
     with pytest.raises(InvalidInput):
         store.hold(**{"reason": "why", **named})
+
+
+def test_a_held_session_is_neither_deleted_nor_pruned(store, aged, clock):
+    store.hold(session_id=aged["middle"], reason="case 9")
+    store.hold(user_id="ann", reason="case 10")
+    with pytest.raises(Conflict, match="case 9"):
+        store.delete_session(aged["middle"])
+    with pytest.raises(Conflict, match="case 10"):
+        store.delete_session(aged["old"][0])
+    if hasattr(store, "prune"):  # prune is an optional capability
+        assert store.prune(older_than=30 * DAY, force=True).sessions == []
+    assert store.get_session(aged["middle"]) and store.get_session(aged["old"][1])
+    store.release_hold(session_id=aged["middle"])
+    store.delete_session(aged["middle"])
