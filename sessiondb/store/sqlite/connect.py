@@ -21,12 +21,14 @@ import random
 import re
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypeVar
 
 import apsw
 
 from ...errors import InvalidInput, UnsupportedSQLite
 from ...query import fold
+
+T = TypeVar("T")
 
 MIN_SQLITE = (3, 51, 3)
 DURABILITY = {"full": "FULL", "normal": "NORMAL"}
@@ -151,13 +153,14 @@ def file_uri_path(path: Path) -> str:
 
 def configure_writer(conn: apsw.Connection, path: Path, durability: str, *, patience: float) -> str:
     """Set the journal mode and durability of the writing connection; returns the mode."""
-    if conn.execute("PRAGMA page_count").fetchone()[0] == 0:
-        # A new file keeps a map of its pages, so the pages a removal frees can be handed back
-        # to the file system a few at a time beside writers (release_space), where a file
-        # without one gives them back only in a VACUUM that needs every other process gone.
-        # It must be chosen before the file's first page is written; appends pay nothing
-        # measurable (1.673 WAL pages an append against 1.672).
-        conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
+    # A new file keeps a map of its pages, so the pages a removal frees can be handed back
+    # to the file system a few at a time beside writers (release_space), where a file
+    # without one gives them back only in a VACUUM that needs every other process gone.
+    # It must be chosen before the file's first page is written (another opener making the
+    # file meanwhile is waited for, as below); appends pay nothing measurable (1.673 WAL
+    # pages an append against 1.672).
+    _patiently(patience, lambda: conn.execute("PRAGMA page_count").fetchone()[0] == 0
+               and conn.execute("PRAGMA auto_vacuum=INCREMENTAL").fetchall())
     current = conn.execute("PRAGMA journal_mode").fetchone()[0].lower()
     if is_network_filesystem(filesystem_type(path.parent)):
         mode = current if current == "wal" else _set_journal_mode(conn, "delete", patience)
@@ -180,12 +183,17 @@ def set_durability(conn: apsw.Connection, durability: str) -> None:
 def _set_journal_mode(conn: apsw.Connection, mode: str, patience: float) -> str:
     # Entering or leaving WAL reads the file's header, then writes it: SQLite never calls
     # the busy handler for that upgrade (two connections upgrading could wait on each
-    # other), so a first open racing another process's would fail at once. The wait the
-    # handler would have given is given here.
+    # other), so a first open racing another process's would fail at once.
+    return _patiently(patience, lambda: conn.execute(f"PRAGMA journal_mode={mode}").fetchone()[0].lower())
+
+
+def _patiently(patience: float, step: Callable[[], T]) -> T:
+    """`step`, run again while another connection holds the file, for the wait the busy
+    handler would have given (a first open's steps that SQLite runs without it)."""
     wait, attempt = busy_handler(patience), 0
     while True:
         try:
-            return conn.execute(f"PRAGMA journal_mode={mode}").fetchone()[0].lower()
+            return step()
         except apsw.BusyError:
             if not wait(attempt):
                 raise
