@@ -9,8 +9,8 @@ While `--appenders` processes append one message at a time each to a conversatio
 own (durability full, each acknowledged before the next):
 
 1. one person is forgotten: the forget's CPU time (this process's: the forget's writes go
-   through its writer, and the scan runs in it) and its wall time by phase (deletion, scrub, scan), the bytes scanned and the
-   fragments looked for;
+   through its writer, and the scan runs in it) and its wall time by phase (deletion,
+   scrub, scan), the bytes scanned and the fragments looked for;
 2. the retention rules remove the idle half (`inactive_after`, a conversation per
    transaction): the sweep's wall and CPU time.
 
@@ -128,7 +128,8 @@ def main() -> None:
         report, sweep_wall, sweep_cpu, during_sweep = beside(path, n, lambda: store.apply_policy(dry_run=False))
         store.close()
     print(f"store: {options.users} people x {options.messages} messages, every other one idle for a year")
-    print(f"forget of {receipt.messages} messages: {wall * 1000:.0f} ms wall, {cpu * 1000:.0f} ms CPU; scrub {phases['scrub'] * 1000:.0f} ms, scan {phases['scan'] * 1000:.0f} ms "
+    print(f"forget of {receipt.messages} messages: {wall * 1000:.0f} ms wall, {cpu * 1000:.0f} ms CPU; "
+          f"scrub {phases['scrub'] * 1000:.0f} ms, scan {phases['scan'] * 1000:.0f} ms "
           f"({receipt.scanned_bytes / 1e6:.1f} MB, {receipt.fragments} fragments), "
           f"deletion and the rest {(wall - phases['scrub'] - phases['scan']) * 1000:.0f} ms")
     print(f"  receipt: {receipt.summary()}")
