@@ -44,7 +44,7 @@ from . import commands as cmd
 from . import retention, spool
 from .backend import Backend, Traces
 from .lineage import ancestors
-from .rows import Rows, one_of, starting
+from .rows import Rows, active_at, one_of, starting
 
 #: The bytes of each text's head kept as a fragment to look for: long enough that another
 #: conversation's text rarely starts the same way, short enough to sit in one page.
@@ -138,8 +138,7 @@ def _matching(rows: Rows, where: dict[str, object], before: float | None) -> Ite
         yield from (row["id"] for row in page)
         if len(page) < PAGE:
             return
-        last = page[-1]
-        after = (last["last_activity_at"] if last["last_activity_at"] is not None else last["started_at"], last["id"])
+        after = (active_at(page[-1]), page[-1]["id"])
 
 
 def _family(rows: Rows, session_id: str) -> set[str]:
@@ -157,8 +156,7 @@ def _family(rows: Rows, session_id: str) -> set[str]:
 
 def _all_before(rows: Rows, family: set[str], before: float) -> bool:
     found = rows.select("sessions", {"id": one_of(sorted(family))}, columns=("last_activity_at", "started_at"))
-    return all((row["last_activity_at"] if row["last_activity_at"] is not None else row["started_at"]) < before
-               for row in found)
+    return all(active_at(row) < before for row in found)
 
 
 def _counts(rows: Rows, ids: list[str]) -> tuple[int, int, int]:

@@ -37,7 +37,7 @@ from ..query import RANK_WINDOW, Query, Term, cjk_runs, fold, indexable, like_sn
 from ..recall import COMMON_MESSAGES, NEAREST, SPREAD_FROM, Recall, best, favour, found_by, fuse, rarer, spread
 from . import commands as cmd
 from .backend import Traces
-from .rows import INSERTED, INSERTED_ORDER, TABLES, UNIQUE, Condition, Row, Table, Taken, Where
+from .rows import INSERTED, INSERTED_ORDER, TABLES, UNIQUE, Condition, Row, Table, Taken, Where, active_at
 
 T = TypeVar("T")
 
@@ -354,8 +354,7 @@ class MemoryRows:
     def recent(self, where: Where = {}, *, since: float | None = None, until: float | None = None,
                after: tuple[float, str] | None = None, limit: int) -> list[Row]:
         def position(row: Row) -> tuple[float, str]:
-            active = row["last_activity_at"]
-            return (row["started_at"] if active is None else active), row["id"]
+            return active_at(row), row["id"]
 
         found = [row for _, row in self._matching("sessions", where)
                  if (since is None or position(row)[0] >= since) and (until is None or position(row)[0] < until)
@@ -612,8 +611,8 @@ def recall(rows: MemoryRows, query: cmd.Search, meaning: _Meaning | None = None,
 
 
 #: Every message a rebuild computes a vector for (the filters of no search).
-_EVERY = cmd.Search(query=Recall((), ()), profile=None, source=None, user_id=None, session_id=None, role=None, since=None,
-                    until=None, include_tools=True, include_reasoning=False, limit=1)
+_EVERY = cmd.Search(query=Recall((), ()), profile=None, source=None, user_id=None, session_id=None, role=None,
+                    since=None, until=None, include_tools=True, include_reasoning=False, limit=1)
 
 
 def open_backend(target: str, *, profile: str | None, embedder: Embedder | None = None,

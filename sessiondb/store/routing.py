@@ -28,7 +28,7 @@ from ..errors import InvalidInput
 from ..model import Route, Session
 from . import sessions
 from .backend import Backend
-from .rows import Row, Rows, Taken, one_of
+from .rows import Row, Rows, Taken, active_at, one_of
 
 STATES = ("idle", "running", "resume_pending", "ended")
 FIELDS = ("session_id", "profile", "state", "turn_started_at", "updated_at")
@@ -76,8 +76,7 @@ def _most_recent(found: list[Row]) -> Session | None:
     """The most recently active of open session rows (ties: the greatest id)."""
     if not found:
         return None
-    return sessions.from_row(max(found, key=lambda r: (
-        r["last_activity_at"] if r["last_activity_at"] is not None else r["started_at"], r["id"])))
+    return sessions.from_row(max(found, key=lambda r: (active_at(r), r["id"])))
 
 
 def live_by_key(rows: Rows, key: str) -> Session | None:

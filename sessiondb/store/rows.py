@@ -65,6 +65,12 @@ INSERTED_ORDER = ("sessions", "messages", "turns")
 UNIQUE = {"sessions_title": ("sessions", ("title",)), "messages_uid": ("messages", ("session_id", "uid"))}
 
 
+def active_at(session: Row) -> float:
+    """A session row's activity time: `last_activity_at`, or `started_at` while that is NULL
+    (the order `Rows.recent` reads sessions in)."""
+    return session["last_activity_at"] if session["last_activity_at"] is not None else session["started_at"]
+
+
 @dataclass(frozen=True)
 class Condition:
     """A column's condition other than equality."""
