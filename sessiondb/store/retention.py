@@ -32,12 +32,12 @@ import json
 import math
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any
+from typing import Any, Iterable
 
 from ..errors import Conflict, InvalidInput
 from ..model import COMPRESSION, TEXT_DROPPED, Hold, Policies, Policy, PolicyReport
 from .backend import Backend
-from .rows import Row, Rows, above, one_of
+from .rows import Row, Rows, above, active_at, one_of
 
 RULES = "retention"
 HOLD = "hold:"
@@ -88,12 +88,18 @@ def remove(rows: Rows, key: str) -> bool:
     return bool(rows.delete("policies", {"key": key}))
 
 
+def covering(holds: list[Hold], sessions: Iterable[Row]) -> Hold | None:
+    """The hold that covers any of these sessions (one on its id, or on its user), if one does."""
+    for session in sessions:
+        for hold in holds:
+            if hold.session_id == session["id"] or (hold.user_id is not None and hold.user_id == session["user_id"]):
+                return hold
+    return None
+
+
 def held(rows: Rows, sessions: list[Row]) -> Hold | None:
-    """The hold that covers any of these sessions (by its user or its id), if one does."""
-    keys = {hold_key(None, s["id"]) for s in sessions} | {hold_key(s["user_id"], None)
-                                                        for s in sessions if s["user_id"] is not None}
-    found = rows.select("policies", {"key": one_of(sorted(keys))}, limit=1) if keys else []
-    return Hold(**json.loads(found[0]["value"])) if found else None
+    """The store's hold that covers any of these sessions, if one does."""
+    return covering(policies(rows).holds, sessions)
 
 
 def refuse_held(rows: Rows, session_ids: set[str]) -> None:
@@ -131,7 +137,7 @@ class _Conversation:
 
     @property
     def active_at(self) -> float:
-        return max(_activity(s) for s in self.sessions)
+        return max(map(active_at, self.sessions))
 
 
 @dataclass
@@ -141,10 +147,6 @@ class _Plan:
     untouchable: set[str] = field(default_factory=set)  # sessions of pinned or held conversations
     compacted_before: dict[str, float] = field(default_factory=dict)  # session id -> its rule's cutoff
     refused: str | None = None
-
-
-def _activity(session: Row) -> float:
-    return session["last_activity_at"] if session["last_activity_at"] is not None else session["started_at"]
 
 
 def _conversations(sessions: list[Row]) -> list[_Conversation]:
@@ -175,8 +177,6 @@ def _plan(rows: Rows, now: float) -> _Plan:
     if not found.rules:
         return plan
     rules = {p.source: p for p in found.rules}
-    held_users = {h.user_id for h in found.holds if h.user_id is not None}
-    held_sessions = {h.session_id for h in found.holds if h.session_id is not None}
     covered: dict[str | None, list[_Conversation]] = {}
     for conversation in _conversations(rows.select("sessions", columns=_SESSION_COLUMNS)):
         source = next(s for s in conversation.sessions if s["id"] == conversation.root)["source"]
@@ -189,7 +189,7 @@ def _plan(rows: Rows, now: float) -> _Plan:
         for c in conversations:
             if any(s["pinned"] for s in c.sessions):
                 why = "pinned"
-            elif any(s["id"] in held_sessions or s["user_id"] in held_users for s in c.sessions):
+            elif covering(found.holds, c.sessions) is not None:
                 why = "held"
             else:
                 untouched.append(c)
@@ -269,14 +269,13 @@ def _remove(rows: Rows, planned: _Conversation) -> int | None:
     children = rows.select("sessions", {"parent_session_id": one_of(planned.ids), "parent_relation": COMPRESSION},
                            columns=("id",))
     if (sorted(s["id"] for s in now) != planned.ids or any(c["id"] not in planned.ids for c in children)
-            or max(map(_activity, now)) != planned.active_at or any(s["pinned"] for s in now)
+            or max(map(active_at, now)) != planned.active_at or any(s["pinned"] for s in now)
             or held(rows, now) is not None):
         return None  # written to, rotated, pinned, held or removed since the plan: the next run decides
     this = {"session_id": one_of(planned.ids)}
-    if planned.rule == "never_active_after" and (rows.count("messages", this)[None]["count"]
-                                                  or rows.count("usage", this)[None]["count"]):
-        return None
     messages = rows.count("messages", this)[None]["count"]
+    if planned.rule == "never_active_after" and (messages or rows.count("usage", this)[None]["count"]):
+        return None  # used since the plan after all
     rows.delete("gateway_routes", this)
     rows.delete("sessions", {"id": one_of(planned.ids)})
     return messages

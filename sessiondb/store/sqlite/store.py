@@ -263,14 +263,14 @@ class SQLiteBackend:
         self._file.writer.run(lambda conn: conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall(),
                               in_transaction=False)
         index = index_schema.path_of(self.path)
+        index_remedy = (f"the search index is derived data: with the store's processes stopped, delete {index} "
+                        "and it is rebuilt at the next open")
         owned = [
             (self.path, "pages it freed before this release turned on overwriting still hold it: "
                         "`sessiondb sessions vacuum` rewrites the file (with the store's other processes stopped)"),
             (Path(f"{self.path}-wal"), "another process was reading the store as its log was reset: "
                                        "`sessiondb sessions optimize` resets it once no process reads"),
-            *((Path(f"{index}{suffix}"), "the search index is derived data: with the store's processes "
-                                         f"stopped, delete {index} and it is rebuilt at the next open")
-              for suffix in ("", "-wal")),
+            *((Path(f"{self.path}{suffix}"), index_remedy) for suffix in index_schema.FILES),
         ]
         backups = copies.existing(self.path)
         copies_made = [(path, f"rm {path}  (a backup taken before the erasure)") for path in backups]
