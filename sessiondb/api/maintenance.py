@@ -1,7 +1,7 @@
 """Maintenance: the routes of store.optimize, vacuum, prune and backup, mirroring
 `sessiondb sessions optimize | vacuum | prune` and `sessiondb backup`.
 
-The rewrites are refused while another process holds the store, exactly as the CLI
+The rewrites (optimize, vacuum) are refused while another process holds the store, exactly as the CLI
 refuses them (S-19, S-43): the store raises StoreHeld, which is 409 with the holders in
 `detail.holders`; `force` overrides with a warning in the report, and a dry run is never
 refused. A backup is written into the profile's own `backups/` folder under a plain file
@@ -68,7 +68,7 @@ async def vacuum(request: Request, profile: str | None = ProfileQuery, force: bo
 
 @router.post("/prune")
 async def prune(request: Request, body: PruneRequest, profile: str | None = ProfileQuery) -> dict:
-    """Delete old or never-used sessions with their messages (store.prune); 409 while held."""
+    """Delete old or never-used sessions with their messages (store.prune), beside live writers."""
     store = await store_for(request, profile)
     older = None if body.older_than_days is None else body.older_than_days * DAY
     return report(await store.prune(older_than=older, never_active=body.never_active,

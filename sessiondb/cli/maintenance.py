@@ -1,11 +1,13 @@
-"""`sessions optimize | vacuum | prune` and `backup`: maintenance, refused while others hold the store.
+"""`sessions optimize | vacuum | prune` and `backup`: maintenance.
 
-Each rewrite first lists every other process holding the store and exits 1 with the
-remedy; --force proceeds with a warning; --dry-run previews and is never refused (S-19).
+Each rewrite (optimize, vacuum) first lists every other process holding the store and exits
+1 with the remedy; --force proceeds with a warning; --dry-run previews and is never refused
+(S-19). A prune deletes beside live writers and is never refused.
 """
 
 from __future__ import annotations
 
+from functools import partial
 
 import click
 
@@ -30,10 +32,12 @@ def _report(report, as_json: JsonOutput | None) -> None:
     click.echo(f"{report.action}: {tense}; size {render.size(report.bytes_before)} -> {render.size(report.bytes_after)}")
 
 
-def _maintenance_options(command):
+def _maintenance_options(command, *, refused_while_held: bool = True):
     command = json_option(command)
     command = click.option("--dry-run", is_flag=True, help="Preview only; never refused.")(command)
-    command = click.option("--force", is_flag=True, help="Run even while other processes hold the store.")(command)
+    # A prune, which runs beside other processes, has no use for --force: accepted, hidden, for old scripts.
+    command = click.option("--force", is_flag=True, hidden=not refused_while_held,
+                           help="Run even while other processes hold the store.")(command)
     return command
 
 
@@ -63,11 +67,11 @@ def vacuum(ctx: CliContext, force: bool, dry_run: bool, as_json: JsonOutput | No
 @click.option("--include-pinned", is_flag=True, help="With --older-than, pinned sessions go too.")
 @click.option("--include-archived", is_flag=True, help="With --older-than, archived sessions go too.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
-@_maintenance_options
+@partial(_maintenance_options, refused_while_held=False)
 @click.pass_obj
 def prune(ctx: CliContext, older_than: float | None, never_active: bool, include_pinned: bool,
           include_archived: bool, yes: bool, force: bool, dry_run: bool, as_json: JsonOutput | None) -> None:
-    """Delete old or never-used sessions with their messages."""
+    """Delete old or never-used sessions with their messages, beside live writers."""
     if older_than is None and not never_active:
         raise click.UsageError("say what to prune: --older-than DAYS, --never-active, or both")
     options = dict(older_than=older_than, never_active=never_active,
@@ -79,7 +83,7 @@ def prune(ctx: CliContext, older_than: float | None, never_active: bool, include
                 _report(preview, as_json)
                 return
             click.confirm(f"Delete {len(preview.sessions)} session(s) and their messages?", abort=True)
-        _report(ctx.call(store.prune, **options, force=force, dry_run=dry_run), as_json)
+        _report(ctx.call(store.prune, **options, dry_run=dry_run), as_json)
 
 
 @click.command()

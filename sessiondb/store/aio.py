@@ -29,9 +29,9 @@ METHODS = (
     "search", "recall", "rebuild_vectors", "forget", "find_session", "stats", "export_session", "import_records",
     "replay_spool", "verify",
     "begin_turn", "end_turn", "get_turn", "turns",
-    "policy", "set_policy", "clear_policy", "hold", "release_hold", "apply_policy",
+    "policy", "set_policy", "clear_policy", "hold", "release_hold", "apply_policy", "prune",
     # Maintainable, where the store has it
-    "backup", "optimize", "vacuum", "prune",
+    "backup", "optimize", "vacuum",
 )
 
 

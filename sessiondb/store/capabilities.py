@@ -15,8 +15,6 @@ from typing import Any, Callable
 from ..errors import InvalidInput
 from ..inputs import check_flag
 from ..model import MaintenanceReport
-from . import commands as cmd
-from . import retention
 from .backend import Backend, MaintenanceBackend
 from .checked import CheckedStore, naming_the_store
 from .optional import Doctor, Maintainable, RoutingIndex, Salvageable
@@ -45,31 +43,6 @@ class CheckedMaintenance:
 
     def vacuum(self, *, force: bool = False, dry_run: bool = False) -> MaintenanceReport:
         return self._open().vacuum(force=check_flag(force, "force"), dry_run=check_flag(dry_run, "dry_run"))
-
-    def prune(
-        self,
-        *,
-        older_than: float | None = None,
-        never_active: bool = False,
-        include_pinned: bool = False,
-        include_archived: bool = False,
-        force: bool = False,
-        dry_run: bool = False,
-    ) -> MaintenanceReport:
-        now = self._clock()
-        inactive_before = None
-        if older_than is not None:
-            if isinstance(older_than, bool) or not isinstance(older_than, (int, float)) or not 0 <= older_than < float("inf"):
-                raise InvalidInput("older_than must be a non-negative number of seconds")
-            inactive_before = now - older_than
-        never_active_at = now if check_flag(never_active, "never_active") else None
-        if inactive_before is None and never_active_at is None:
-            raise InvalidInput("say what to prune: older_than, never_active, or both")
-        backend = self._open()
-        return backend.prune(cmd.Prune(
-            inactive_before, never_active_at, check_flag(include_pinned, "include_pinned"),
-            check_flag(include_archived, "include_archived"), check_flag(force, "force"), check_flag(dry_run, "dry_run"),
-            exempt=backend.read(retention.held_sessions)))
 
 
 class CheckedRouting:

@@ -122,13 +122,13 @@ class Search:
 
 @dataclass(frozen=True, slots=True)
 class Prune:
-    inactive_before: float | None  # sessions inactive since before this time
-    never_active_at: float | None  # the time the never-active rule measures age from
-    include_pinned: bool
+    """Which sessions a prune takes (retention.prune); a session under a legal hold never."""
+
+    inactive_before: float | None  # sessions last active before this time
+    never_active_before: float | None  # sessions opened by a key, never used, and started before this time
+    include_pinned: bool  # (inactive ones; a never-active session is never pinned)
     include_archived: bool
-    force: bool
     dry_run: bool
-    exempt: frozenset[str] = frozenset()  # sessions under a legal hold: never pruned
 
 
 @dataclass(frozen=True, slots=True)

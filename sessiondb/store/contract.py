@@ -18,7 +18,8 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, runtime_checkable
 
 from ..model import (
-    ForgetReceipt, Hold, ImportReport, Lease, Message, Page, Policies, Policy, PolicyReport, SearchHit, Session,
+    ForgetReceipt, Hold, ImportReport, Lease, MaintenanceReport, Message, Page, Policies, Policy, PolicyReport,
+    SearchHit, Session,
     SpoolReport, StoreStats, Turn, Usage, VerifyReport,
 )
 
@@ -582,3 +583,22 @@ class Store(Protocol):
         left for the next run); compacted originals lose their text in small transactions,
         their rows kept so a transcript handed back is still known. Rules that would remove
         every conversation they cover are refused in `refused` (unless `force`)."""
+
+    def prune(
+        self,
+        *,
+        older_than: float | None = None,
+        never_active: bool = False,
+        include_pinned: bool = False,
+        include_archived: bool = False,
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> MaintenanceReport:
+        """Delete, once, the sessions inactive for `older_than` seconds (pinned and archived
+        ones only when included) and/or the never-active ones (S-40: opened by a key, still
+        open, no messages, usage, tool calls, activity or title, older than 30 days, neither
+        pinned nor archived), with their messages and the routing entries that name them.
+        Session by session, not by conversation; a session under a legal hold is kept. Runs
+        beside live writers in small transactions, each session judged again as it goes;
+        never refused while other processes hold the store (`force` is accepted and changes
+        nothing). The report's `sessions` lists what went (or, in a dry run, would)."""

@@ -25,28 +25,12 @@ class Maintainable(Protocol):
     def optimize(self, *, force: bool = False, dry_run: bool = False) -> MaintenanceReport:
         """Merge the search index, refresh statistics, checkpoint.
 
-        Like vacuum and prune: refused with StoreHeld (listing every holder) while another
+        Like vacuum: refused with StoreHeld (listing every holder) while another
         process holds the store, unless forced; a dry run is never refused (S-19).
         """
 
     def vacuum(self, *, force: bool = False, dry_run: bool = False) -> MaintenanceReport:
         """Rewrite the store compactly (refused while held, like optimize)."""
-
-    def prune(
-        self,
-        *,
-        older_than: float | None = None,
-        never_active: bool = False,
-        include_pinned: bool = False,
-        include_archived: bool = False,
-        force: bool = False,
-        dry_run: bool = False,
-    ) -> MaintenanceReport:
-        """Delete sessions inactive for `older_than` seconds and/or never-active ones (S-40).
-
-        Never-active: open, keyed, no messages, usage, tool calls, activity or title, older
-        than 30 days, neither pinned nor archived. Refused while held, like optimize.
-        """
 
 
 @runtime_checkable

@@ -1,5 +1,6 @@
-"""Retention rules and legal holds for every backend: the checked calls of the contract's
-policy section (a mixin of CheckedStore, like turns.py); what they do is retention.py's."""
+"""Retention rules, legal holds and prune for every backend: the checked calls of the
+contract's policy section (a mixin of CheckedStore, like turns.py); what they do is
+retention.py's."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import Any, Callable
 
 from ..errors import InvalidInput
 from ..inputs import check_flag, check_label, check_session_ref
-from ..model import Hold, Policies, Policy, PolicyReport
+from ..model import Hold, MaintenanceReport, Policies, Policy, PolicyReport
+from . import commands as cmd
 from . import retention
 from .backend import Backend
 
@@ -67,6 +69,25 @@ class PolicyCalls:
     def apply_policy(self, *, dry_run: bool = True, force: bool = False) -> PolicyReport:
         return retention.apply(self._open(), now=self._clock(), dry_run=check_flag(dry_run, "dry_run"),
                                force=check_flag(force, "force"))
+
+    def prune(self, *, older_than: float | None = None, never_active: bool = False, include_pinned: bool = False,
+              include_archived: bool = False, force: bool = False, dry_run: bool = False) -> MaintenanceReport:
+        now = self._clock()
+        if older_than is not None and (isinstance(older_than, bool) or not isinstance(older_than, (int, float))
+                                       or not 0 <= older_than < float("inf")):
+            raise InvalidInput(f"older_than must be a number of seconds from 0, not {older_than!r}")
+        if older_than is None and not check_flag(never_active, "never_active"):
+            raise InvalidInput("say what to prune: older_than (seconds), never_active=True, or both")
+        check_flag(force, "force")  # accepted as before: a prune runs beside other processes, never refused
+        command = cmd.Prune(
+            inactive_before=None if older_than is None else now - older_than,
+            never_active_before=now - retention.NEVER_ACTIVE_FLOOR if never_active else None,
+            include_pinned=check_flag(include_pinned, "include_pinned"),
+            include_archived=check_flag(include_archived, "include_archived"), dry_run=check_flag(dry_run, "dry_run"))
+        backend = self._open()
+        before = backend.footprint()[0]
+        taken = retention.prune(backend, command)
+        return MaintenanceReport("prune", command.dry_run, before, backend.footprint()[0], sessions=taken)
 
 
 def _held(user_id: Any, session_id: Any) -> tuple[str | None, str | None]:

@@ -24,6 +24,10 @@ the next run. Compacted originals lose their text CHUNK rows per transaction. Ev
 transaction is whole, so a sweep killed at any point leaves no half-removed conversation,
 and the next run finds what is left. The pages freed are then handed back to the file system a
 few at a time (`Backend.release_space`). A dry run is the default on every face.
+
+**Prune** is a one-off sweep a person asks for by session, not by conversation: the sessions
+inactive since a time, or opened by a key and never used (S-40), removed online as the rules'
+sweep removes conversations, each checked again as it goes, and held ones never.
 """
 
 from __future__ import annotations
@@ -36,15 +40,20 @@ from typing import Any, Iterable
 
 from ..errors import Conflict, InvalidInput
 from ..model import COMPRESSION, TEXT_DROPPED, Hold, Policies, Policy, PolicyReport
+from . import commands as cmd
 from .backend import Backend
 from .rows import Row, Rows, above, active_at, one_of
 
 RULES = "retention"
 HOLD = "hold:"
-#: Compacted originals whose text one transaction drops at most.
+#: Compacted originals whose text one transaction drops at most; sessions one prune's transaction removes.
 CHUNK = 500
+#: How old a session opened by a key and never used is before prune takes it (S-40); the
+#: never_active_after rule names its own period.
+NEVER_ACTIVE_FLOOR = 30 * 86400.0
 _SESSION_COLUMNS = ("id", "parent_session_id", "parent_relation", "source", "user_id", "pinned", "started_at",
-                    "last_activity_at", "session_key", "message_count", "tool_call_count", "title", "archived")
+                    "last_activity_at", "session_key", "message_count", "tool_call_count", "title", "archived",
+                    "ended_at")
 _TEXT_COLUMNS = ("content", "parts", "tool_calls", "reasoning")
 
 
@@ -112,16 +121,6 @@ def refuse_held(rows: Rows, session_ids: set[str]) -> None:
                        "(store.release_hold, `sessiondb policy release`) first")
 
 
-def held_sessions(rows: Rows) -> frozenset[str]:
-    """The sessions a hold covers (by their id, or their user's): what a prune leaves."""
-    found = policies(rows).holds
-    users = sorted({h.user_id for h in found if h.user_id is not None})
-    ids = {h.session_id for h in found if h.session_id is not None}
-    if users:
-        ids.update(row["id"] for row in rows.select("sessions", {"user_id": one_of(users)}, columns=("id",)))
-    return frozenset(ids)
-
-
 # --- the plan -----------------------------------------------------------------------------
 
 
@@ -164,11 +163,18 @@ def _conversations(sessions: list[Row]) -> list[_Conversation]:
 
 
 def _never_active(session: Row, before: float) -> bool:
-    """A session opened by a key and never used (S-40); its rows are checked again as it goes."""
-    return (session["session_key"] is not None and session["message_count"] == 0
+    """A session opened by a key, still open and never used (S-40), started before `before`;
+    that it holds no messages and no usage is checked as it goes (`_unused`)."""
+    return (session["session_key"] is not None and session["ended_at"] is None and session["message_count"] == 0
             and session["tool_call_count"] == 0 and session["last_activity_at"] is None
             and session["title"] is None and not session["pinned"] and not session["archived"]
             and session["started_at"] < before)
+
+
+def _unused(rows: Rows, session_ids: list[str]) -> bool:
+    """None of these sessions holds a message or a usage record."""
+    this = {"session_id": one_of(session_ids)}
+    return not rows.count("messages", this)[None]["count"] and not rows.count("usage", this)[None]["count"]
 
 
 def _plan(rows: Rows, now: float) -> _Plan:
@@ -272,12 +278,19 @@ def _remove(rows: Rows, planned: _Conversation) -> int | None:
             or max(map(active_at, now)) != planned.active_at or any(s["pinned"] for s in now)
             or held(rows, now) is not None):
         return None  # written to, rotated, pinned, held or removed since the plan: the next run decides
-    this = {"session_id": one_of(planned.ids)}
-    messages = rows.count("messages", this)[None]["count"]
-    if planned.rule == "never_active_after" and (messages or rows.count("usage", this)[None]["count"]):
+    if planned.rule == "never_active_after" and not _unused(rows, planned.ids):
         return None  # used since the plan after all
+    return _delete_sessions(rows, planned.ids)
+
+
+def _delete_sessions(rows: Rows, session_ids: list[str]) -> int:
+    """Delete these sessions (their messages, usage and turns go by cascade) and the routing
+    entries that name them, so a gateway never routes a key to a removed session; how many
+    messages went."""
+    this = {"session_id": one_of(session_ids)}
+    messages = rows.count("messages", this)[None]["count"]
     rows.delete("gateway_routes", this)
-    rows.delete("sessions", {"id": one_of(planned.ids)})
+    rows.delete("sessions", {"id": one_of(session_ids)})
     return messages
 
 
@@ -298,3 +311,46 @@ def _drop_compacted(rows: Rows, plan: _Plan, after: int) -> tuple[int, int | Non
         rows.update("messages", {"id": one_of(due)},
                     set={**dict.fromkeys(_TEXT_COLUMNS), "display_kind": TEXT_DROPPED})
     return len(due), after_this
+
+
+# --- prune: a one-off sweep, session by session -------------------------------------------
+
+
+def prune(backend: Backend, command: cmd.Prune) -> list[str]:
+    """The sessions `command` takes, sorted; removed unless it is a dry run, up to CHUNK a
+    transaction, each judged again as it goes (one written to, pinned or held since the
+    first look is left), then the pages freed handed back."""
+    found = backend.read(partial(_pruned, command=command, among=None))
+    if command.dry_run:
+        return found
+    gone: list[str] = []
+    for start in range(0, len(found), CHUNK):
+        gone += backend.write(partial(_prune_chunk, command=command, among=found[start:start + CHUNK]))
+    if gone:
+        backend.release_space()
+    return sorted(gone)
+
+
+def _pruned(rows: Rows, command: cmd.Prune, among: list[str] | None) -> list[str]:
+    """The sessions (of `among`, or of the whole store) the command takes, sorted."""
+    sessions = rows.select("sessions", {} if among is None else {"id": one_of(among)}, columns=_SESSION_COLUMNS,
+                           lock=among is not None)
+    holds = policies(rows).holds
+    taken = []
+    for s in sessions:
+        if covering(holds, [s]) is not None:
+            continue
+        if command.inactive_before is not None and active_at(s) < command.inactive_before and (
+                command.include_pinned or not s["pinned"]) and (command.include_archived or not s["archived"]):
+            taken.append(s["id"])
+        elif (command.never_active_before is not None and _never_active(s, command.never_active_before)
+              and _unused(rows, [s["id"]])):
+            taken.append(s["id"])
+    return sorted(taken)
+
+
+def _prune_chunk(rows: Rows, command: cmd.Prune, among: list[str]) -> list[str]:
+    taken = _pruned(rows, command, among)
+    if taken:
+        _delete_sessions(rows, taken)
+    return taken

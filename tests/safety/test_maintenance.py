@@ -1,10 +1,9 @@
-"""Maintenance refuses while the store is held (S-19); prune takes only what it should (S-40)."""
+"""Maintenance that rewrites the file refuses while the store is held (S-19); a backup is a private copy."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
 import apsw
 import pytest
@@ -56,7 +55,7 @@ def test_a_rewrite_refuses_while_another_process_holds_the_store(store, holder, 
 def test_a_dry_run_is_never_refused(store, holder):
     report = store.vacuum(dry_run=True)
     assert report.dry_run and report.bytes_before > 0
-    assert store.prune(never_active=True, dry_run=True).sessions == []
+    assert store.optimize(dry_run=True).dry_run
 
 
 def test_force_runs_anyway_and_says_so(store, holder):
@@ -75,46 +74,6 @@ def test_vacuum_keeps_every_message_and_the_store_stays_writable(store):
     assert len(store.transcript(sid)) == 50
     store.append(sid, {"role": "user", "content": "after the vacuum"})
     assert len(store.transcript(sid)) == 51
-
-
-def _age(store, session_id, days):
-    started = time.time() - days * 86400
-    store.backend._file.writer.run(lambda c: c.execute("UPDATE sessions SET started_at = ? WHERE id = ?", (started, session_id)))
-
-
-def test_prune_never_active_takes_only_old_unused_keyed_sessions(store):
-    unused = store.create_session("gateway", session_key="agent:main:telegram:dm:1").id
-    young = store.create_session("gateway", session_key="agent:main:telegram:dm:2").id
-    used = store.create_session("gateway", session_key="agent:main:telegram:dm:3").id
-    store.append(used, {"role": "user", "content": "hello"})
-    titled = store.create_session("gateway", session_key="agent:main:telegram:dm:4", title="kept").id
-    pinned = store.create_session("gateway", session_key="agent:main:telegram:dm:5").id
-    store.set_flags(pinned, pinned=True)
-    with_usage = store.create_session("gateway", session_key="agent:main:telegram:dm:6").id
-    store.record_usage(with_usage, model="m", input_tokens=1)
-    keyless = store.create_session("cli").id
-    for sid in (unused, used, titled, pinned, with_usage, keyless):
-        _age(store, sid, 45)
-    _age(store, young, 10)
-
-    assert store.prune(never_active=True, dry_run=True).sessions == [unused]
-    assert store.get_session(unused)  # a dry run removes nothing
-    assert store.prune(never_active=True).sessions == [unused]
-    with pytest.raises(sessiondb.NotFound):
-        store.get_session(unused)
-    for sid in (young, used, titled, pinned, with_usage, keyless):
-        assert store.get_session(sid)
-
-
-def test_prune_older_than_keeps_pinned_and_archived_unless_included(store):
-    plain, pinned, archived = (store.create_session("cli").id for _ in range(3))
-    store.set_flags(pinned, pinned=True)
-    store.set_flags(archived, archived=True)
-    for sid in (plain, pinned, archived):
-        _age(store, sid, 100)
-    assert store.prune(older_than=90 * 86400).sessions == [plain]
-    assert sorted(store.prune(older_than=90 * 86400, include_pinned=True, include_archived=True).sessions) == sorted(
-        [pinned, archived])
 
 
 def test_an_online_backup_is_a_consistent_private_copy_with_its_own_generation(store, tmp_path):
@@ -173,17 +132,3 @@ def test_the_backup_command_writes_a_copy_and_refuses_to_overwrite(tmp_path, iso
         assert [s.title for s in copy.list_sessions().items] == ["kept"]
     again = _cli("--home", str(isolated_home), "backup", str(target))
     assert again.exit_code == 1 and "already exists" in again.output
-
-
-def test_prune_never_active_removes_the_routing_entries_of_what_it_prunes(store):
-    unused = store.create_session("gateway", session_key="agent:main:telegram:dm:9").id
-    kept = store.create_session("gateway", session_key="agent:main:telegram:dm:10").id
-    store.routing.put("agent:main:telegram:dm:9", unused, "main")
-    store.routing.put("agent:main:telegram:dm:10", kept, "main")
-    store.append(kept, {"role": "user", "content": "hello"})
-    _age(store, unused, 45)
-    _age(store, kept, 45)
-
-    assert store.prune(never_active=True).sessions == [unused]
-    assert store.routing.get("agent:main:telegram:dm:9") is None
-    assert store.routing.get("agent:main:telegram:dm:10").session_id == kept

@@ -242,15 +242,12 @@ class PostgresBackend:
         return self._maintain("vacuum", dry_run, lambda: self._db.session(
             partial(maintenance.run_each_table, schema=self._db.schema, statement="VACUUM")))
 
-    def prune(self, command: cmd.Prune) -> MaintenanceReport:
-        return self._maintain("prune", command.dry_run,
-                              lambda: self._run(partial(maintenance.prune, command=command)), always=True)
-
-    def _maintain(self, action: str, dry_run: bool, work: Callable[[], Any], always: bool = False) -> MaintenanceReport:
-        """`work` (which previews by itself when `always`), with the sizes before and after."""
+    def _maintain(self, action: str, dry_run: bool, work: Callable[[], Any]) -> MaintenanceReport:
+        """`work` unless it is a dry run, with the sizes before and after."""
         before = self.footprint()[0]
-        result = work() if always or not dry_run else None
-        return MaintenanceReport(action, dry_run, before, self.footprint()[0], sessions=result or [], warnings=[])
+        if not dry_run:
+            work()
+        return MaintenanceReport(action, dry_run, before, self.footprint()[0])
 
 
 def spool_anchor(location: str, schema: str) -> Path:

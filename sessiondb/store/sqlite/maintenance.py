@@ -1,6 +1,6 @@
-"""Maintenance of a store file: online backup, optimize, vacuum, prune.
+"""Maintenance of a store file: online backup, optimize, vacuum, the release of freed pages.
 
-Rewrites of the file (optimize, vacuum, prune) refuse while another process holds it
+Rewrites of the file (optimize, vacuum) refuse while another process holds it
 (S-19): they list the holders and stop, unless forced. A dry run is never refused. The
 online backup copies through SQLite's backup API from a read snapshot, so it is
 consistent while writers run, and is published atomically (a staging name, fsync,
@@ -20,9 +20,6 @@ from ...files import staged
 from ...home import SIDECAR_SUFFIXES
 from .index.schema import FILES as INDEX_FILES
 from .safety.holders import holders
-
-NEVER_ACTIVE_FLOOR_DAYS = 30
-
 
 def store_bytes(db_path: Path) -> int:
     """The store's size on disk: the database, its sidecars and the search index's files."""
@@ -68,49 +65,6 @@ def backup(source: apsw.Connection, destination: Path) -> int:
         finally:
             target.close()
     return os.stat(destination).st_size
-
-
-def never_active_sql(now: float) -> tuple[str, tuple]:
-    """Sessions opened by a key and never used (S-40): safe to prune after the floor."""
-    return (
-        "SELECT id FROM sessions s WHERE ended_at IS NULL AND session_key IS NOT NULL "
-        "AND message_count = 0 AND tool_call_count = 0 AND last_activity_at IS NULL "
-        "AND title IS NULL AND pinned = 0 AND archived = 0 AND started_at < ? "
-        "AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id) "
-        "AND NOT EXISTS (SELECT 1 FROM usage u WHERE u.session_id = s.id) ORDER BY started_at",
-        (now - NEVER_ACTIVE_FLOOR_DAYS * 86400,),
-    )
-
-
-def older_than_sql(cutoff: float, *, include_pinned: bool, include_archived: bool) -> tuple[str, tuple]:
-    sql = "SELECT id FROM sessions WHERE coalesce(last_activity_at, started_at) < ?"
-    if not include_pinned:
-        sql += " AND pinned = 0"
-    if not include_archived:
-        sql += " AND archived = 0"
-    return sql + " ORDER BY started_at", (cutoff,)
-
-
-def select_ids(conn: apsw.Connection, query: tuple[str, tuple], exempt: frozenset[str]) -> list[str]:
-    """The sessions the query matches, but those `exempt` (under a legal hold)."""
-    sql, params = query
-    return [row[0] for row in conn.execute(sql, params) if row[0] not in exempt]
-
-
-def delete_sessions(conn: apsw.Connection, query: tuple[str, tuple], exempt: frozenset[str]) -> list[str]:
-    """Delete the matching sessions (messages and usage go by cascade) and the routing
-    entries this store holds for them, so a gateway never routes a key to a pruned session."""
-    ids = select_ids(conn, query, exempt)
-    rows = [(i,) for i in ids]
-    conn.executemany("DELETE FROM sessions WHERE id = ?", rows)
-    conn.executemany("DELETE FROM gateway_routes WHERE session_id = ?", rows)
-    return ids
-
-
-def sessions_matching(conn: apsw.Connection, *, queries: list[tuple[str, tuple]], pick,
-                      exempt: frozenset[str]) -> list[str]:
-    """Apply `pick` (select_ids or delete_sessions) to every query; the ids, sorted."""
-    return sorted({sid for query in queries for sid in pick(conn, query, exempt)})
 
 
 def optimize(conn: apsw.Connection, swept_to: int) -> None:

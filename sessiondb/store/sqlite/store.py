@@ -23,7 +23,6 @@ import time
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
@@ -330,30 +329,17 @@ class SQLiteBackend:
     def vacuum(self, *, force: bool, dry_run: bool) -> MaintenanceReport:
         return self._maintain("vacuum", maintenance.vacuum, force=force, dry_run=dry_run)
 
-    def prune(self, command: cmd.Prune) -> MaintenanceReport:
-        queries = []
-        if command.inactive_before is not None:
-            queries.append(maintenance.older_than_sql(command.inactive_before, include_pinned=command.include_pinned,
-                                                      include_archived=command.include_archived))
-        if command.never_active_at is not None:
-            queries.append(maintenance.never_active_sql(command.never_active_at))
-        pick = maintenance.select_ids if command.dry_run else maintenance.delete_sessions
-        work = partial(maintenance.sessions_matching, queries=queries, pick=pick, exempt=command.exempt)
-        return self._maintain("prune", work, force=command.force, dry_run=command.dry_run, rewrites=False)
-
-    def _maintain(self, action: str, work: Callable[[apsw.Connection], Any], *, force: bool, dry_run: bool,
-                  rewrites: bool = True) -> MaintenanceReport:
-        """Run `work` unless another process holds the store (S-19). A rewrite (optimize,
-        vacuum) runs outside a transaction; a dry run previews without writing."""
+    def _maintain(self, action: str, work: Callable[[apsw.Connection], Any], *, force: bool,
+                  dry_run: bool) -> MaintenanceReport:
+        """Rewrite the file with `work`, outside a transaction, unless another process holds
+        the store (S-19); a dry run says what the file weighs and writes nothing."""
         self._check_open()
         before = maintenance.store_bytes(self.path)
-        if dry_run:
-            warnings, result = [], None if rewrites else self._read(work)
-        else:
+        warnings = []
+        if not dry_run:
             warnings = maintenance.check_unheld(self.path, action, force=force)
-            result = self._file.writer.run(work, in_transaction=not rewrites)
-        return MaintenanceReport(action, dry_run, before, maintenance.store_bytes(self.path),
-                                 sessions=result or [], warnings=warnings)
+            self._file.writer.run(work, in_transaction=False)
+        return MaintenanceReport(action, dry_run, before, maintenance.store_bytes(self.path), warnings=warnings)
 
 
 def _file_size(path: Path) -> int:
