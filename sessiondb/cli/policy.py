@@ -81,6 +81,9 @@ def set_rules(ctx: CliContext, source: str | None, inactive_after: float | None,
               as_json: JsonOutput | None) -> None:
     """Declare the retention rules of a source (replacing its earlier ones), and say what
     they would remove now."""
+    if inactive_after is None and keep_last is None and compacted_after is None and never_active_after is None:
+        raise click.UsageError("say what to keep: --inactive-after, --keep-last, --compacted-after or "
+                               "--never-active-after (`policy clear` removes the rules)")
     with ctx.open() as store:
         rule = ctx.call(store.set_policy, source=source, inactive_after=inactive_after, keep_last=keep_last,
                         compacted_after=compacted_after, never_active_after=never_active_after, force=force)

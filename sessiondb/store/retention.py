@@ -214,8 +214,8 @@ def _plan(rows: Rows, now: float) -> _Plan:
                 plan.compacted_before.update(dict.fromkeys(c.ids, now - policy.compacted_after))
         if taken and len(taken) == len(conversations):
             plan.refused = (f"the rules for {'source ' + scope if scope else 'every source'} would remove every "
-                            f"one of its {len(conversations)} conversation(s); keep some (a longer period, "
-                            "keep_last) or force it")
+                            f"one of its {len(conversations)} conversation(s); keep some (a longer period, or a "
+                            "number of conversations to keep) or force the rules")
         plan.removed += taken
     return plan
 

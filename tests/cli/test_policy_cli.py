@@ -85,6 +85,9 @@ def test_periods_are_read_with_their_units_or_as_seconds(home):
            "after 30m (set just now)" in run(home, "policy").output
     refused = run(home, "policy", "set", "--inactive-after", "soon")
     assert refused.exit_code == 2 and "'soon' is not a period" in refused.output
+    empty = run(home, "policy", "set", "--source", "cli")
+    assert empty.exit_code == 2 and "say what to keep: --inactive-after, --keep-last" in empty.output
+    assert "keep_last" not in empty.output
 
 
 def test_setting_rules_says_what_they_would_remove_now_and_removes_nothing(home):
