@@ -15,9 +15,8 @@ import re
 import threading
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import InvalidInput, MessageConflict, MetadataTooLarge
 from .model import (
@@ -271,9 +270,12 @@ def model_role(stored: Message) -> str:
     return Role.USER.value if stored.display_kind == INTERNAL_NOTIFICATION else stored.role
 
 
-@dataclass(frozen=True)
-class NewMessage:
-    """A validated message ready to store; JSON columns are already canonical strings."""
+class NewMessage(NamedTuple):
+    """A validated message ready to store; JSON columns are already canonical strings.
+
+    A named tuple, immutable as a frozen dataclass would be, made in a fifth of the time
+    (a frozen dataclass sets each of its fields through object.__setattr__): one is made
+    for every message of every append."""
 
     uid: str
     role: str

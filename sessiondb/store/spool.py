@@ -14,7 +14,6 @@ import os
 import threading
 import time
 import uuid
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -116,7 +115,7 @@ def replay(db_path: Path, append: Callable[[str, list[dict[str, Any]]], object],
 
 
 def _message_dict(m: NewMessage, now: float) -> dict[str, Any]:
-    data = asdict(m)
+    data = m._asdict()
     parts = data.pop("parts")
     data.pop("tool_call_total")
     data["content"] = json.loads(parts) if parts is not None else data["content"]
