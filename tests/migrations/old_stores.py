@@ -56,6 +56,10 @@ def build(path: Path, version: int) -> Path:
     """A store file at schema `version` (1 = the first release), filled with ROWS."""
     conn = connect(path, patience=5.0)
     try:
+        # Today's writer gives a new, empty file a map of its pages (auto_vacuum); no earlier
+        # release did: the file gets its first page without one before the writer sees it.
+        conn.execute("PRAGMA auto_vacuum=NONE")
+        conn.execute("PRAGMA user_version=0")
         configure_writer(conn, path, "full", patience=5.0)
         migrate(conn, MIGRATIONS[:version])
         with conn:

@@ -56,6 +56,24 @@ def test_opening_an_old_store_migrates_it_to_the_current_schema(old):
     assert report.damage == "none" and report.healthy, report.problems
 
 
+def test_an_old_store_keeps_its_page_layout_until_a_vacuum_gives_it_a_map(old):
+    """No earlier release gave its files a map of their pages (auto_vacuum): opening one
+    migrates its schema and leaves its pages as they are; `vacuum` adds the map."""
+    def auto_vacuum() -> int:
+        conn = apsw.Connection(str(old))
+        try:
+            return conn.execute("PRAGMA auto_vacuum").fetchone()[0]
+        finally:
+            conn.close()
+
+    assert auto_vacuum() == 0
+    with sessiondb.open_store(old) as store:
+        assert [m.uid for m in store.transcript(ENDED)] == ["e-user", "e-marker"]
+        assert auto_vacuum() == 0
+        store.vacuum()
+    assert auto_vacuum() == 2
+
+
 def test_every_session_keeps_its_fields(old, version):
     with sessiondb.open_store(old) as store:
         parent, child, ended = (store.get_session(s) for s in (PARENT, CHILD, ENDED))
