@@ -77,7 +77,7 @@ class SQLRows:
                order: Sequence[str] = (), limit: int | None = None, lock: bool = False) -> list[Row]:
         names = tuple(columns) if columns is not None else _table(table).columns
         params = self._params(table, where)
-        text = _select_text(self._dialect, table, names, _shape(where), tuple(order), limit is not None, lock)
+        text = _select_text(self._dialect, table, names, _shape(table, where), tuple(order), limit is not None, lock)
         if limit is not None:
             params.append(int(limit))
         decoders = _decoders(self._dialect, table, names)
@@ -97,7 +97,8 @@ class SQLRows:
         params = self._params(table, where)
         totals = "".join(f", coalesce(sum({d.column(table, c)}), 0)" for c in sums)
         group = d.column(table, by) if by is not None else "NULL"
-        text = f"SELECT {group}, count(*){totals} FROM {_table(table).name}{_where_text(d, table, _shape(where))}"
+        clause = _where_text(d, table, _shape(table, where))
+        text = f"SELECT {group}, count(*){totals} FROM {_table(table).name}{clause}"
         if by is not None:
             text += f" GROUP BY {group}"
         return {row[0]: {"count": row[1], **{c: _number(v) for c, v in zip(sums, row[2:])}}
@@ -125,7 +126,7 @@ class SQLRows:
             params.append(active)
             terms.append(f"({_ACTIVE}, id) < ({d.mark}, {d.mark})")
             params += [active, sid]
-        clause = _where_text(d, "sessions", _shape(where))
+        clause = _where_text(d, "sessions", _shape("sessions", where))
         if terms:
             clause += (" AND " if clause else " WHERE ") + " AND ".join(terms)
         text = (f"SELECT {', '.join(d.column('sessions', c) for c in names)} FROM sessions{d.recent_index}{clause} "
@@ -186,7 +187,7 @@ class SQLRows:
         for v in greatest.values():
             params.extend((v, v))
         params.extend(self._params(table, where))
-        text = _update_text(self._dialect, table, tuple(set), tuple(add), tuple(greatest), _shape(where))
+        text = _update_text(self._dialect, table, tuple(set), tuple(add), tuple(greatest), _shape(table, where))
         guarded = self._dialect.update_needs_savepoint and _touches_unique(table, set)
         try:
             if guarded:
@@ -205,8 +206,8 @@ class SQLRows:
 
     def delete(self, table: str, where: Where) -> int:
         params = self._params(table, where)
-        return _changes(self._conn, f"DELETE FROM {_table(table).name}{_where_text(self._dialect, table, _shape(where))}",
-                        params)
+        clause = _where_text(self._dialect, table, _shape(table, where))
+        return _changes(self._conn, f"DELETE FROM {_table(table).name}{clause}", params)
 
     def next_token(self) -> int:
         return int(list(self._conn.execute(self._dialect.next_token))[0][0])
@@ -218,7 +219,7 @@ class SQLRows:
         codecs = self._dialect.codecs
         params: list[Any] = []
         for name, wanted in where.items():
-            if wanted is None:
+            if wanted is None or _word(table, name, wanted):
                 continue
             if not isinstance(wanted, Condition):
                 params.append(_encoded(codecs, table, name, wanted) if codecs else wanted)
@@ -242,13 +243,36 @@ class SQLRows:
         return "key"
 
 
-Shape = tuple[tuple[str, str, int], ...]
+Shape = tuple[tuple[str, str, int | str], ...]
 
 
-def _shape(where: Where) -> Shape:
-    """What a condition's SQL depends on: each column, its operator, and how many values it lists."""
-    return tuple((name, "null" if w is None else "=" if not isinstance(w, Condition) else w.op,
-                  len(w.value) if isinstance(w, Condition) and w.op == "in" else 0) for name, w in where.items())
+#: Columns that hold one of a few fixed words, compared in a statement as a literal rather
+#: than a bound value: the planner then chooses a partial index on such a word when it
+#: prepares the statement (messages_active, the rows whose state is 'active'), once. With a
+#: bound value SQLite would look at the value (PRAGMA compile_options: ENABLE_STAT4) and
+#: prepare the statement again at every run; the store's connections forbid that
+#: (QPSG, sqlite/connect.py), and PostgreSQL's generic plan could not use the index either.
+_WORDS = {("messages", "state"): frozenset(s.value for s in MessageState)}
+
+
+def _shape(table: str, where: Where) -> Shape:
+    """What a condition's SQL depends on: each column, its operator, and how many values it
+    lists (or, for a column of fixed words, the word)."""
+    shape: list[tuple[str, str, int | str]] = []
+    for name, w in where.items():
+        if w is None:
+            shape.append((name, "null", 0))
+        elif _word(table, name, w):
+            shape.append((name, "word", w))
+        elif isinstance(w, Condition):
+            shape.append((name, w.op, len(w.value) if w.op == "in" else 0))
+        else:
+            shape.append((name, "=", 0))
+    return tuple(shape)
+
+
+def _word(table: str, name: str, value: Any) -> bool:
+    return isinstance(value, str) and value in _WORDS.get((table, name), ())
 
 
 @lru_cache(maxsize=512)
@@ -264,6 +288,9 @@ def _where_text(d: Dialect, table: str, shape: Shape) -> str:
             terms.append(f"substr({col}, 1, {d.mark}) = {d.mark}")
         elif op == "folded":
             terms.append(d.folded.format(col=col, value=d.mark))
+        elif op == "word":  # one of _WORDS' own, never a caller's text
+            assert count in _WORDS[(table, name)]
+            terms.append(f"{col} = '{count}'")
         else:
             terms.append(f"{col} {'<>' if op == '!=' else op} {d.mark}")
     return " WHERE " + " AND ".join(terms) if terms else ""
