@@ -21,7 +21,7 @@ from typing import Callable
 import apsw
 
 from ...model import VerifyReport
-from ...query import cjk_runs, indexable
+from ...query import indexable_runs
 from ..rows import Rows
 from .index.schema import CJK, STEMS, TOKENIZERS, WORDS, text_sql
 from .search import fts_string
@@ -80,13 +80,13 @@ def _index(conn: apsw.Connection, report: VerifyReport, touched_to: int) -> None
         f"EXISTS (SELECT 1 FROM idx.{CJK}_docsize WHERE id = m.id) FROM messages AS m WHERE {settled}", marks
     ).fetchall()
     for mid, text, words_size, stems_size, in_cjk in rows:
-        text = indexable(text)  # as the indexer gives it
+        text, found = indexable_runs(text)  # as the indexer gives it
         for index, size in ((WORDS, words_size), (STEMS, stems_size)):
             if size is None:
                 report.problems.append(f"search: message {mid} is missing from {index}")
             elif size != b"\x00" and not _matches(conn, index, mid, text):  # no tokens: matches nothing
                 report.problems.append(f"search: {index} holds other text than message {mid} has")
-        runs = "\n".join(cjk_runs(text))
+        runs = "\n".join(found)
         if bool(runs) != bool(in_cjk):
             report.problems.append(f"search: message {mid} is {'missing from' if runs else 'wrongly in'} {CJK}")
         elif runs and not _matches(conn, CJK, mid, runs):

@@ -30,7 +30,7 @@ import apsw
 
 from ....embedding import Embedder, EmbedderFailed, Space, other_space, vectors
 from ....errors import Cause, classify
-from ....query import cjk_runs, indexable
+from ....query import indexable, indexable_runs
 from ..safety.holders import holders
 from . import schema
 
@@ -454,8 +454,7 @@ def _add(conn: apsw.Connection, rows: Iterable[tuple[int, str, str | None]]) -> 
         for mid, text, reasoning in rows:
             if reasoning:
                 thoughts.append((mid, indexable(reasoning)))
-            text = indexable(text)
-            runs = cjk_runs(text)
+            text, runs = indexable_runs(text)
             if runs:
                 # Only the runs of CJK text: the word index serves the rest, and trigrams of
                 # the whole text would be most of the index's bytes.
