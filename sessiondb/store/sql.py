@@ -249,9 +249,9 @@ Shape = tuple[tuple[str, str, int | str], ...]
 #: Columns that hold one of a few fixed words, compared in a statement as a literal rather
 #: than a bound value: the planner then chooses a partial index on such a word when it
 #: prepares the statement (messages_active, the rows whose state is 'active'), once. With a
-#: bound value SQLite would look at the value (PRAGMA compile_options: ENABLE_STAT4) and
-#: prepare the statement again at every run; the store's connections forbid that
-#: (QPSG, sqlite/connect.py), and PostgreSQL's generic plan could not use the index either.
+#: bound value SQLite chooses by the value bound and prepares the statement again whenever
+#: another is bound; the store's connections forbid that (QPSG, sqlite/connect.py), which
+#: leaves the index unused, as PostgreSQL's generic plan would.
 _WORDS = {("messages", "state"): frozenset(s.value for s in MessageState)}
 
 
@@ -278,19 +278,20 @@ def _word(table: str, name: str, value: Any) -> bool:
 @lru_cache(maxsize=512)
 def _where_text(d: Dialect, table: str, shape: Shape) -> str:
     terms = []
-    for name, op, count in shape:
+    for name, op, arg in shape:  # arg: how many values an "in" lists; a "word", the word
         col = d.column(table, name)
         if op == "null":
             terms.append(f"{col} IS NULL")
         elif op == "in":
-            terms.append(f"{col} IN ({', '.join([d.mark] * count)})" if count else "1 = 0")
+            terms.append(f"{col} IN ({', '.join([d.mark] * arg)})" if arg else "1 = 0")
         elif op == "prefix":  # exact: no pattern characters, whatever the prefix holds
             terms.append(f"substr({col}, 1, {d.mark}) = {d.mark}")
         elif op == "folded":
             terms.append(d.folded.format(col=col, value=d.mark))
-        elif op == "word":  # one of _WORDS' own, never a caller's text
-            assert count in _WORDS[(table, name)]
-            terms.append(f"{col} = '{count}'")
+        elif op == "word":
+            if arg not in _WORDS[(table, name)]:  # only ever one of _WORDS' own, never a caller's text
+                raise ValueError(f"{arg!r} is not a word of {table}.{name}")
+            terms.append(f"{col} = '{arg}'")
         else:
             terms.append(f"{col} {'<>' if op == '!=' else op} {d.mark}")
     return " WHERE " + " AND ".join(terms) if terms else ""

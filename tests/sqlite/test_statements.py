@@ -1,7 +1,7 @@
 """A store's statements are planned once, when they are prepared.
 
-This build of SQLite (ENABLE_STAT4) otherwise plans around the values bound to a LIMIT or
-compared with a partial index's word, and prepares such a statement again at every run:
+SQLite otherwise plans around the values bound to a LIMIT or compared with a partial
+index's word, and prepares such a statement again whenever another value is bound:
 three statements of every append and its indexing did (bench/exact.py counted 1.87M
 instructions an indexed append, 1.35M without). Every connection a store opens keeps the
 query planner stability guarantee, and the words a partial index is made of are written

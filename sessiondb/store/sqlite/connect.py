@@ -131,11 +131,11 @@ def connect(path: Path, *, patience: float, vfs: str | None = None, immutable: b
     try:
         conn.set_busy_handler(busy_handler(patience))
         # A statement's plan is made once, when it is prepared (the query planner stability
-        # guarantee). Without it this build of SQLite (ENABLE_STAT4) plans around the values
-        # bound to a LIMIT, or compared with a partial index's word, and so prepares such a
-        # statement again each time it runs: three statements of every append and its
-        # indexing, about 500k instructions (bench/exact.py). Fixed words are written into
-        # statements instead (store/sql.py's _WORDS).
+        # guarantee). Without it SQLite plans around the values bound to a LIMIT, or compared
+        # with a partial index's word, and so prepares such a statement again whenever another
+        # value is bound: three statements of every append and its indexing, about 500k
+        # instructions (bench/exact.py). Fixed words are written into statements instead
+        # (store/sql.py's _WORDS).
         conn.config(apsw.SQLITE_DBCONFIG_ENABLE_QPSG, 1)
         # None of these returns a row, so one string runs them all (APSW runs a statement
         # after a row-returning one only as its rows are read). Read connections then keep
