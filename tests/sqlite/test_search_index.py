@@ -5,6 +5,8 @@ scan. The search contract itself is sessiondb/testing/contract/test_search.py.""
 
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
 
 import apsw
@@ -230,3 +232,41 @@ def test_a_recall_whose_filters_keep_few_of_the_candidates_ranks_every_vector_th
         assert {h.uid for h in store.recall("Which pet?")[:2]} <= {f"c{i}" for i in range(5)}  # the crowd's
         hits = store.recall("Which pet?", session_id=alone)
         assert [h.uid for h in hits][0] == "a" and hits[0].found_by == "meaning"
+
+
+def test_a_recall_multiplies_its_meaning_on_a_thread_of_its_own_beside_the_words(tmp_path, monkeypatch):
+    """The product with every vector is begun before the words are looked for and read
+    after, so the two legs overlap (index/matrix.py)."""
+    monkeypatch.setattr(matrix_module, "CANDIDATES", 2)
+    monkeypatch.setattr(search_module, "CANDIDATES", 2)
+    numpy = matrix_module.numpy()
+    multiplied_on = []
+    product = numpy.einsum
+
+    def einsum(*args, **kwargs):
+        multiplied_on.append(threading.current_thread().name)
+        return product(*args, **kwargs)
+
+    monkeypatch.setattr(numpy, "einsum", einsum)
+    with sessiondb.open_store(tmp_path / "state.db", embedder=Concepts()) as store:
+        sid = store.create_session("cli").id
+        store.append(sid, [{"uid": f"m{i}", "role": "user", "content": f"my dog {i}"} for i in range(5)])
+        assert store.recall("Which pet?")[0].found_by in ("meaning", "words and meaning")
+    assert multiplied_on and all(name.startswith("sessiondb-vectors") for name in multiplied_on)
+
+
+def test_a_forked_child_makes_its_own_threads_for_the_products(tmp_path, monkeypatch):
+    """A child has none of its parent's threads: a pool carried over would take a product
+    and never run it."""
+    monkeypatch.setattr(matrix_module, "CANDIDATES", 2)
+    monkeypatch.setattr(search_module, "CANDIDATES", 2)
+    with sessiondb.open_store(tmp_path / "state.db", embedder=Concepts()) as store:
+        sid = store.create_session("cli").id
+        store.append(sid, [{"uid": f"m{i}", "role": "user", "content": f"my dog {i}"} for i in range(5)])
+        store.recall("Which pet?")
+    assert matrix_module._pool is not None  # the parent's, made by its recall
+    child = os.fork()
+    if child == 0:
+        os._exit(0 if matrix_module._pool is None else 1)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -306,6 +306,10 @@ def recall(conn: apsw.Connection, question: Recall, *, profile: str | None, sour
             found_in.setdefault(mid, index)
         return found
 
+    # The product of the meaning with every vector runs on another thread while the words
+    # are looked for (index/matrix.py); the exact scores of its candidates come after.
+    candidates = None if question.meaning is None or matrix is None else matrix.candidates(
+        conn, question.meaning, key)
     scores: dict[int, float] = {}
     rare, common = list(question.words), []
     if question.words and (messages := _messages(conn)) > COMMON_MESSAGES:
@@ -330,9 +334,9 @@ def recall(conn: apsw.Connection, question: Recall, *, profile: str | None, sour
             scores[hit.message_id] = scores.get(hit.message_id, 0.0) + SCAN_SCORE
             times[hit.message_id] = hit.timestamp
             scanned.setdefault(hit.message_id, hit.snippet)
-    near = {} if question.meaning is None or matrix is None else nearest(
+    near = {} if candidates is None else nearest(
         conn, question.meaning, *_untouched(conn, kept, kept_params, embedded_touched_to),
-        sessions_join if needs_sessions else "", times, matrix, key)
+        sessions_join if needs_sessions else "", times, candidates())
     if not scores and not near:
         return []
     sources = best(scores, SPREAD_FROM)
@@ -363,12 +367,11 @@ def recall(conn: apsw.Connection, question: Recall, *, profile: str | None, sour
 
 
 def nearest(conn: apsw.Connection, meaning: bytes, where: list[str], params: list[Any], sessions_join: str,
-            times: dict[int, float], matrix: Matrix, key: tuple) -> dict[int, float]:
+            times: dict[int, float], candidates: list[int]) -> dict[int, float]:
     """The NEAREST messages to `meaning` (a unit vector) the filters keep, with their
-    similarity (the vectors' dot product, -1 to 1): the matrix's candidates (index/matrix.py)
-    scored exactly; where the filters keep fewer than NEAREST of them, every vector they
-    keep. Their times go into `times`."""
-    candidates = matrix.candidates(conn, meaning, key)
+    similarity (the vectors' dot product, -1 to 1): the matrix's `candidates`
+    (index/matrix.py) scored exactly; where the filters keep fewer than NEAREST of them,
+    every vector they keep. Their times go into `times`."""
     read = (f"SELECT m.id, v.vector, m.timestamp FROM idx.vectors AS v CROSS JOIN messages AS m ON m.id = v.rowid "
             f"{sessions_join} WHERE {' AND '.join(where)}")
     found = scored(conn, meaning, f"{read} AND v.rowid IN ({', '.join('?' * len(candidates))})", [*params, *candidates])
