@@ -69,9 +69,9 @@ def has_cjk(text: str) -> bool:
 def cjk_runs(text: str) -> list[str]:
     """The runs of characters of scripts written without spaces in `text`, in order.
 
-    Split out between the runs of other characters: the indexer asks this of every
-    message, and matching the (usual) other characters in long runs costs half of trying
-    each position for a CJK run."""
+    Split out between the runs of other characters: matching the (usual) other characters
+    in long runs costs half of trying each position for a CJK run. (The indexer has the
+    runs of a message's text from `indexable_runs`, in the pass that spaces them out.)"""
     if text.isascii():
         return []
     return [run for run in _NOT_CJK_RUNS.split(text) if run]

@@ -26,7 +26,6 @@ from .output import JsonOutput, emit_rows, json_option, one_format, rows_option
 from .periods import TIME
 
 
-
 def resolve(ctx: CliContext, store: Store, ref: str) -> Session:
     """The session a person named (id, unique id prefix or exact title)."""
     return ctx.call(store.find_session, ref)

@@ -180,8 +180,7 @@ def _erase(rows: Rows, ids: list[str]) -> _Erased:
         heads += _heads((row["content"], row["reasoning"]))
     erased.fragments = _spread(heads)  # a forget of many conversations holds MAX_FRAGMENTS of each
     erased.messages, erased.usage_rows, erased.turns = _counts(rows, ids)
-    rows.delete("gateway_routes", this)
-    rows.delete("sessions", {"id": one_of(ids)})
+    retention.remove_sessions(rows, ids)
     return erased
 
 

@@ -280,18 +280,17 @@ def _remove(rows: Rows, planned: _Conversation) -> int | None:
         return None  # written to, rotated, pinned, held or removed since the plan: the next run decides
     if planned.rule == "never_active_after" and not _unused(rows, planned.ids):
         return None  # used since the plan after all
-    return _delete_sessions(rows, planned.ids)
-
-
-def _delete_sessions(rows: Rows, session_ids: list[str]) -> int:
-    """Delete these sessions (their messages, usage and turns go by cascade) and the routing
-    entries that name them, so a gateway never routes a key to a removed session; how many
-    messages went."""
-    this = {"session_id": one_of(session_ids)}
-    messages = rows.count("messages", this)[None]["count"]
-    rows.delete("gateway_routes", this)
-    rows.delete("sessions", {"id": one_of(session_ids)})
+    messages = rows.count("messages", {"session_id": one_of(planned.ids)})[None]["count"]
+    remove_sessions(rows, planned.ids)
     return messages
+
+
+def remove_sessions(rows: Rows, session_ids: list[str]) -> None:
+    """Delete these sessions (their messages, usage and turns go by cascade) and the routing
+    entries that name them, so a gateway never routes a key to a removed session: the last
+    step of a sweep's, a prune's and a forget's removal alike."""
+    rows.delete("gateway_routes", {"session_id": one_of(session_ids)})
+    rows.delete("sessions", {"id": one_of(session_ids)})
 
 
 def _compacted_page(rows: Rows, plan: _Plan, after: int) -> tuple[list[int], int | None]:
@@ -324,11 +323,11 @@ def prune(backend: Backend, command: cmd.Prune) -> list[str]:
     if command.dry_run:
         return found
     gone: list[str] = []
-    for start in range(0, len(found), CHUNK):
+    for start in range(0, len(found), CHUNK):  # sorted chunks of a sorted list: `gone` stays sorted
         gone += backend.write(partial(_prune_chunk, command=command, among=found[start:start + CHUNK]))
     if gone:
         backend.release_space()
-    return sorted(gone)
+    return gone
 
 
 def _pruned(rows: Rows, command: cmd.Prune, among: list[str] | None) -> list[str]:
@@ -352,5 +351,5 @@ def _pruned(rows: Rows, command: cmd.Prune, among: list[str] | None) -> list[str
 def _prune_chunk(rows: Rows, command: cmd.Prune, among: list[str]) -> list[str]:
     taken = _pruned(rows, command, among)
     if taken:
-        _delete_sessions(rows, taken)
+        remove_sessions(rows, taken)
     return taken

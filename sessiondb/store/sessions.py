@@ -104,10 +104,9 @@ def change(rows: Rows, session_id: str, change: SessionChange) -> Session:
 def delete(rows: Rows, session_id: str) -> None:
     """Delete the session with its messages, usage and turns (its children stay, parentless);
     Conflict when a legal hold covers it."""
-    if not rows.select("sessions", {"id": session_id}, columns=("id",)):
+    retention.refuse_held(rows, {session_id})  # a session not stored is held by nothing
+    if not rows.delete("sessions", {"id": session_id}):
         raise missing(session_id)
-    retention.refuse_held(rows, {session_id})
-    rows.delete("sessions", {"id": session_id})
 
 
 def listed(rows: Rows, query: ListSessions) -> Page:

@@ -21,6 +21,7 @@ from ...home import SIDECAR_SUFFIXES
 from .index.schema import FILES as INDEX_FILES
 from .safety.holders import holders
 
+
 def store_bytes(db_path: Path) -> int:
     """The store's size on disk: the database, its sidecars and the search index's files."""
     total = 0
