@@ -496,8 +496,50 @@ def test_an_interrupt_as_a_group_starts_never_loses_the_write(path):
     _append_interrupted_at(path, "call", "_commit_group")
 
 
-def test_an_interrupt_as_a_group_is_taken_from_the_queue_never_loses_the_write(path):
-    _append_interrupted_at(path, "return", "_take_group")
+def test_an_interrupt_as_a_group_is_taken_from_the_queue_never_loses_the_write(path, hold_lock):
+    """A caller that committed alone serves the callers that queued behind it meanwhile; a
+    Ctrl-C as it takes their group from the queue leaves the group there for the writer thread."""
+    store = sessiondb.open_store(path)
+    sid = store.create_session("cli").id
+    holder = hold_lock()  # the main append holds the connection, waiting for the file's lock
+    other = threading.Thread(target=store.append, args=(sid, user("other", uid="other")))
+
+    def queue_another_then_let_go():
+        wait_until(lambda: main_thread_in("_commit_group"), what="the main append to run alone")
+        other.start()
+        wait_until(lambda: thread_in(other, "result"), what="the other append to queue behind it")
+        holder.release()
+
+    threading.Thread(target=queue_another_then_let_go).start()
+    tracer, state = _interrupt_at("return", "_take_group")
+    sys.settrace(tracer)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            store.append(sid, user("main", uid="main"))
+    finally:
+        sys.settrace(None)
+    assert state["fired"]
+    other.join(10)
+    assert not other.is_alive()
+    store.close()
+    assert stored_uids(path, sid) == ["main", "other"]
+
+
+def test_a_lone_append_is_committed_without_the_queue(path, monkeypatch):
+    """Nothing queued and the connection free: the caller commits its own request at once
+    (the queue and the group it would gather cost a lone writer 20k instructions an append)."""
+    from sessiondb.store.sqlite.writer import Writer
+
+    taken = []
+    take_group = Writer._take_group
+    monkeypatch.setattr(Writer, "_take_group", lambda self: taken.append(1) or take_group(self))
+    with sessiondb.open_store(path) as store:
+        sid = store.create_session("cli").id
+        taken.clear()
+        for i in range(3):
+            store.append(sid, user(f"m{i}", uid=f"m{i}"))
+        assert taken == []
+    assert stored_uids(path, sid) == ["m0", "m1", "m2"]
 
 
 OURS = str(Path(sessiondb.__file__).parent)
@@ -512,7 +554,8 @@ def _interruptible_here(frame) -> bool:
     if not frame.f_code.co_filename.startswith(OURS):
         return False
     while frame is not None:
-        if frame.f_code.co_name in ("_drain", "_sync_committed") and frame.f_code.co_filename.endswith("writer.py"):
+        if frame.f_code.co_name in ("_drain", "_commit_group", "_sync_committed") and \
+                frame.f_code.co_filename.endswith("writer.py"):
             return True
         frame = frame.f_back
     return False

@@ -8,9 +8,10 @@ fsync serves them all.
 
 Who runs a group: the connection is guarded by one lock. A caller that finds it free
 runs the queued group itself (a lone writer pays no thread hand-off, which costs as much
-as an fsync on a fast disk), and before letting go commits a few more groups for callers
-that queued meanwhile. What is still queued when the lock is released goes to the writer
-thread, which commits whatever is queued whenever the lock comes free.
+as an fsync on a fast disk; one that finds nothing queued either commits its request as a
+group of its own without queueing it), and before letting go commits a few more groups
+for callers that queued meanwhile. What is still queued when the lock is released goes
+to the writer thread, which commits whatever is queued whenever the lock comes free.
 
 At durability "full" in WAL, COMMIT does not wait for the disk: the transaction is written
 at synchronous=NORMAL, the connection is let go, and then the WAL is synced (`set_sync`,
@@ -145,15 +146,29 @@ class Writer:
         self._thread.start()
 
     def submit(self, work: Work[T], *, in_transaction: bool = True) -> Outcome[T]:
-        """Queue `work`; the Outcome holds its result once committed."""
+        """Queue `work` (or, alone, commit it at once); the Outcome holds its result once committed."""
         request = _Request(work, in_transaction)
         with self._queue_lock:
             if self._stopping:
                 raise StoreClosed("the store's writer has stopped; open the store again")
-            self._queue.append(request)
-        if self._connection_lock.acquire(blocking=False):
+            # Alone: nothing queued and the connection free, so there is no group to gather
+            # and the request is committed without passing through the queue.
+            alone = in_transaction and not self._queue and self._connection_lock.acquire(blocking=False)
+            if not alone:
+                self._queue.append(request)
+        if alone or self._connection_lock.acquire(blocking=False):
             try:
-                self._drain(until=request, linger=LINGER_GROUPS)
+                if alone:
+                    self._commit_group([request])
+                if not alone or self._queue:  # callers that queued meanwhile wait for the holder
+                    self._drain(until=request, linger=LINGER_GROUPS)
+            except BaseException:
+                if alone:
+                    self._recover_interrupted()
+                    if not _settled(request):  # rolled back and never queued: the writer thread commits it
+                        with self._queue_lock:
+                            self._queue.appendleft(request)
+                raise
             finally:
                 self._connection_lock.release()
                 self._wake_writer_if_queued()
