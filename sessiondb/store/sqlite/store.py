@@ -24,7 +24,7 @@ from collections import Counter
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, Callable, Iterator, NamedTuple, TypeVar
 
 import apsw
 
@@ -106,20 +106,48 @@ _ADDED = ("UPDATE sessions SET message_count = message_count + ?1, tool_call_cou
           "ELSE last_activity_at END WHERE id = ?4")
 
 
-def _fresh(conn: apsw.Connection, command: cmd.Append) -> list[Message] | None:
+class LastAppend(NamedTuple):
+    """The session the last common append wrote to, its newest seq then, and the marks
+    that show nothing has written to the file since: a lone writer's next append to the
+    same session takes its head from here rather than reading it.
+
+    The head is as the append left it while three things hold: the transaction it was
+    written in committed with nothing of it undone, and was the writer's last to commit
+    (`Writer.kept_whole`); the connection has changed no row since (`total_changes`); and
+    the file's data version moved by that one commit alone (`data_version`, which counts
+    this connection's commits and every other connection's, noticed as a transaction
+    begins). Anything else that could move the head (another process's append, an end, a
+    rotation, a removal, a rollback) breaks one of them, and the head is read again."""
+
+    session_id: str
+    last_seq: int
+    transaction: int
+    changes: int
+    version: int
+
+
+def _fresh(conn: apsw.Connection, command: cmd.Append, file: "SharedFile") -> list[Message] | None:
     """`command` stored as the rules' append stores its common case; None, with nothing
     written, when it is not that case."""
     session_id, batch = command.session_id, command.batch
-    head = conn.execute(_HEAD, (session_id,)).fetchone()
-    if head is None or head[0] == COMPRESSION or head[1] == COMPRESSION:
-        return None
-    rows = [message_row(session_id, m, seq, command.now) for seq, m in enumerate(batch, head[2] + 1)]
+    last, writer = file.last_append, file.writer
+    if (last is not None and last.session_id == session_id and last.transaction == writer.kept_whole
+            and last.changes == conn.total_changes() and last.version + 1 == conn.data_version()):
+        last_seq = last.last_seq
+    else:
+        head = conn.execute(_HEAD, (session_id,)).fetchone()
+        if head is None or head[0] == COMPRESSION or head[1] == COMPRESSION:
+            return None
+        last_seq = head[2]
+    rows = [message_row(session_id, m, seq, command.now) for seq, m in enumerate(batch, last_seq + 1)]
     ids = insert_new_messages(conn, DIALECT, rows)
     if ids is None:  # a uid stored already, or given twice
         return None
     active, calls, activity = session_added(batch, [row[12] for row in rows])
     if active:  # activity None leaves the time as it is: NULL stays NULL, and `< NULL` is not true
         conn.execute(_ADDED, (active, calls, activity, session_id))
+    file.last_append = LastAppend(session_id, rows[-1][2], writer.transactions, conn.total_changes(),
+                                  conn.data_version())
     return [stored_message((ids[row[1]], *row)) for row in rows]
 
 
@@ -168,7 +196,7 @@ class SQLiteBackend:
     def write_append(self, command: cmd.Append, work: Callable[[Rows], list[Message]]) -> list[Message]:
         """The common append in three statements (`_fresh`), else `work`, the rules' own
         append, in the same unit of work (see backend.AppendingBackend)."""
-        return self._write(lambda conn: _fresh(conn, command) or work(SQLRows(conn, DIALECT)))
+        return self._write(lambda conn: _fresh(conn, command, self._file) or work(SQLRows(conn, DIALECT)))
 
     def read(self, work: Callable[[Rows], T]) -> T:
         """`work` on the store's rows in one read snapshot (see Backend.read)."""
@@ -372,6 +400,7 @@ class SharedFile:
         self.retired = False  # replaced underneath and closed: every handle left on it is refused
         self.full: DiskFull | None = None  # opened for reading only, the disk being full
         self._wal_sync: WalSync | None = None  # made once the writer has the WAL open
+        self.last_append: LastAppend | None = None  # written by the writer's connection only
         self._sync_at_open: WalSync | None = None  # the sync after COMMIT the writer opened with
         try:
             self.writer: Writer | FullDisk = Writer(

@@ -13,6 +13,10 @@ group of its own without queueing it), and before letting go commits a few more 
 for callers that queued meanwhile. What is still queued when the lock is released goes
 to the writer thread, which commits whatever is queued whenever the lock comes free.
 
+The writer numbers its transactions and keeps the number of the last that committed with
+every request's work in it (`kept_whole`): what a request learned in its transaction
+(the store's LastAppend) holds after it only if that transaction is the one kept.
+
 At durability "full" in WAL, COMMIT does not wait for the disk: the transaction is written
 at synchronous=NORMAL, the connection is let go, and then the WAL is synced (`set_sync`,
 the section on the WAL's sync below says why that keeps the promise) by the caller that committed, or by the one
@@ -129,6 +133,8 @@ class Writer:
         self._connection_lock = threading.Lock()
         self._stopping = False
         self._committing = False  # set while COMMIT runs: tells an interrupt what happened
+        self.transactions = 0  # write transactions begun on the connection, numbering them
+        self.kept_whole = 0  # the number of the last that committed with no request's work undone
         self._outcomes: Outcomes = []
         # Syncing after COMMIT (set_sync): commits are numbered as they are made, and held
         # with their outcomes until a sync covers them.
@@ -284,6 +290,8 @@ class Writer:
         except Exception as exc:  # noqa: BLE001
             self._fail(group, exc)
             return
+        self.transactions += 1
+        whole = True
         # A lone request needs no savepoint: if it fails, the transaction is rolled back.
         savepoints = len(group) > 1
         for request in group:
@@ -295,6 +303,7 @@ class Writer:
                     conn.execute("RELEASE request")
                 outcomes.append((request, result, None))
             except Exception as exc:  # noqa: BLE001
+                whole = False
                 if conn.in_transaction:
                     conn.execute("ROLLBACK TO request; RELEASE request" if savepoints else "ROLLBACK")
                     rolled_back = [request]
@@ -316,6 +325,8 @@ class Writer:
                     conn.execute("ROLLBACK")  # a failed COMMIT can leave the transaction open
                 self._fail(group, exc)
                 return
+            if whole:
+                self.kept_whole = self.transactions
         if telemetry.recording:
             telemetry.committed_together(len(group), "sqlite")
         self._acknowledge(outcomes)
