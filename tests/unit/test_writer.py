@@ -455,18 +455,23 @@ def _source_line(frame):
     return linecache.getline(frame.f_code.co_filename, frame.f_lineno)
 
 
-def _append_interrupted_at(path, event, function_name, line_text=None):
-    store = sessiondb.open_store(path)
-    sid = store.create_session("cli").id
-    store.append(sid, user("before", uid="before"))  # the writer has committed a group
+def _append_interrupted(store, sid, uid, event, function_name, line_text=None):
+    """Append `uid`, Ctrl-C landing at the chosen point of the writer."""
     tracer, state = _interrupt_at(event, function_name, line_text)
     sys.settrace(tracer)
     try:
         with pytest.raises(KeyboardInterrupt):
-            store.append(sid, user("interrupted", uid="interrupted"))
+            store.append(sid, user(uid, uid=uid))
     finally:
         sys.settrace(None)
     assert state["fired"]
+
+
+def _append_interrupted_at(path, event, function_name, line_text=None):
+    store = sessiondb.open_store(path)
+    sid = store.create_session("cli").id
+    store.append(sid, user("before", uid="before"))  # the writer has committed a group
+    _append_interrupted(store, sid, "interrupted", event, function_name, line_text)
     try:
         wait_until(lambda: "interrupted" in [m.uid for m in store.transcript(sid)], timeout=60,
                    what="the interrupted write to land")
@@ -511,14 +516,7 @@ def test_an_interrupt_as_a_group_is_taken_from_the_queue_never_loses_the_write(p
         holder.release()
 
     threading.Thread(target=queue_another_then_let_go).start()
-    tracer, state = _interrupt_at("return", "_take_group")
-    sys.settrace(tracer)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            store.append(sid, user("main", uid="main"))
-    finally:
-        sys.settrace(None)
-    assert state["fired"]
+    _append_interrupted(store, sid, "main", "return", "_take_group")
     other.join(10)
     assert not other.is_alive()
     store.close()
