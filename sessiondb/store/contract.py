@@ -125,8 +125,8 @@ class Store(Protocol):
         """Merge `patch` into the metadata (None removes a key). Not user activity."""
 
     def delete_session(self, session_id: str) -> None:
-        """Delete the session with its messages and usage; Conflict when a legal hold covers
-        it (its own, or its user's: `hold`)."""
+        """Delete the session with its messages, usage and routing entries (a gateway routes
+        the key anew); Conflict when a legal hold covers it (its own, or its user's: `hold`)."""
 
     # --- messages ----------------------------------------------------------------------
 

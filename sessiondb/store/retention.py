@@ -285,12 +285,13 @@ def _remove(rows: Rows, planned: _Conversation) -> int | None:
     return messages
 
 
-def remove_sessions(rows: Rows, session_ids: list[str]) -> None:
+def remove_sessions(rows: Rows, session_ids: list[str]) -> int:
     """Delete these sessions (their messages, usage and turns go by cascade) and the routing
     entries that name them, so a gateway never routes a key to a removed session: the last
-    step of a sweep's, a prune's and a forget's removal alike."""
+    step of a deletion's, a sweep's, a prune's and a forget's removal alike. How many
+    sessions there were."""
     rows.delete("gateway_routes", {"session_id": one_of(session_ids)})
-    rows.delete("sessions", {"id": one_of(session_ids)})
+    return rows.delete("sessions", {"id": one_of(session_ids)})
 
 
 def _compacted_page(rows: Rows, plan: _Plan, after: int) -> tuple[list[int], int | None]:

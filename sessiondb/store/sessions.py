@@ -102,10 +102,10 @@ def change(rows: Rows, session_id: str, change: SessionChange) -> Session:
 
 
 def delete(rows: Rows, session_id: str) -> None:
-    """Delete the session with its messages, usage and turns (its children stay, parentless);
-    Conflict when a legal hold covers it."""
+    """Delete the session with its messages, usage, turns and routing entries (its children
+    stay, parentless); Conflict when a legal hold covers it."""
     retention.refuse_held(rows, {session_id})  # a session not stored is held by nothing
-    if not rows.delete("sessions", {"id": session_id}):
+    if not retention.remove_sessions(rows, [session_id]):
         raise missing(session_id)
 
 

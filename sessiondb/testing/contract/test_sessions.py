@@ -511,14 +511,20 @@ def test_background_writes_never_move_last_activity(store):
 # --- delete -------------------------------------------------------------------------------
 
 
-def test_deleting_a_session_removes_it_with_its_messages_and_usage(store):
+def test_deleting_a_session_removes_it_with_its_messages_usage_and_routing_entries(store):
     s = store.create_session("cli", session_id="doomed", title="Doomed")
     store.append(s.id, [user("one", uid="u1"), {"role": "assistant", "content": "two", "uid": "u2"}])
     store.record_usage(s.id, model="m", input_tokens=10)
+    store.routing.put("agent:main:cli:dm:doomed", s.id, "main")
     keeper = store.create_session("cli")
     store.append(keeper.id, user("kept", uid="u1"))
+    store.routing.put("agent:main:cli:dm:kept", keeper.id, "main")
 
     store.delete_session(s.id)
+
+    # A gateway never routes a key to the removed session (as for a prune or a sweep).
+    assert store.routing.get("agent:main:cli:dm:doomed") is None
+    assert store.routing.get("agent:main:cli:dm:kept").session_id == keeper.id
 
     with pytest.raises(NotFound):
         store.get_session(s.id)
