@@ -357,14 +357,15 @@ def prepare_message(raw: Message | Mapping[str, Any], index: int = 0, limits: Me
         data = raw
     else:
         raise InvalidInput(f"{where}: expected a dict or Message, not {type(raw).__name__}")
-    unknown = data.keys() - _KNOWN_FIELDS
-    if unknown:
+    if not _KNOWN_FIELDS.issuperset(data):
+        unknown = data.keys() - _KNOWN_FIELDS
         raise InvalidInput(f"{where}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
 
     role = data.get("role")
     if not isinstance(role, str) or role not in _ROLES:
         raise InvalidInput(f"{where}: role must be one of system, user, assistant, tool (got {role!r})")
-    role = getattr(role, "value", role)  # a Role member becomes its plain string
+    if type(role) is not str:  # a Role member becomes its plain string (a plain one skips getattr's miss)
+        role = getattr(role, "value", role)
 
     uid = identity_of(raw)
     if uid is None:
@@ -460,7 +461,7 @@ def prepare_message(raw: Message | Mapping[str, Any], index: int = 0, limits: Me
         token_count=token_count,
         timestamp=_optional(check_stored_time, data.get("timestamp"), where, "timestamp"),
         display_kind=_optional(check_label, data.get("display_kind"), where, "display_kind"),
-        state=getattr(state, "value", state),
+        state=state if type(state) is str else getattr(state, "value", state),
         tool_call_total=len(tool_calls) if tool_calls else 0,
     )
 
