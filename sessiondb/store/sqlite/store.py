@@ -88,8 +88,10 @@ DIALECT = Dialect(
 # case, a batch of new uids for a session that no compaction rotated or continued, which
 # they store by locking the session's row and reading its newest seq, inserting the rows
 # one past it and adding them to the session's counters and activity. Here that case is
-# three statements on the writer's connection, whose transaction already holds the file's
-# write lock: the head read as one row, the batch as one INSERT, the session's update; and
+# at most three statements on the writer's connection, whose transaction already holds the
+# file's write lock: the head read as one row (left out when the writer's last append, to
+# the same session, left it and nothing has written since: LastAppend), the batch as one
+# INSERT, the session's update; and
 # whatever else the rules must decide (a session missing, rotated or continuing another, a
 # uid stored already or given twice) goes to them, with nothing written here. PostgreSQL
 # does the same in one server-side function (postgres/messages.py's append_fresh).
@@ -194,7 +196,7 @@ class SQLiteBackend:
         return self._write(lambda conn: work(SQLRows(conn, DIALECT)))
 
     def write_append(self, command: cmd.Append, work: Callable[[Rows], list[Message]]) -> list[Message]:
-        """The common append in three statements (`_fresh`), else `work`, the rules' own
+        """The common append in at most three statements (`_fresh`), else `work`, the rules' own
         append, in the same unit of work (see backend.AppendingBackend)."""
         return self._write(lambda conn: _fresh(conn, command, self._file) or work(SQLRows(conn, DIALECT)))
 
