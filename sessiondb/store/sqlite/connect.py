@@ -25,7 +25,7 @@ from typing import Callable, TypeVar
 
 import apsw
 
-from ...errors import InvalidInput, UnsupportedSQLite
+from ...errors import UnsupportedSQLite
 from ...query import fold
 
 T = TypeVar("T")
