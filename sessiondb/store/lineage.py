@@ -34,7 +34,7 @@ from ..errors import CompressionClosed, MessageConflict, NotFound, SessionExists
 from ..inputs import NewMessage, child_session
 from ..model import (
     BRANCH, COMPRESSION, INTERNAL_NOTIFICATION, MAX_HOPS, Message, MessageState, ModelMessage, Role,
-    Session, is_activity,
+    Session, is_activity, message_of,
 )
 from . import commands as cmd
 from . import sessions
@@ -58,14 +58,13 @@ _LEAF = ("id", "parent_session_id", "end_reason", "ended_at", "started_at")
 def message(row: Row) -> Message:
     """A stored message row as the Message a caller gets (JSON columns parsed)."""
     parts, tool_calls = row["parts"], row["tool_calls"]
-    return Message(
-        id=row["id"], session_id=row["session_id"], uid=row["uid"], seq=row["seq"], role=row["role"],
-        content=json.loads(parts) if parts is not None else row["content"],
-        tool_calls=json.loads(tool_calls) if tool_calls is not None else None,
-        tool_call_id=row["tool_call_id"], tool_name=row["tool_name"], reasoning=row["reasoning"],
-        finish_reason=row["finish_reason"], token_count=row["token_count"], timestamp=row["timestamp"],
-        display_kind=row["display_kind"], state=row["state"],
-    )
+    return message_of((
+        row["id"], row["session_id"], row["uid"], row["seq"], row["role"],
+        json.loads(parts) if parts is not None else row["content"],
+        json.loads(tool_calls) if tool_calls is not None else None,
+        row["tool_call_id"], row["tool_name"], row["reasoning"], row["finish_reason"], row["token_count"],
+        row["timestamp"], row["display_kind"], row["state"],
+    ))
 
 
 def by_uids(rows: Rows, session_ids: Sequence[str], uids: Sequence[str]) -> dict[str, Message]:

@@ -23,7 +23,7 @@ from functools import lru_cache
 from typing import Any, Callable, Mapping, Sequence
 
 from ..inputs import NewMessage
-from ..model import Message, MessageState, is_activity
+from ..model import Message, MessageState, is_activity, message_of
 from .rows import INSERTED, TABLES, UNIQUE, Condition, Row, Rows, Table, Taken, Where, one_of
 
 Codec = Callable[[Any], Any]
@@ -511,14 +511,12 @@ def stored_message(row: Sequence[Any]) -> Message:
     """The Message of a stored row: its id, then MESSAGE_COLUMNS."""
     (mid, sid, uid, seq, role, content, parts, tool_calls, tool_call_id, tool_name,
      reasoning, finish_reason, token_count, timestamp, display_kind, state) = row
-    return Message(
-        id=mid, session_id=sid, uid=uid, seq=seq, role=role,
-        content=json.loads(from_stored(parts)) if parts is not None else from_stored(content),
-        tool_calls=json.loads(from_stored(tool_calls)) if tool_calls is not None else None,
-        tool_call_id=tool_call_id, tool_name=tool_name, reasoning=from_stored(reasoning),
-        finish_reason=finish_reason, token_count=token_count, timestamp=timestamp,
-        display_kind=display_kind, state=state,
-    )
+    return message_of((
+        mid, sid, uid, seq, role,
+        json.loads(from_stored(parts)) if parts is not None else from_stored(content),
+        json.loads(from_stored(tool_calls)) if tool_calls is not None else None,
+        tool_call_id, tool_name, from_stored(reasoning), finish_reason, token_count, timestamp, display_kind, state,
+    ))
 
 
 def insert_new_messages(conn: Any, d: Dialect, rows: Sequence[Sequence[Any]]) -> dict[str, int] | None:
