@@ -363,12 +363,14 @@ class CheckedStore(Transfer, Identity, Turns, PolicyCalls):
         before: int | None = None,
         after: int | None = None,
         order: str = "asc",
+        tip: bool = False,
     ) -> list[Message]:
         if order not in ("asc", "desc"):
             raise InvalidInput(f"order must be 'asc' or 'desc', not {order!r}")
         return self._open().read(partial(
             lineage.transcript,
             session_id=check_session_ref(session_id),
+            tip=check_flag(tip, "tip"),
             include_compacted=check_flag(include_compacted, "include_compacted"),
             limit=check_nonnegative(limit, "limit", optional=True),
             before=check_nonnegative(before, "before", optional=True),

@@ -191,11 +191,15 @@ class Store(Protocol):
         before: int | None = None,
         after: int | None = None,
         order: str = "asc",
+        tip: bool = False,
     ) -> list[Message]:
         """The session's messages in commit order ('desc': newest first).
 
         `before`/`after` are message ids (exclusive bounds) for paging. Compacted
-        messages only with include_compacted; rewound messages never.
+        messages only with include_compacted; rewound messages never. With `tip`, the
+        messages of `tip(session_id)`, found in the same snapshot as they are read: the
+        live conversation in one call, which a rotation between two calls cannot split
+        (each message's session_id names the tip).
         """
 
     # --- compaction and lineage ----------------------------------------------------------

@@ -510,8 +510,11 @@ def branch(rows: Rows, session_id: str, at_message_id: int, values: dict[str, An
 
 
 def transcript(rows: Rows, session_id: str, *, include_compacted: bool, limit: int | None,
-               before: int | None, after: int | None, order: str) -> list[Message]:
-    """A session's messages in commit order (or newest first with order='desc')."""
+               before: int | None, after: int | None, order: str, tip: bool = False) -> list[Message]:
+    """A session's messages in commit order (or newest first with order='desc'); with `tip`,
+    those of the session that continues it now, found in the same snapshot."""
+    if tip:
+        session_id = resolve(rows, session_id)[0][-1]
     sessions.require(rows, session_id)
     where: dict[str, Any] = {"session_id": session_id,
                              "state": one_of((_ACTIVE, MessageState.COMPACTED.value)) if include_compacted else _ACTIVE}

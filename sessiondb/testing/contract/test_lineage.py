@@ -72,6 +72,20 @@ def test_tip_prefers_the_live_continuation(store, sid):
     assert store.tip(sid).id in {live.id, ended.id}
 
 
+def test_a_transcript_at_the_tip_reads_the_session_that_continues_it(store, sid):
+    assert store.transcript(sid, tip=True) == store.transcript(sid)  # its own tip
+    child = rotate(store, sid, uid="gist")
+    store.append(sid, user("after", uid="after"))  # lands at the tip
+    assert [m.uid for m in store.transcript(sid, tip=True)] == ["gist", "after"]
+    assert [m.uid for m in store.transcript(sid, tip=True, limit=1, order="desc")] == ["after"]
+    assert {m.session_id for m in store.transcript(sid, tip=True)} == {child.id}
+    assert [m.uid for m in store.transcript(sid, include_compacted=True)] == [f"m{i}" for i in range(4)]
+    with pytest.raises(NotFound):
+        store.transcript("missing", tip=True)
+    with pytest.raises(InvalidInput):
+        store.transcript(sid, tip="yes")
+
+
 def test_begin_compaction_on_a_rotated_session_leases_its_live_tip(store, sid):
     child = rotate(store, sid)
     lease = store.begin_compaction(sid)
