@@ -93,20 +93,19 @@ class SessiondbSessionService(OnStore, BaseSessionService):
         if stored is None:
             return None
         config = config or GetSessionConfig()
-        newest = self._newest(stored.id)
-        tip = newest[0].session_id if newest else stored.id  # where a rotation moved the conversation
+        # The newest messages wherever a rotation moved the conversation: its newest for the
+        # session's revision, and the first page of its events.
+        page = self._newest(stored.id, 1 if config.num_recent_events == 0 else _PAGE)
         events: list[Event] = []
         if config.num_recent_events != 0:
-            events = self._recent_events(tip, config.num_recent_events, config.after_timestamp)
-        return self._session_of(stored, events, newest=newest[0] if newest else None,
-                                marker=newest[0].uid if newest else "")
+            events = self._recent_events(page, config.num_recent_events, config.after_timestamp)
+        return self._session_of(stored, events, newest=page[0] if page else None, marker=page[0].uid if page else "")
 
-    def _recent_events(self, tip: str, wanted: int | None, after: float | None) -> list[Event]:
-        """The newest `wanted` events (all when None) stamped at `after` or later, oldest first."""
+    def _recent_events(self, page: list[Message], wanted: int | None, after: float | None) -> list[Event]:
+        """The newest `wanted` events (all when None) stamped at `after` or later, oldest first,
+        read on from `page`, the conversation's newest _PAGE messages (newest first)."""
         newest_first: list[Event] = []
-        before = None
         while True:
-            page = self._store.transcript(tip, order="desc", limit=_PAGE, before=before)
             for message in page:
                 event = event_of(message)
                 if after is None or event.timestamp >= after:
@@ -115,7 +114,7 @@ class SessiondbSessionService(OnStore, BaseSessionService):
                         return newest_first[::-1]
             if len(page) < _PAGE:
                 return newest_first[::-1]
-            before = page[-1].id
+            page = self._store.transcript(page[-1].session_id, order="desc", limit=_PAGE, before=page[-1].id)
 
     def _session_of(self, stored: StoredSession, events: list[Event], *, newest: Message | None,
                     marker: str | None, app_state: dict[str, Any] | None = None,
@@ -196,23 +195,29 @@ class SessiondbSessionService(OnStore, BaseSessionService):
 
     def _append(self, session: Session, event: Event, message: dict[str, Any],
                 scopes: dict[str, dict[str, Any]]) -> None:
-        stored = self._conversation(session.app_name, session.user_id, session.id)
-        if stored is None:
+        def store(candidate: StoredSession, newest: list[Message], _history: Any) -> list[dict[str, Any]]:
+            if not self._holds(candidate, session.app_name, session.user_id, session.id):
+                raise NotFound(candidate.id)
+            # The check and the write are one unit of work, the conversation's end locked:
+            # of two writers from stale copies, in any processes, exactly one is stored.
+            return _unless_stale(newest, session, event, message) if self._check_stale else [message]
+
+        stored_id = None
+        for candidate in self._candidates(session.app_name, session.user_id, session.id):
+            try:  # one store call: the conversation found, checked and written in one unit of work
+                self._store.extend(candidate, store, newest=_RECENT if self._check_stale else 0)
+            except NotFound:
+                continue
+            except MessageConflict:
+                raise AlreadyExistsError(f"Event {event.id} already exists with other content.") from None
+            stored_id = candidate
+            break
+        if stored_id is None:
             raise SessionNotFoundError(f"Session {session.id} not found.")
-        try:
-            if self._check_stale:
-                # The check and the write are one unit of work, the conversation's end locked:
-                # of two writers from stale copies, in any processes, exactly one is stored.
-                self._store.extend(stored.id, lambda _root, newest, _history: _unless_stale(newest, session, event,
-                                                                                             message), newest=_RECENT)
-            else:
-                self._store.append(stored.id, message)
-        except MessageConflict:
-            raise AlreadyExistsError(f"Event {event.id} already exists with other content.") from None
         # After the event: an event refused above applies nothing. A retried event applies
         # its delta again, with the same values.
         if scopes["session"]:
-            self._store.update_metadata(stored.id, state.as_metadata(scopes["session"]))
+            self._store.update_metadata(stored_id, state.as_metadata(scopes["session"]))
         state.write(self._store, scopes["app"], session.app_name)
         state.write(self._store, scopes["user"], session.app_name, session.user_id)
 

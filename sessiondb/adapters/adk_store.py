@@ -74,15 +74,25 @@ class OnStore:
 
     def _conversation(self, app_name: str, user_id: str, session_id: str) -> StoredSession | None:
         """The stored session behind an ADK session of this app and user, or None."""
-        session_id = session_id.strip()  # the SDK's services ignore padding
-        for candidate in (session_id, derived_id(app_name, user_id, session_id)):
+        for candidate in self._candidates(app_name, user_id, session_id):
             try:
                 stored = self._store.get_session(candidate)
             except NotFound:
                 continue
-            if belongs(stored, app_name, user_id) and adk_id(stored) == session_id:
+            if self._holds(stored, app_name, user_id, session_id):
                 return stored
         return None
+
+    @staticmethod
+    def _candidates(app_name: str, user_id: str, session_id: str) -> tuple[str, str]:
+        """The ids an ADK session of this app and user may be stored under, in the order tried."""
+        session_id = session_id.strip()  # the SDK's services ignore padding
+        return session_id, derived_id(app_name, user_id, session_id)
+
+    @staticmethod
+    def _holds(stored: StoredSession, app_name: str, user_id: str, session_id: str) -> bool:
+        """Whether `stored` is the conversation of this app and user's ADK session `session_id`."""
+        return belongs(stored, app_name, user_id) and adk_id(stored) == session_id.strip()
 
     def _claim(self, app_name: str, user_id: str, session_id: str | None,
                metadata: dict[str, Any]) -> StoredSession:
@@ -103,4 +113,4 @@ class OnStore:
 
     def _newest(self, session_id: str, count: int = 1) -> list[Message]:
         """The conversation's newest messages, newest first, wherever a rotation moved it."""
-        return self._store.transcript(self._store.tip(session_id).id, limit=count, order="desc")
+        return self._store.transcript(session_id, tip=True, limit=count, order="desc")

@@ -154,6 +154,19 @@ def _langchain_call(call: dict[str, Any]) -> dict[str, Any]:
     return {"name": function.get("name"), "args": args, "id": call.get("id"), "type": "tool_call"}
 
 
+def _unstored(messages: list[BaseMessage], _root: Any, tail: list[Message], _history: Any) -> list[dict[str, Any]]:
+    """The rows storing what of `messages` follows the conversation's end (`tail`, its newest
+    live messages). A batch that starts with the whole live history (read back and handed
+    over) skips it: the messages without ids among it have no id to be found by."""
+    whole = len(tail) <= len(messages)
+    done = len(tail) if whole and tail and [from_stored(m) for m in tail] == messages[:len(tail)] else 0
+    rows, follows = [], tail[-1].uid if tail else ""
+    for message in messages[done:]:
+        rows.append(to_stored(message, follows))
+        follows = rows[-1]["uid"]
+    return rows
+
+
 class SessiondbChatMessageHistory(BoundToStore, BaseChatMessageHistory):
     """The messages of one sessiondb session, as LangChain's chat history.
 
@@ -185,37 +198,29 @@ class SessiondbChatMessageHistory(BoundToStore, BaseChatMessageHistory):
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
         """The live conversation, across compactions (a compacted history reads its summary)."""
         try:
-            live = self.store.transcript(self.store.tip(self.store_session_id).id)
+            live = self.store.transcript(self.store_session_id, tip=True)
         except NotFound:
             return []
         return [from_stored(m) for m in live]
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
-        """Store the messages as one atomic batch; a message already stored (by id) is not stored again."""
-        if not messages:
-            return
-        self._ensure_session(self.store_session_id, SOURCE, **self._stamp)
-        tail = self.store.transcript(self.store.tip(self.store_session_id).id, limit=len(messages) + 1,
-                                     order="desc")[::-1]
-        # A batch that starts with the whole live history (read back and handed over) skips
-        # it: the messages without ids among it have no id to be found by.
-        whole = len(tail) <= len(messages)
-        done = len(tail) if whole and tail and [from_stored(m) for m in tail] == list(messages[:len(tail)]) else 0
-        rows, follows = [], tail[-1].uid if tail else ""
-        for message in messages[done:]:
-            rows.append(to_stored(message, follows))
-            follows = rows[-1]["uid"]
-        if not rows:
-            return
-        self.store.append(self.store_session_id, rows)
+        """Store the messages as one atomic batch; a message already stored (by id) is not stored
+        again. One store call, which creates the session on the first and reads the
+        conversation's end with its tip locked."""
+        if messages:
+            messages = list(messages)
+            self.store.extend(self.store_session_id, functools.partial(_unstored, messages),
+                              newest=len(messages) + 1, create={"source": SOURCE, **self._stamp})
 
     def clear(self) -> None:
         """Rewind the conversation: its messages are kept, out of the history and of search,
         and `store.restore_rewound(store_session_id)` brings them back."""
         try:
-            self.store.rewind(self.store.tip(self.store_session_id).id, 0)
+            tail = self.store.transcript(self.store_session_id, tip=True, limit=1, order="desc")
         except NotFound:
-            pass
+            return
+        if tail:
+            self.store.rewind(tail[0].session_id, 0)
 
     async def aget_messages(self) -> list[BaseMessage]:
         return await asyncio.to_thread(lambda: self.messages)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from typing import Any, AsyncIterator, Callable, Iterator, Mapping, Sequence
+from typing import Any, AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -39,13 +39,14 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from ..errors import InvalidInput, MessageConflict, NotFound
-from ..model import Message
+from ..model import Message, MessageState
 from ..store.aio import AsyncStore
 from ..store.contract import Store
 from . import langgraph_records as rec
 from .binding import BoundToStore, StoreBinding, user_scope, user_session_id
 
 PAGE = 64  # records read per step of a walk through a thread's session
+ACTIVE = MessageState.ACTIVE.value
 
 
 class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
@@ -68,8 +69,28 @@ class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
     def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
             new_versions: ChannelVersions) -> RunnableConfig:
         thread_id, ns, parent_id = _address(config)
-        sid = self._session(thread_id)
-        parent = self._find(sid, ns, parent_id) if parent_id else None
+        sid = self._sid(thread_id)
+
+        def record(_root: Any, newest: list[Message], thread: Callable[[], list[Message]]) -> list[dict[str, Any]]:
+            # The parent is nearly always among the newest records: the whole thread is read
+            # only when it is not.
+            parent = None
+            if parent_id:
+                parent = _checkpoint(reversed(newest), ns, parent_id)
+                if parent is None and len(newest) == PAGE:
+                    parent = _checkpoint(reversed([m for m in thread() if m.session_id == sid and m.state == ACTIVE]),
+                                         ns, parent_id)
+            return [self._record(config, checkpoint, metadata, new_versions, parent)]
+
+        stored = self.store.extend(sid, record, newest=PAGE, create=self._creation(thread_id))
+        self._after(sid, self._arrivals.checkpoint((sid, ns, checkpoint["id"]), stored[0].id))
+        return _config(thread_id, ns, checkpoint["id"])
+
+    def _record(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+                new_versions: ChannelVersions, parent: rec.Stored | None) -> dict[str, Any]:
+        """The message storing `checkpoint`: its values, or where in `parent` (its stored
+        parent checkpoint) the unchanged ones are kept already."""
+        _, ns, parent_id = _address(config)
         parent_versions = rec.load(self.serde, parent.part["checkpoint"])["channel_versions"] if parent else {}
         values = checkpoint["channel_values"]
         blobs: dict[str, list[str]] = {}
@@ -85,10 +106,7 @@ class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
         part = {"ns": ns, "id": checkpoint["id"], "parent": parent_id, "checkpoint": rec.dump(self.serde, bare),
                 "metadata": rec.dump(self.serde, get_checkpoint_metadata(config, metadata)),
                 "blobs": blobs, "refs": refs}
-        record = rec.record_message(rec.checkpoint_uid(ns, checkpoint["id"]), rec.CHECKPOINT, part)
-        stored = self.store.append(sid, record)
-        self._after(sid, self._arrivals.checkpoint((sid, ns, checkpoint["id"]), stored[0].id))
-        return _config(thread_id, ns, checkpoint["id"])
+        return rec.record_message(rec.checkpoint_uid(ns, checkpoint["id"]), rec.CHECKPOINT, part)
 
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
                    task_path: str = "") -> None:
@@ -105,9 +123,10 @@ class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
                                               rec.WRITE, part))
         if not records:
             return
-        sid = self._session(thread_id)
+        sid = self._sid(thread_id)
         try:
-            landed = [*zip(self.store.append(sid, records), records)]
+            landed = [*zip(self.store.extend(sid, lambda *_: records, newest=0, create=self._creation(thread_id)),
+                           records)]
         except MessageConflict:
             # A task's write stored before with another value: the first stays, as in every
             # saver of this SDK, and the others of the batch are stored.
@@ -377,12 +396,6 @@ class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
             done = wanted is None or not remaining
         return members, writes
 
-    def _find(self, sid: str, ns: str, checkpoint_id: str) -> rec.Stored | None:
-        for message, part in self._walk(sid):
-            if part["type"] == rec.CHECKPOINT and part["ns"] == ns and part["id"] == checkpoint_id:
-                return rec.Stored(message.uid, message.id, part)
-        return None
-
     def _fetch(self, sid: str, uid: str, message_id: int) -> dict[str, Any]:
         """The record `uid`, read at its message id, archived or not (an archived record still
         holds the values the checkpoints kept after it share); walked to when the id changed
@@ -418,11 +431,16 @@ class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
         return user_session_id(rec.SOURCE, self.user_id, str(thread_id))
 
     def _session(self, thread_id: Any) -> str:
-        """The thread's session, created the first time."""
-        sid, label = self._sid(thread_id), str(thread_id)
-        self._ensure_session(sid, rec.SOURCE, metadata={"thread_id": label},
-                             thread_id=label if len(label) <= 200 else None, user_id=self.user_id)
+        """The thread's session, created the first time (a copy's target)."""
+        sid = self._sid(thread_id)
+        self._ensure_session(sid, **self._creation(thread_id))
         return sid
+
+    def _creation(self, thread_id: Any) -> dict[str, Any]:
+        """The thread's session as a write creates it the first time (Store.extend's `create`)."""
+        label = str(thread_id)
+        return {"source": rec.SOURCE, "metadata": {"thread_id": label},
+                "thread_id": label if len(label) <= 200 else None, "user_id": self.user_id}
 
     def _threads(self) -> Iterator[str]:
         """This saver's threads: of its user when it has one, and only the sessions their
@@ -487,6 +505,15 @@ def _config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
 def _ordered(writes: Mapping[tuple[str, int], dict[str, Any]]) -> list[dict[str, Any]]:
     """A checkpoint's writes in the order a super-step applies them (writes_sort_key)."""
     return sorted(writes.values(), key=lambda w: writes_sort_key(w["task_path"], w["task_id"], w["idx"]))
+
+
+def _checkpoint(messages: Iterable[Message], ns: str, checkpoint_id: str) -> rec.Stored | None:
+    """The first record of `messages` that is checkpoint `checkpoint_id` of namespace `ns`."""
+    for message in messages:
+        part = rec.part_of(message)
+        if part is not None and part["type"] == rec.CHECKPOINT and part["ns"] == ns and part["id"] == checkpoint_id:
+            return rec.Stored(message.uid, message.id, part)
+    return None
 
 
 def _holds(part: dict[str, Any], channel: str) -> bool:

@@ -179,17 +179,14 @@ class StoredConversation:
         root = root or self.root(create=False)
         return int(root.metadata.get(EPOCH, 0)) if root else 0
 
-    def live(self, limit: int | None) -> tuple[Session | None, list[Message]]:
-        """The tip and its newest `limit` live messages, read again if a rotation moved them."""
-        while True:
-            try:
-                tip = self.store.tip(self.session_id)
-            except NotFound:
-                return None, []
-            rows = (self.store.transcript(tip.id) if limit is None
-                    else self.store.transcript(tip.id, limit=limit, order="desc")[::-1])
-            if self.store.tip(self.session_id).id == tip.id:
-                return tip, rows
+    def live(self, limit: int | None) -> list[Message]:
+        """The tip's newest `limit` live messages (each one's session_id names the tip), in one
+        read that a rotation cannot split."""
+        try:
+            return (self.store.transcript(self.session_id, tip=True) if limit is None
+                    else self.store.transcript(self.session_id, tip=True, limit=limit, order="desc")[::-1])
+        except NotFound:
+            return []
 
     def add(self, batch: list[tuple[dict[str, Any], str]]) -> None:
         """Append the (item, JSON text) pairs not yet stored, in one atomic batch: one store
@@ -234,19 +231,19 @@ class StoredConversation:
 
     def pop(self) -> dict[str, Any] | None:
         """Rewind the newest live message; the item it held."""
-        tip, tail = self.live(2)
+        tail = self.live(2)
         if not tail:
             return None
         self._next_epoch()
-        self.store.rewind(tip.id, tail[-2].id if len(tail) > 1 else 0)
+        self.store.rewind(tail[-1].session_id, tail[-2].id if len(tail) > 1 else 0)
         return from_message(tail[-1])
 
     def clear(self) -> None:
         """Rewind every live message."""
-        tip, tail = self.live(1)
+        tail = self.live(1)
         if tail:
             self._next_epoch()
-            self.store.rewind(tip.id, 0)
+            self.store.rewind(tail[-1].session_id, 0)
 
     def _next_epoch(self) -> None:
         # Before the rewind: an item undone now and added again must not meet its undone row.
@@ -275,12 +272,12 @@ class StoredConversation:
 
     def branch(self, turn_number: int, title: str | None) -> Session:
         """A new session copying the live conversation before its `turn_number`-th user message."""
-        tip, rows = self.live(None)
+        rows = self.live(None)
         users = [i for i, m in enumerate(rows) if m.role == Role.USER.value]
         if isinstance(turn_number, bool) or not isinstance(turn_number, int) or not 1 <= turn_number <= len(users):
             raise InvalidInput(f"turn_number must be between 1 and {len(users)} (the conversation's user turns)")
         at = users[turn_number - 1]
-        return self.store.branch(tip.id, rows[at - 1].id if at else 0, title=title)
+        return self.store.branch(rows[at].session_id, rows[at - 1].id if at else 0, title=title)
 
 
 # --- the SDK's Session ---------------------------------------------------------------------
@@ -353,7 +350,7 @@ class SessiondbSession(SessionABC):
         limit = resolve_session_limit(limit, self.session_settings)
         if limit == 0:
             return []
-        _tip, rows = await self._off_loop(self._conversation.live, None if limit is None or limit < 0 else limit)
+        rows = await self._off_loop(self._conversation.live, None if limit is None or limit < 0 else limit)
         return [from_message(m) for m in rows]
 
     async def add_items(self, items: Items) -> None:

@@ -137,7 +137,7 @@ def test_what_is_not_a_message_is_refused_and_nothing_is_written(store):
 def test_the_async_twins_run_off_the_event_loop(store):
     history = SessiondbChatMessageHistory("trip", store=store)
     threads = []
-    for name in ("append", "transcript", "rewind"):
+    for name in ("extend", "transcript", "rewind"):
         real = getattr(store, name)
 
         def spy(*args, _real=real, _name=name, **kwargs):
@@ -154,7 +154,7 @@ def test_the_async_twins_run_off_the_event_loop(store):
 
     read, loop_thread = asyncio.run(run())
     assert [m.content for m in read] == [EVERY_KIND["human"].content, "Sunny, 22°C."]
-    assert {name for name, _ in threads} == {"append", "transcript", "rewind"}
+    assert {name for name, _ in threads} == {"extend", "transcript", "rewind"}
     assert loop_thread not in {ident for _, ident in threads}
 
 

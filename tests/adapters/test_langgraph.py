@@ -471,3 +471,20 @@ def test_a_thread_archived_twice_reads_every_shared_value_at_its_message_id(stor
     assert [t.checkpoint for t in saver.list(config)] == [kept[0].checkpoint]
     state = graph.get_state(config).values
     assert state["turns"] == 4 and [m.content for m in state["messages"]][-1] == "answer 3"
+
+
+def test_a_checkpoint_shares_the_values_of_a_parent_older_than_the_newest_records(store):
+    """The parent is looked for among the thread's newest records, then along the whole
+    thread: found either way, its unchanged values are shared, not stored again."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    saver = SessiondbSaver(store=store)
+    parent = {**empty_checkpoint(), "id": "1", "channel_values": {"notes": "long"}, "channel_versions": {"notes": 1}}
+    config = saver.put({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, parent, {}, {"notes": 1})
+    saver.put_writes(config, [(f"channel-{i}", i) for i in range(70)], "task")  # 70 records after it
+    child = {**parent, "id": "2"}
+    saver.put(config, child, {}, {})
+    records = [m.content[0] for m in store.transcript(session_id_of("t")) if m.display_kind == "langgraph.checkpoint"]
+    assert [(r["id"], bool(r["refs"]), bool(r["blobs"])) for r in records] == [("1", False, True), ("2", True, False)]
+    assert saver.get_tuple({"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "2"}}
+                           ).checkpoint["channel_values"] == {"notes": "long"}

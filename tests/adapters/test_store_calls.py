@@ -1,0 +1,95 @@
+"""An SDK call that is one operation is one store call (ARCHITECTURE, "What four calls
+cross"): it reads or writes in one unit of work, which a rotation or another writer cannot
+split, and crosses the store's boundary once. Counted on the public Store's methods."""
+
+from __future__ import annotations
+
+import asyncio
+
+from langchain_core.messages import AIMessage, HumanMessage
+
+from sessiondb.adapters.langchain import SessiondbChatMessageHistory
+from sessiondb.adapters.langgraph import SessiondbSaver
+from sessiondb.adapters.openai_agents import SessiondbSession
+
+
+class Counting:
+    """The store, counting the public methods called on it."""
+
+    def __init__(self, store):
+        self._store, self.made = store, []
+
+    def __getattr__(self, name):
+        found = getattr(self._store, name)
+        if name.startswith("_") or not callable(found):
+            return found
+
+        def counted(*args, **kwargs):
+            self.made.append(name)
+            return found(*args, **kwargs)
+        return counted
+
+    def calls(self, operation):
+        self.made.clear()
+        operation()
+        return list(self.made)
+
+
+def rotate(store, session_id):
+    store.commit_compaction(store.begin_compaction(session_id), {"role": "system", "content": "gist"}, mode="rotate")
+
+
+def test_the_agents_session_adds_and_reads_in_one_store_call_each(store):
+    counting = Counting(store)
+    session = SessiondbSession("one-call", store=counting)
+    assert counting.calls(lambda: asyncio.run(session.add_items([{"role": "user", "content": "hi"}]))) == ["extend"]
+    rotate(store, session.store_session_id)
+    assert counting.calls(lambda: asyncio.run(session.add_items([{"role": "user", "content": "again"}]))) == [
+        "extend"]
+    for limit in (None, 1):
+        read = []
+        assert counting.calls(lambda: read.extend(asyncio.run(session.get_items(limit)))) == ["transcript"]
+        assert read[-1] == {"role": "user", "content": "again"}
+
+
+def test_the_langchain_history_adds_and_reads_in_one_store_call_each(store):
+    counting = Counting(store)
+    history = SessiondbChatMessageHistory("one-call", store=counting)
+    assert counting.calls(lambda: history.add_messages([HumanMessage("hi"), AIMessage("hello")])) == ["extend"]
+    rotate(store, "one-call")
+    assert counting.calls(lambda: history.add_messages([HumanMessage("again")])) == ["extend"]
+    read = []
+    assert counting.calls(lambda: read.extend(history.messages)) == ["transcript"]
+    assert [m.content for m in read] == ["gist", "again"]
+
+
+def test_the_langgraph_saver_puts_in_one_store_call_each(store):
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    counting = Counting(store)
+    saver = SessiondbSaver(store=counting)
+    first = {**empty_checkpoint(), "id": "1", "channel_values": {"a": 1}, "channel_versions": {"a": 1}}
+    config = {}
+    assert counting.calls(lambda: config.update(saver.put({"configurable": {"thread_id": "t", "checkpoint_ns": ""}},
+                                                          first, {}, {"a": 1}))) == ["extend"]
+    assert counting.calls(lambda: saver.put_writes(config, [("a", 2)], "task")) == ["extend"]
+    assert counting.calls(lambda: saver.put(config, {**first, "id": "2"}, {}, {})) == ["extend"]
+    assert counting.calls(lambda: saver.get_tuple(config)) == ["transcript"]
+
+
+def test_the_adk_service_appends_an_event_in_one_store_call(store):
+    from google.adk.events import Event
+    from google.genai import types
+
+    from sessiondb.adapters.adk import SessiondbSessionService
+
+    counting = Counting(store)
+    service = SessiondbSessionService(store=counting)
+    session = asyncio.run(service.create_session(app_name="app", user_id="ada"))
+    for text in ("hello", "again"):
+        event = Event(author="user", invocation_id="i1", content=types.Content(role="user", parts=[types.Part(text=text)]))
+        assert counting.calls(lambda: asyncio.run(service.append_event(session, event))) == ["extend"]
+    read = []
+    calls = counting.calls(lambda: read.append(asyncio.run(service.get_session(app_name="app", user_id="ada",
+                                                                               session_id=session.id))))
+    assert calls.count("transcript") == 1 and [e.content.parts[0].text for e in read[0].events] == ["hello", "again"]
