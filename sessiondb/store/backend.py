@@ -111,7 +111,7 @@ class Backend(Protocol):
 
 @runtime_checkable
 class AppendingBackend(Protocol):
-    """A backend that runs appends its own way (store/lineage.py's `run_append` uses it when given)."""
+    """A backend that runs appends its own way (the public append, checked.py, uses it when given)."""
 
     def write_append(self, command: cmd.Append, work: Callable[[Rows], list[Message]]) -> list[Message]:
         """Store `command` as `write(work)` would (`work` is the append of it as one unit of

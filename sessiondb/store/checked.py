@@ -232,7 +232,7 @@ class CheckedStore(Transfer, Identity, Turns, PolicyCalls):
         cursor: str | None = None,
     ) -> Page:
         backend = self._open()
-        # backend.ReplicatedBackend's method where it has one, looked up as run_append does.
+        # backend.ReplicatedBackend's method where it has one, looked up as an append's is.
         read = getattr(backend, "read_nearby", backend.read)
         return read(partial(sessions.listed, query=cmd.ListSessions(
             source=check_label(source, "source"),
@@ -291,8 +291,13 @@ class CheckedStore(Transfer, Identity, Turns, PolicyCalls):
 
     def _append_batch(self, session_id: str, batch: tuple[NewMessage, ...]) -> list[Message]:
         command = cmd.Append(session_id, batch, self._clock())
+        backend = self._open()
+        work = partial(lineage.append, session_id=session_id, batch=batch, now=command.now)
+        # backend.AppendingBackend's method where it has one, looked up: a protocol's
+        # isinstance costs about 10 µs, a twentieth of a one-message append on SQLite.
+        write_append = getattr(backend, "write_append", None)
         try:
-            return lineage.run_append(self._open(), command)
+            return write_append(command, work) if write_append is not None else backend.write(work)
         except StorageError as exc:
             if exc.cause not in DAMAGE_CAUSES:
                 raise

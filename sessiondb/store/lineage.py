@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 from ..errors import CompressionClosed, MessageConflict, NotFound, SessionExists, SessionTooLarge, StorageError
@@ -36,9 +35,7 @@ from ..model import (
     BRANCH, COMPRESSION, INTERNAL_NOTIFICATION, MAX_HOPS, Message, MessageState, ModelMessage, Role,
     Session, is_activity, message_of,
 )
-from . import commands as cmd
 from . import sessions
-from .backend import Backend
 from .commands import SetFlags
 from .rows import Row, Rows, above, at_most, below, one_of
 from .sql import add_to_session
@@ -292,17 +289,8 @@ def stored_earlier(rows: Rows, session_id: str, batch: Sequence[NewMessage]) -> 
 # The batch is inserted assuming its uids are new (the common case: one statement); when
 # some were stored already (a retried or re-flushed batch), the rows just inserted are
 # taken back and the batch is stored again knowing which uids exist, so seq numbers never
-# skip. `run_append` is the entry: a backend may run appends its own way
-# (backend.AppendingBackend).
-
-
-def run_append(backend: Backend, command: cmd.Append) -> list[Message]:
-    """Store `command` on `backend`: the stored row of each of its messages, in order."""
-    work = partial(append, session_id=command.session_id, batch=command.batch, now=command.now)
-    # backend.AppendingBackend's method, looked up: a protocol's isinstance costs about
-    # 10 µs, a twentieth of a one-message append on SQLite.
-    write_append = getattr(backend, "write_append", None)
-    return write_append(command, work) if write_append is not None else backend.write(work)
+# skip. A backend may run appends its own way (backend.AppendingBackend): the public
+# append (checked.py) hands it this unit of work with the command.
 
 
 def append(rows: Rows, session_id: str, batch: Sequence[NewMessage], now: float) -> list[Message]:
