@@ -27,7 +27,8 @@ from .store.contract import Store
 from .store.optional import Doctor, Maintainable, Salvageable
 
 __all__ = [
-    "open_store", "open_async_store", "register_backend", "open_doctor", "restore_captured", "Store", "Maintainable", "Doctor", "Salvageable", "AsyncStore", "Session", "Message", "Role",
+    "open_store", "open_async_store", "register_backend", "open_doctor", "restore_captured", "RestoreReport",
+    "Store", "Maintainable", "Doctor", "Salvageable", "AsyncStore", "Session", "Message", "Role",
     "MessageState", "Page", "Usage", "SessionDBError", "InvalidInput", "NotFound", "Conflict",
     "MessageConflict", "TitleConflict", "StoreBusy", "StoreClosed", "StorageError",
     "UnsupportedSQLite", "NotASessionStore", "Cause",

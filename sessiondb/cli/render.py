@@ -15,7 +15,6 @@ import time
 from datetime import datetime
 from typing import Any, Iterable, Iterator
 
-import click
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
