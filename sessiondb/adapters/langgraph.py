@@ -80,17 +80,18 @@ class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
                 if parent is None and len(newest) == PAGE:
                     parent = _checkpoint(reversed([m for m in thread() if m.session_id == sid and m.state == ACTIVE]),
                                          ns, parent_id)
-            return [self._record(config, checkpoint, metadata, new_versions, parent)]
+            return [self._record(ns, parent_id, config, checkpoint, metadata, new_versions, parent)]
 
         stored = self.store.extend(sid, record, newest=PAGE, create=self._creation(thread_id))
         self._after(sid, self._arrivals.checkpoint((sid, ns, checkpoint["id"]), stored[0].id))
         return _config(thread_id, ns, checkpoint["id"])
 
-    def _record(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
-                new_versions: ChannelVersions, parent: rec.Stored | None) -> dict[str, Any]:
-        """The message storing `checkpoint`: its values, or where in `parent` (its stored
-        parent checkpoint) the unchanged ones are kept already."""
-        _, ns, parent_id = _address(config)
+    def _record(self, ns: str, parent_id: str | None, config: RunnableConfig, checkpoint: Checkpoint,
+                metadata: CheckpointMetadata, new_versions: ChannelVersions,
+                parent: rec.Stored | None) -> dict[str, Any]:
+        """The message storing `checkpoint` of namespace `ns` (`config` addresses it): its
+        values, or where in `parent` (its stored parent checkpoint) the unchanged ones are
+        kept already."""
         parent_versions = rec.load(self.serde, parent.part["checkpoint"])["channel_versions"] if parent else {}
         values = checkpoint["channel_values"]
         blobs: dict[str, list[str]] = {}
