@@ -17,6 +17,7 @@ import sessiondb
 from sessiondb.store.sqlite import connect as connect_module
 from sessiondb.store.sqlite.connect import configure_writer, connect
 from sessiondb.store.sqlite.migrations import MIGRATIONS, check_ownership, migrate
+from sessiondb.store.sqlite.safety.schema import refuse_damaged_schema
 
 
 @pytest.mark.parametrize("made", [False, True], ids=["a new file", "a file just made"])
@@ -64,6 +65,29 @@ def test_a_first_migration_committed_during_the_ownership_check_is_not_taken_for
     check_ownership(ours)
     ours.exec_trace = None
     assert migrate(ours)  # the later migrations, over the other's first
+    ours.close()
+    other.close()
+
+
+@pytest.mark.parametrize("moment", [0, 1, 2, 3])
+def test_a_migration_committed_during_the_schema_check_is_not_taken_for_a_half_migrated_file(tmp_path, moment):
+    db = tmp_path / "state.db"
+    ours, other = connect(db, patience=5.0), connect(db, patience=5.0)
+    other.execute("PRAGMA journal_mode=WAL")  # the other opener switched the file before migrating
+    migrate(other, MIGRATIONS[:1])
+    statements = []
+
+    def other_migrates_at_the_moment(cursor, sql, bindings) -> bool:
+        if len(statements) == moment:
+            migrate(other, MIGRATIONS[:2])  # the objects of the next migration and its record
+        statements.append(sql)
+        return True
+
+    ours.exec_trace = other_migrates_at_the_moment
+    refuse_damaged_schema(ours, db)
+    ours.exec_trace = None
+    assert len(statements) > moment, "the other opener should have migrated during the check"
+    assert migrate(ours)  # the later migrations, over the other's
     ours.close()
     other.close()
 

@@ -23,6 +23,8 @@ and stops writes when a write meets it (S-15).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -72,12 +74,13 @@ def applied_migrations(conn: apsw.Connection) -> frozenset[str] | None:
 
 def schema_findings(conn: apsw.Connection) -> list[SchemaFinding]:
     """What is wrong with the file's schema (nothing for a healthy or a new file)."""
-    applied = applied_migrations(conn)
-    if applied is None:
-        return []
-    entries: Entries = defaultdict(list)
-    for kind, name, sql, root in conn.execute("SELECT type, name, sql, rootpage FROM sqlite_schema"):
-        entries[name].append((kind, sql, root))
+    with _one_snapshot(conn):
+        applied = applied_migrations(conn)
+        if applied is None:
+            return []
+        entries: Entries = defaultdict(list)
+        for kind, name, sql, root in conn.execute("SELECT type, name, sql, rootpage FROM sqlite_schema"):
+            entries[name].append((kind, sql, root))
     # A half-migrated file is judged as it will be once its missing records are written:
     # the migration it does not record may have dropped objects of an earlier one.
     unrecorded = _unrecorded(applied, entries)
@@ -100,6 +103,21 @@ def schema_findings(conn: apsw.Connection) -> list[SchemaFinding]:
             found.append(SchemaFinding(SCHEMA if same_kind else STRUCTURAL, f"the schema entry of the {kind} {name} "
                                        "is garbled", name, RECREATE if same_kind else None))
     return found + unrecorded
+
+
+@contextmanager
+def _one_snapshot(conn: apsw.Connection) -> Iterator[None]:
+    """The records and the schema read in one read transaction. Read apart, a migration that
+    another process opening a new store commits between the two reads shows its objects
+    without its record: a healthy file taken for a half-migrated one, and the open refused."""
+    if not conn.getautocommit():
+        yield  # the caller's transaction is the snapshot already
+        return
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        conn.execute("COMMIT")  # it only read
 
 
 def _unrecorded(applied: frozenset[str], entries: Entries) -> list[SchemaFinding]:
