@@ -245,6 +245,9 @@ async def transcript(
         "where a search hit takes you. Not with before, after or order.")),
     html: bool = Query(False, description="Also give each message's text as sanitised HTML (`html`), "
                                           "rendered from Markdown."),
+    tip: bool = Query(False, description=(
+        "Read the session that continues this one now (its tip, where a compaction rotated it): the live "
+        "conversation, found in the same read as its messages.")),
 ) -> dict:
     """A page of the transcript (store.transcript). `next_before`/`next_after` page on;
     null when there is nothing more that way."""
@@ -252,10 +255,10 @@ async def transcript(
     if around is not None:
         if before is not None or after is not None or order != "asc":
             raise InvalidInput("around takes no before, after or order: it is a page of its own")
-        return await _around(store, session_id, around, limit, include_compacted, html)
+        return await _around(store, session_id, around, limit, include_compacted, html, tip)
     descending = order in ("desc", "latest")
     rows = await store.transcript(session_id, include_compacted=include_compacted, limit=limit, before=before,
-                                  after=after, order="desc" if descending else "asc")
+                                  after=after, order="desc" if descending else "asc", tip=tip)
     full = len(rows) == limit
     if order == "latest":
         rows.reverse()
@@ -268,17 +271,17 @@ async def transcript(
 
 
 async def _around(store: AsyncStore, session_id: str, target: int, limit: int, include_compacted: bool,
-                  html: bool) -> JSONResponse:
+                  html: bool, tip: bool) -> JSONResponse:
     """The target and up to `limit - 1` neighbours, half before it, from the store's own
     id paging: `before=target+1` newest first ends at the target, `after=target` follows it."""
     older_wanted = (limit - 1) // 2 + 1  # with the target
     upto = await store.transcript(session_id, include_compacted=include_compacted, limit=older_wanted,
-                                  before=target + 1, order="desc")
+                                  before=target + 1, order="desc", tip=tip)
     if not upto or upto[0].id != target:
         raise NotFound(f"message {target} is not in session {session_id}"
                        + ("" if include_compacted else " (or it was compacted: pass include_compacted=true)"))
-    newer = await store.transcript(session_id, include_compacted=include_compacted,
-                                   limit=limit - len(upto), after=target, order="asc") if limit > len(upto) else []
+    newer = await store.transcript(session_id, include_compacted=include_compacted, limit=limit - len(upto),
+                                   after=target, order="asc", tip=tip) if limit > len(upto) else []
     rows = upto[::-1] + newer
     return JSONResponse({
         "items": [message_row(m, html) for m in rows],

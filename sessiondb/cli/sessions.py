@@ -109,6 +109,8 @@ def list_sessions(ctx: CliContext, source: str | None, user_id: str | None, sinc
 @click.option("--last", type=click.IntRange(1), metavar="N", help="Only the last N messages.")
 @click.option("--limit", type=click.IntRange(1), metavar="N", help="At most N messages, from the first shown.")
 @click.option("--since", type=TIME, help="Only messages at or after TIME.")
+@click.option("--tip", is_flag=True, help="The session that continues ID now (where a compaction rotated it): "
+              "the live conversation.")
 @click.option("-r", "--response", is_flag=True, help="Only the latest response's text (of the latest session "
               "without ID).")
 @click.option("-x", "--extract", "extract", flag_value="first",
@@ -118,7 +120,7 @@ def list_sessions(ctx: CliContext, source: str | None, user_id: str | None, sinc
 @json_option
 @click.pass_obj
 def transcript(ctx: CliContext, ref: str | None, latest: bool, include_compacted: bool, last: int | None,
-               limit: int | None, since: float | None, response: bool, extract: str | None,
+               limit: int | None, since: float | None, tip: bool, response: bool, extract: str | None,
                as_json: JsonOutput | None) -> None:
     """Show a session's transcript. ID is its id, a unique id prefix or its exact title;
     -c is the most recently active session.
@@ -127,10 +129,12 @@ def transcript(ctx: CliContext, ref: str | None, latest: bool, include_compacted
     """
     with ctx.open() as store:
         session = chosen(ctx, store, ref, latest, implied=response or extract is not None)
+        if tip:
+            session = ctx.call(store.tip, session.id)
         if response or extract:
             _response(ctx, store, session, extract, as_json)
             return
-        messages = _messages(ctx, store, session.id, include_compacted, last, limit, since)
+        messages = _messages(ctx, store, session.id, include_compacted, last, limit, since, tip)
         if as_json and not as_json.whole:
             as_json.emit({"session": session.to_dict(), "messages": [m.to_dict() for m in messages]},
                          within="messages")
@@ -185,17 +189,19 @@ TRANSCRIPT_PAGE = 500  # messages read from the store at a time
 
 
 def _messages(ctx: CliContext, store: Store, session_id: str, include_compacted: bool, last: int | None,
-              limit: int | None, since: float | None) -> Iterator[Message]:
+              limit: int | None, since: float | None, tip: bool) -> Iterator[Message]:
     """The messages `transcript` prints, oldest first, read TRANSCRIPT_PAGE at a time.
 
     `--last N` reads newest first and stops after N; `--since` is a time while paging is
-    by id, so it filters what is read rather than bounding it.
+    by id, so it filters what is read rather than bounding it. With `--tip` each page is
+    read at the tip then, so a rotation while it pages moves the rest of the read to the
+    session that continues the conversation.
     """
     goal = last or limit  # None: every message
     newest: list[Message] = []  # with --last: newest first
     count, cursor = 0, None
     while (goal is None or count < goal) and (batch := ctx.call(
-            store.transcript, session_id, include_compacted=include_compacted, limit=TRANSCRIPT_PAGE,
+            store.transcript, session_id, include_compacted=include_compacted, limit=TRANSCRIPT_PAGE, tip=tip,
             order="desc" if last else "asc", **{"before" if last else "after": cursor})):
         cursor = batch[-1].id
         for m in batch:

@@ -166,19 +166,21 @@ class Recall:
         return {"note": note, "hits": found}
 
     def read(self, session: str, *, around: int | None = None, context: int = 5, limit: int = 100,
-             include_compacted: bool = True) -> dict[str, Any]:
+             include_compacted: bool = True, tip: bool = False) -> dict[str, Any]:
         for value, name in ((limit, "limit"), (context, "context")):
             if isinstance(value, int) and value > MAX_READ:
                 raise InvalidInput(f"{name} is {value:,}; one read returns at most {MAX_READ} messages: "
                                    "read on from the last message_id with around_message_id")
         self._words.clear()
         found = self._find(session)
+        if tip:
+            found = self.store.tip(found.id)  # the reads below follow a rotation after it too
         if around is None:
-            messages = self.store.transcript(found.id, include_compacted=include_compacted, limit=limit)
+            messages = self.store.transcript(found.id, include_compacted=include_compacted, limit=limit, tip=tip)
         else:
             before = self.store.transcript(found.id, include_compacted=True, before=around + 1, order="desc",
-                                           limit=context + 1)
-            after = self.store.transcript(found.id, include_compacted=True, after=around, limit=context)
+                                           limit=context + 1, tip=tip)
+            after = self.store.transcript(found.id, include_compacted=True, after=around, limit=context, tip=tip)
             messages = before[::-1] + after
             if not any(m.id == around for m in before):
                 raise InvalidInput(f"message {around} is not in session {found.id}")

@@ -89,13 +89,14 @@ def build(store: Store, *, allow_append: bool = False, allow_system: bool = Fals
 
     @offer(reading)
     def transcript(session_id: str, around_message_id: int | None = None, context: int = 5,
-                   limit: int = 100, include_compacted: bool = True) -> dict[str, Any]:
+                   limit: int = 100, include_compacted: bool = True, tip: bool = False) -> dict[str, Any]:
         """Read a session's messages in order. With around_message_id (a search hit's
         message_id), the `context` messages before and after it; otherwise the first
         `limit` messages (at most 500). session_id may also be a unique id prefix or the exact
-        title. Long texts, reasoning and tool arguments are cut, saying how much was cut."""
+        title. With tip, the session that continues it now (where a compaction rotated it).
+        Long texts, reasoning and tool arguments are cut, saying how much was cut."""
         return answer(memory.read, session_id, around=around_message_id, context=context, limit=limit,
-                      include_compacted=include_compacted)
+                      include_compacted=include_compacted, tip=tip)
 
     @offer(reading)
     def list_sessions(source: str | None = None, project: str | None = None, since: str | None = None,

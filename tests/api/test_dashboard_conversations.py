@@ -51,6 +51,20 @@ def test_the_listing_of_conversations_gives_each_tip_alone_and_pages_on_past_the
         assert [s["id"] for s in hits] == [ids["tip"]]  # a hit in an original stands for its conversation
 
 
+def test_a_transcript_read_at_the_tip_gives_the_live_conversation_from_any_of_its_sessions(served):
+    ids = served.ids
+    with served.client() as api:
+        for named in ("root", "middle", "tip"):
+            page = api.get(f"/api/sessions/{ids[named]}/transcript", params={"tip": "true"}).json()
+            assert [m["content"] for m in page["items"]] == ["Summary two.", "third part"]
+            assert {m["session_id"] for m in page["items"]} == {ids["tip"]}
+        newest = page["items"][-1]["id"]
+        around = api.get(f"/api/sessions/{ids['root']}/transcript", params={"tip": "true", "around": newest}).json()
+        assert [m["content"] for m in around["items"]] == ["Summary two.", "third part"]
+        named = api.get(f"/api/sessions/{ids['root']}/transcript", params={"include_compacted": "true"}).json()
+        assert [m["content"] for m in named["items"]] == [f"first part {i}" for i in range(3)]  # archived there
+
+
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed at /usr/bin/chromium")
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("width", [1440, 390])

@@ -243,3 +243,20 @@ def test_half_a_character_is_printed_as_its_escape_and_exported_and_imported_exa
     cli(tmp_path / "fresh", "sessions", "import", str(out))
     with sessiondb.open_store(home=tmp_path / "fresh") as store:
         assert [m.content for m in store.transcript("cut")] == ["a note cut inside an emoji \ud83d"]
+
+
+def test_transcript_with_tip_shows_the_session_that_continues_a_rotated_one(tmp_path):
+    home = tmp_path / "home"
+    with sessiondb.open_store(home=home) as store:
+        root = store.create_session("cli", title="Rotated talk")
+        store.append(root.id, {"uid": "r1", "role": "user", "content": "before the compaction"})
+        lease = store.begin_compaction(root.id)
+        tip = store.commit_compaction(lease, [{"role": "assistant", "content": "The summary."}], mode="rotate")
+        store.append(tip.id, {"uid": "t1", "role": "user", "content": "after the compaction"})
+    named = json.loads(run(home, "sessions", "transcript", root.id, "--include-compacted", "--json").output)
+    at_tip = json.loads(run(home, "sessions", "transcript", root.id, "--tip", "--json").output)
+    assert [m["content"] for m in named["messages"]] == ["before the compaction"]
+    assert at_tip["session"]["id"] == tip.id
+    assert [m["content"] for m in at_tip["messages"]] == ["The summary.", "after the compaction"]
+    last = json.loads(run(home, "sessions", "transcript", root.id, "--tip", "--last", "1", "--json").output)
+    assert [m["content"] for m in last["messages"]] == ["after the compaction"]

@@ -117,6 +117,25 @@ def test_an_agent_lists_sessions_and_reads_a_whole_transcript(store_home):
     assert missing.is_error and "no-such-session" in missing.content[0].text
 
 
+def test_transcript_with_tip_reads_the_session_that_continues_a_rotated_one(isolated_home):
+    with sessiondb.open_store() as store:
+        root = store.create_session("cli", title="Rotated talk")
+        store.append(root.id, {"uid": "r1", "role": "user", "content": "before the compaction"})
+        lease = store.begin_compaction(root.id)
+        tip = store.commit_compaction(lease, [{"role": "assistant", "content": "The summary."}], mode="rotate")
+        store.append(tip.id, {"uid": "t1", "role": "user", "content": "after the compaction"})
+
+    async def steps(client):
+        named = data(await client.call_tool("transcript", {"session_id": root.id}))
+        at_tip = data(await client.call_tool("transcript", {"session_id": root.id, "tip": True}))
+        return named, at_tip
+
+    named, at_tip = call(isolated_home, steps)
+    assert [m["text"] for m in named["messages"]] == ["before the compaction"]
+    assert at_tip["session"]["id"] == tip.id
+    assert [m["text"] for m in at_tip["messages"]] == ["The summary.", "after the compaction"]
+
+
 def test_an_untitled_session_is_called_by_the_first_words_its_user_typed(store_home):
     async def steps(client):
         listed = data(await client.call_tool("list_sessions", {"source": "codex"}))
