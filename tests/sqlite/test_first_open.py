@@ -1,4 +1,4 @@
-"""Processes opening a new store at the same moment (a gateway's profiles starting together,
+"""Processes opening a new store at the same moment (S-56: a gateway's profiles starting together,
 two workers of a fleet): each either makes the store or finds the one another has just made,
 and none is refused. Two steps of a first open read and then change what another opener
 may be changing: the journal mode's switch to WAL, and the check that the file is ours."""

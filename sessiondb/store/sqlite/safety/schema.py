@@ -109,7 +109,7 @@ def schema_findings(conn: apsw.Connection) -> list[SchemaFinding]:
 def _one_snapshot(conn: apsw.Connection) -> Iterator[None]:
     """The records and the schema read in one read transaction. Read apart, a migration that
     another process opening a new store commits between the two reads shows its objects
-    without its record: a healthy file taken for a half-migrated one, and the open refused."""
+    without its record: a healthy file taken for a half-migrated one, and the open refused (S-56)."""
     if not conn.getautocommit():
         yield  # the caller's transaction is the snapshot already
         return
