@@ -14,7 +14,8 @@ import os
 import re
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from itertools import islice
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -168,6 +169,17 @@ def check_session_ref(value: Any) -> str:
     """The id of a stored session, as a call names it: checked as a label, since ids stored
     before today's rules for new ids (check_session_id) must still name their sessions."""
     return check_label(value, "session_id", required=True)
+
+
+def check_session_refs(value: Any) -> list[str]:
+    """Ids of stored sessions as one call names many: a list (any iterable but text) of at
+    most MAX_PAGE, each checked as check_session_ref checks one; repeats read once."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise InvalidInput(f"session_ids is a list of session ids, not {type(value).__name__}")
+    ids = list(islice(value, MAX_PAGE + 1))
+    if len(ids) > MAX_PAGE:
+        raise InvalidInput(f"session_ids names more than {MAX_PAGE:,} sessions; one read takes at most {MAX_PAGE:,}")
+    return list(dict.fromkeys(check_session_ref(v) for v in ids))
 
 
 def check_flag(value: Any, what: str) -> bool:

@@ -89,7 +89,10 @@ class SessiondbSessionService(OnStore, BaseSessionService):
         return await self._off_loop(self._get, app_name, user_id, session_id, config)
 
     def _get(self, app_name: str, user_id: str, session_id: str, config: GetSessionConfig | None) -> Session | None:
-        stored = self._conversation(app_name, user_id, session_id)
+        # The session and the app's and user's state in one read, then its messages in another.
+        found = self._store.get_sessions([*self._candidates(app_name, user_id, session_id),
+                                          *state.homes(app_name, user_id)])
+        stored = self._conversation(app_name, user_id, session_id, found)
         if stored is None:
             return None
         config = config or GetSessionConfig()
@@ -99,7 +102,8 @@ class SessiondbSessionService(OnStore, BaseSessionService):
         events: list[Event] = []
         if config.num_recent_events != 0:
             events = self._recent_events(page, config.num_recent_events, config.after_timestamp)
-        return self._session_of(stored, events, newest=page[0] if page else None, marker=page[0].uid if page else "")
+        return self._session_of(stored, events, newest=page[0] if page else None, marker=page[0].uid if page else "",
+                                scopes=state.of_homes(found, app_name, user_id))
 
     def _recent_events(self, page: list[Message], wanted: int | None, after: float | None) -> list[Event]:
         """The newest `wanted` events (all when None) stamped at `after` or later, oldest first,
@@ -117,16 +121,14 @@ class SessiondbSessionService(OnStore, BaseSessionService):
             page = self._store.transcript(page[-1].session_id, order="desc", limit=_PAGE, before=page[-1].id)
 
     def _session_of(self, stored: StoredSession, events: list[Event], *, newest: Message | None,
-                    marker: str | None, app_state: dict[str, Any] | None = None,
-                    user_state: dict[str, Any] | None = None) -> Session:
+                    marker: str | None, scopes: tuple[dict[str, Any], dict[str, Any]] | None = None) -> Session:
         """The ADK session of a stored one (`newest`: its newest message, None when it has
-        none), its state merged with the app's and the user's (read here unless the
-        caller, listing many sessions, read them once)."""
+        none), its state merged with the app's and the user's (`scopes`, read here in one
+        call unless the caller read them)."""
         app_name, user_id = stored.metadata[state.APP_KEY], stored.user_id or ""
-        if app_state is None:
-            app_state = state.read(self._store, app_name)
-        if user_state is None:
-            user_state = state.read(self._store, app_name, user_id)
+        if scopes is None:
+            scopes = state.of_homes(self._store.get_sessions(state.homes(app_name, user_id)), app_name, user_id)
+        app_state, user_state = scopes
         session = Session(id=adk_id(stored), app_name=app_name, user_id=user_id,
                           state=state.merged(state.of_metadata(stored.metadata), app_state, user_state),
                           events=events, last_update_time=newest.timestamp if newest else stored.started_at)
@@ -150,7 +152,7 @@ class SessiondbSessionService(OnStore, BaseSessionService):
                     user_states[stored.user_id] = state.read(self._store, app_name, stored.user_id or "")
                 newest = self._newest(stored.id)
                 sessions.append(self._session_of(stored, [], newest=newest[0] if newest else None, marker=None,
-                                                 app_state=app_state, user_state=user_states[stored.user_id]))
+                                                 scopes=(app_state, user_states[stored.user_id])))
             if page.cursor is None:
                 break
             cursor = page.cursor

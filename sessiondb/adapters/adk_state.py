@@ -27,6 +27,7 @@ from google.adk.sessions.state import State
 from pydantic_core import to_jsonable_python
 
 from ..errors import InvalidInput, NotFound, SessionExists
+from ..model import Session as StoredSession
 from ..store.contract import Store
 
 #: The source of the sessions that hold app and user state.
@@ -72,12 +73,26 @@ def home_of(app_name: str, user_id: str | None = None) -> str:
     return f"adk-{'app' if user_id is None else 'user'}-state-{digest}"
 
 
+def homes(app_name: str, user_id: str) -> tuple[str, str]:
+    """The ids of the state sessions of an app and of one user of it."""
+    return home_of(app_name), home_of(app_name, user_id)
+
+
+def of_homes(found: Mapping[str, StoredSession], app_name: str,
+             user_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The app's and the user's stored state among sessions read by id (`homes` among them)."""
+    app, user = homes(app_name, user_id)
+    return _scope(found, app), _scope(found, user)
+
+
 def read(store: Store, app_name: str, user_id: str | None = None) -> dict[str, Any]:
     """The app's (or the user's) stored state; empty when none was ever written."""
-    try:
-        return of_metadata(store.get_session(home_of(app_name, user_id)).metadata)
-    except NotFound:
-        return {}
+    home = home_of(app_name, user_id)
+    return _scope(store.get_sessions([home]), home)
+
+
+def _scope(found: Mapping[str, StoredSession], home: str) -> dict[str, Any]:
+    return of_metadata(found[home].metadata) if home in found else {}
 
 
 def write(store: Store, scope: Mapping[str, Any], app_name: str, user_id: str | None = None) -> None:

@@ -14,9 +14,9 @@ import asyncio
 import hashlib
 import json
 import os
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Mapping, TypeVar
 
-from ..errors import NotFound, SessionExists
+from ..errors import SessionExists
 from ..model import Message
 from ..model import Session as StoredSession
 from ..store.aio import AsyncStore
@@ -72,16 +72,15 @@ class OnStore:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    def _conversation(self, app_name: str, user_id: str, session_id: str) -> StoredSession | None:
-        """The stored session behind an ADK session of this app and user, or None."""
-        for candidate in self._candidates(app_name, user_id, session_id):
-            try:
-                stored = self._store.get_session(candidate)
-            except NotFound:
-                continue
-            if self._holds(stored, app_name, user_id, session_id):
-                return stored
-        return None
+    def _conversation(self, app_name: str, user_id: str, session_id: str,
+                      found: Mapping[str, StoredSession] | None = None) -> StoredSession | None:
+        """The stored session behind an ADK session of this app and user, or None: among
+        `found` (sessions the caller read by id, the candidates among them), else read here."""
+        candidates = self._candidates(app_name, user_id, session_id)
+        if found is None:
+            found = self._store.get_sessions(candidates)
+        held = (found[c] for c in candidates if c in found and self._holds(found[c], app_name, user_id, session_id))
+        return next(held, None)
 
     @staticmethod
     def _candidates(app_name: str, user_id: str, session_id: str) -> tuple[str, str]:

@@ -36,8 +36,8 @@ from ..model import (
 )
 from ..inputs import (
     MAX_PAGE, NewMessage, check_cost, check_count, check_flag, check_label, check_lease, check_limit, check_metadata,
-    check_nonnegative, check_session_id, check_session_ref, check_stored_time, check_timestamp, check_ttl,
-    check_unicode, clean_title, new_session_id, new_uid, prepare_messages, prepare_summary,
+    check_nonnegative, check_session_id, check_session_ref, check_session_refs, check_stored_time, check_timestamp,
+    check_ttl, check_unicode, clean_title, new_session_id, new_uid, prepare_messages, prepare_summary,
 )
 from . import commands as cmd
 from . import compaction, forgetting, handles, lineage, observed, sessions, spool, usage, verify
@@ -217,6 +217,9 @@ class CheckedStore(Transfer, Identity, Turns, PolicyCalls):
 
     def get_session(self, session_id: str) -> Session:
         return self._open().read(partial(sessions.get, session_id=check_session_ref(session_id)))
+
+    def get_sessions(self, session_ids: Iterable[str]) -> dict[str, Session]:
+        return self._open().read(partial(sessions.get_many, session_ids=check_session_refs(session_ids)))
 
     def list_sessions(
         self,

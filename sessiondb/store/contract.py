@@ -80,6 +80,10 @@ class Store(Protocol):
     def get_session(self, session_id: str) -> Session:
         """The session, or NotFound."""
 
+    def get_sessions(self, session_ids: Iterable[str]) -> dict[str, Session]:
+        """The sessions of `session_ids` that exist, by id in the order asked, read at one
+        moment: an id that names none is left out. At most 1,000 ids (InvalidInput beyond)."""
+
     def list_sessions(
         self,
         *,

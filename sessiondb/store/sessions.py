@@ -21,7 +21,7 @@ from ..inputs import patched_metadata
 from ..model import Page, Session
 from . import listing, retention
 from .commands import EndSession, ListSessions, PatchMetadata, ReopenSession, SessionChange, SetTitle
-from .rows import Row, Rows, Taken, folded, starting
+from .rows import Row, Rows, Taken, folded, one_of, starting
 
 #: The columns a new session's row is given; the others take their defaults.
 INSERTED = ("id", "source", "profile", "session_key", "user_id", "chat_id", "chat_type", "thread_id",
@@ -43,6 +43,12 @@ def get(rows: Rows, session_id: str, *, lock: bool = False) -> Session:
     if not found:
         raise missing(session_id)
     return from_row(found[0])
+
+
+def get_many(rows: Rows, session_ids: list[str]) -> dict[str, Session]:
+    """The sessions of `session_ids` that exist, by id in the order asked; one statement."""
+    found = {row["id"]: row for row in rows.select("sessions", {"id": one_of(session_ids)})} if session_ids else {}
+    return {sid: from_row(found[sid]) for sid in session_ids if sid in found}
 
 
 def require(rows: Rows, session_id: str) -> None:

@@ -77,7 +77,7 @@ def test_the_langgraph_saver_puts_in_one_store_call_each(store):
     assert counting.calls(lambda: saver.get_tuple(config)) == ["transcript"]
 
 
-def test_the_adk_service_appends_an_event_in_one_store_call(store):
+def test_the_adk_service_appends_an_event_in_one_store_call_and_reads_a_session_in_two(store):
     from google.adk.events import Event
     from google.genai import types
 
@@ -92,4 +92,5 @@ def test_the_adk_service_appends_an_event_in_one_store_call(store):
     read = []
     calls = counting.calls(lambda: read.append(asyncio.run(service.get_session(app_name="app", user_id="ada",
                                                                                session_id=session.id))))
-    assert calls.count("transcript") == 1 and [e.content.parts[0].text for e in read[0].events] == ["hello", "again"]
+    assert calls == ["get_sessions", "transcript"]  # the session and its app's and user's state; its events
+    assert [e.content.parts[0].text for e in read[0].events] == ["hello", "again"]

@@ -87,6 +87,21 @@ def test_getting_an_unknown_session_raises_not_found(store):
         store.get_session("no-such-session")
 
 
+def test_several_sessions_are_read_in_one_call_by_id_leaving_out_the_unknown(store):
+    first, second = store.create_session("cli", title="first"), store.create_session("gateway", title="second")
+    found = store.get_sessions([second.id, "no-such-session", first.id, second.id])
+    assert list(found) == [second.id, first.id]  # in the order asked, each once
+    assert found == {second.id: store.get_session(second.id), first.id: store.get_session(first.id)}
+    assert store.get_sessions(iter([])) == {}
+
+
+@pytest.mark.parametrize("session_ids", ["one-id", [""], [7], ["ok"] * 1001], ids=["text", "empty id", "not text",
+                                                                                   "too many"])
+def test_reading_several_sessions_by_bad_ids_raises_invalid_input(store, session_ids):
+    with pytest.raises(InvalidInput):
+        store.get_sessions(session_ids)
+
+
 def test_creating_a_session_with_a_taken_id_is_refused_and_changes_nothing(store):
     first = store.create_session("cli", session_id="dup", title="first")
     with pytest.raises(sessiondb.Conflict):
