@@ -235,7 +235,8 @@ class StoredConversation:
         if not tail:
             return None
         self._next_epoch()
-        self.store.rewind(tail[-1].session_id, tail[-2].id if len(tail) > 1 else 0)
+        # The newest message as read, and only it: one another writer appended since stays.
+        self.store.rewind(tail[-1].session_id, tail[-2].id if len(tail) > 1 else 0, through_message_id=tail[-1].id)
         return from_message(tail[-1])
 
     def clear(self) -> None:

@@ -417,9 +417,14 @@ class CheckedStore(Transfer, Identity, Turns, PolicyCalls):
     def tip(self, session_id: str) -> Session:
         return self._open().read(partial(lineage.tip, session_id=check_session_ref(session_id)))
 
-    def rewind(self, session_id: str, to_message_id: int) -> int:
-        return self._open().write(partial(lineage.rewind, session_id=check_session_ref(session_id),
-                                          to_message_id=check_nonnegative(to_message_id, "to_message_id")))
+    def rewind(self, session_id: str, to_message_id: int, *, through_message_id: int | None = None) -> int:
+        to = check_nonnegative(to_message_id, "to_message_id")
+        through = check_nonnegative(through_message_id, "through_message_id", optional=True)
+        if through is not None and through <= to:
+            raise InvalidInput(f"through_message_id ({through}) must come after to_message_id ({to}): the messages "
+                               "rewound are those after the one and up to the other")
+        return self._open().write(partial(lineage.rewind, session_id=check_session_ref(session_id), to_message_id=to,
+                                          through_message_id=through))
 
     def restore_rewound(self, session_id: str) -> int:
         return self._open().write(partial(lineage.restore_rewound, session_id=check_session_ref(session_id)))

@@ -294,8 +294,10 @@ class Store(Protocol):
         (`sessiondb sessions export`); 0 disables the guard (S-42).
         """
 
-    def rewind(self, session_id: str, to_message_id: int) -> int:
-        """Undo the session's active messages after message `to_message_id` (0: all of them).
+    def rewind(self, session_id: str, to_message_id: int, *, through_message_id: int | None = None) -> int:
+        """Undo the session's active messages after message `to_message_id` (0: all of them),
+        and with `through_message_id` only those up to it (inclusive): an undo of the
+        messages a caller read leaves in place what another writer appended after them.
 
         They become 'rewound': kept, restorable, never in transcripts or search.
         Returns how many. Not user activity.

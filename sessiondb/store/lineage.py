@@ -43,7 +43,7 @@ from .sql import add_to_session
 #: Tips a write follows at most: each new one means a rotation committed while the write
 #: was on its way, so a write that keeps missing is refused rather than chasing forever.
 MAX_LANDINGS = 16
-#: uids one condition names at most (far below every engine's limit on bound values).
+#: uids (or ids) one condition names at most (far below every engine's limit on bound values).
 CHUNK = 500
 _ACTIVE = MessageState.ACTIVE.value
 _LEAF = ("id", "parent_session_id", "end_reason", "ended_at", "started_at")
@@ -446,13 +446,21 @@ def _require_message(rows: Rows, session_id: str, message_id: int) -> None:
         raise NotFound(f"message {message_id} is not in session {session_id}")
 
 
-def rewind(rows: Rows, session_id: str, to_message_id: int) -> int:
-    """Mark the session's active messages after `to_message_id` rewound; how many."""
+def rewind(rows: Rows, session_id: str, to_message_id: int, through_message_id: int | None = None) -> int:
+    """Mark the session's active messages after `to_message_id` (up to `through_message_id`
+    when given) rewound; how many."""
     lock(rows, session_id)
-    if to_message_id:
-        _require_message(rows, session_id, to_message_id)
-    changed = rows.update("messages", {"session_id": session_id, "state": _ACTIVE, "id": above(to_message_id)},
-                          set={"state": MessageState.REWOUND.value})
+    for bound in (to_message_id, through_message_id):
+        if bound:
+            _require_message(rows, session_id, bound)
+    after = {"session_id": session_id, "state": _ACTIVE, "id": above(to_message_id)}
+    rewound = {"state": MessageState.REWOUND.value}
+    if through_message_id is None:
+        changed = rows.update("messages", after, set=rewound)
+    else:  # the rows up to the upper bound, named: a condition holds one bound a column
+        ids = [r["id"] for r in rows.select("messages", after, columns=("id",)) if r["id"] <= through_message_id]
+        changed = sum(rows.update("messages", {"id": one_of(ids[i:i + CHUNK])}, set=rewound)
+                      for i in range(0, len(ids), CHUNK))
     if changed:
         recount(rows, session_id)
     return changed

@@ -372,6 +372,25 @@ def test_pop_and_clear_undo_and_keep_history(open_session):
     assert session.store.restore_rewound(session.store_session_id) == 3  # kept all along
 
 
+def test_pop_undoes_the_item_it_read_and_leaves_one_another_writer_added_meanwhile(store):
+    class AppendingBeforeTheRewind:  # another writer's message lands between pop's read and its rewind
+        def __getattr__(self, name):
+            found = getattr(store, name)
+            if name != "rewind":
+                return found
+
+            def rewind(session_id, *args, **kwargs):
+                store.append(session_id, {"role": "user", "content": "meanwhile", "uid": "other-writer"})
+                return found(session_id, *args, **kwargs)
+            return rewind
+
+    session = SessiondbSession("raced", store=AppendingBeforeTheRewind())
+    items = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
+    run(session.add_items(items))
+    assert run(session.pop_item()) == items[1]
+    assert texts(run(session.get_items())) == texts([items[0], {"role": "user", "content": "meanwhile"}])
+
+
 def test_usage_and_branches(open_session):
     session = open_session()
     result = run(Runner.run(agent(ScriptedModel(script("one"))), "one", session=session))

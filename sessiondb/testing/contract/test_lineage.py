@@ -194,6 +194,21 @@ def test_branch_and_rewind_need_a_message_of_that_session(store, sid):
         store.rewind(sid, -1)
 
 
+def test_a_rewind_up_to_a_message_leaves_the_messages_after_it(store, sid):
+    rows = store.transcript(sid)
+    assert store.rewind(sid, rows[0].id, through_message_id=rows[2].id) == 2
+    assert [m.id for m in store.transcript(sid)] == [rows[0].id, rows[3].id]
+    assert store.get_session(sid).message_count == 2
+    assert store.rewind(sid, rows[0].id, through_message_id=rows[2].id) == 0  # done already: nothing more
+    assert store.rewind(sid, 0, through_message_id=rows[0].id) == 1
+    assert [m.id for m in store.transcript(sid)] == [rows[3].id]
+    with pytest.raises(InvalidInput):
+        store.rewind(sid, rows[3].id, through_message_id=rows[3].id)  # an empty range is a mistake
+    with pytest.raises(NotFound):
+        store.rewind(sid, 0, through_message_id=store.append(store.create_session("cli").id, user("x"))[0].id)
+    assert store.restore_rewound(sid) == 3
+
+
 def test_rewinding_drops_tool_calls_from_the_counters_and_restoring_brings_them_back(store, sid):
     calls = [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}] * 2
     store.append(sid, {"role": "assistant", "content": None, "tool_calls": calls, "uid": "a"})
