@@ -24,6 +24,7 @@ import hashlib
 import inspect
 import json
 import os
+import secrets
 from functools import partial
 from typing import Any, Awaitable, Callable, Mapping, Sequence
 
@@ -70,8 +71,9 @@ from .binding import StoreBinding, user_scope, user_session_id
 #   follows where it lands (the one before it in its batch, or the newest stored message),
 #   so the same words said in two turns are two messages, and a retry that lands where the
 #   first attempt did computes the same uid.
-# Both take the session's epoch (bumped by pop_item and clear_session) so an item added
-# again after it was undone is stored again instead of matching its undone row.
+# Both take the session's epoch (a fresh token at each pop_item and clear_session; "0"
+# before any, and a count where an earlier release kept one) so an item added again after it
+# was undone is stored again instead of matching its undone row.
 
 #: The type of the content part that keeps the item as it was added.
 ITEM_PART = "openai_agents_item"
@@ -99,16 +101,16 @@ def own_identity(item: Mapping[str, Any]) -> str | None:
     return None
 
 
-def item_uid(item: Mapping[str, Any], follows: str, epoch: int) -> str:
+def item_uid(item: Mapping[str, Any], follows: str, epoch: str) -> str:
     """The uid of `item` landing after the stored message whose uid is `follows` ('' first)."""
-    suffix = f"~{epoch}" if epoch else ""
+    suffix = f"~{epoch}" if epoch != NO_UNDO else ""
     identity = own_identity(item)
     if identity is not None:
         uid = f"oa-{item.get('type') or 'message'}-{identity}-{_digest(dump_json(item, 'item'))[:16]}{suffix}"
         if len(uid) <= MAX_UID_LENGTH and "\x00" not in uid:
             return uid
         return "oa-" + _digest("identity", uid)
-    return "oa-" + _digest(dump_json(item, "item"), follows, str(epoch))
+    return "oa-" + _digest(dump_json(item, "item"), follows, epoch)
 
 
 def to_message(item: dict[str, Any], text: str, uid: str, names: dict[str, str]) -> dict[str, Any]:
@@ -151,6 +153,7 @@ SOURCE = "openai-agents"
 #: Session metadata: the SDK's own id (when it was mapped) and the undo epoch.
 ORIGINAL_ID = "openai_agents_session_id"
 EPOCH = "openai_agents_epoch"
+NO_UNDO = "0"  # the epoch of a conversation never undone
 
 
 class StoredConversation:
@@ -174,10 +177,10 @@ class StoredConversation:
         except SessionExists:  # another writer created it first
             return self.store.get_session(self.session_id)
 
-    def epoch(self, root: Session | None = None) -> int:
-        """How many undos the conversation has seen: part of every uid minted after them."""
+    def epoch(self, root: Session | None = None) -> str:
+        """The conversation's undo epoch, part of every uid minted after an undo."""
         root = root or self.root(create=False)
-        return int(root.metadata.get(EPOCH, 0)) if root else 0
+        return str(root.metadata.get(EPOCH, NO_UNDO)) if root else NO_UNDO
 
     def live(self, limit: int | None) -> list[Message]:
         """The tip's newest `limit` live messages (each one's session_id names the tip), in one
@@ -219,7 +222,7 @@ class StoredConversation:
                       lambda i: dump_json(given[i], "item"), lambda row: (keys[row.id],))
         return found.prefix if found.whole else 0
 
-    def messages(self, batch: Sequence[Any], follows: str, epoch: int) -> list[dict[str, Any]]:
+    def messages(self, batch: Sequence[Any], follows: str, epoch: str) -> list[dict[str, Any]]:
         """The messages storing `batch` (items, or (item, JSON text) pairs) after uid `follows`."""
         names: dict[str, str] = {}
         messages = []
@@ -248,9 +251,9 @@ class StoredConversation:
 
     def _next_epoch(self) -> None:
         # Before the rewind: an item undone now and added again must not meet its undone row.
-        root = self.root(create=False)
-        if root is not None:
-            self.store.update_metadata(root.id, {EPOCH: self.epoch(root) + 1})
+        # A fresh token rather than a count read and raised: one store call, and never the
+        # epoch of an earlier undo, whatever runs at once.
+        self.store.update_metadata(self.session_id, {EPOCH: secrets.token_hex(8)})
 
     def search(self, query: str, limit: int, include_tools: bool) -> list[SearchHit]:
         """Matches in every session of the conversation's lineage, best first."""

@@ -391,6 +391,20 @@ def test_pop_undoes_the_item_it_read_and_leaves_one_another_writer_added_meanwhi
     assert texts(run(session.get_items())) == texts([items[0], {"role": "user", "content": "meanwhile"}])
 
 
+@pytest.mark.parametrize("epoch, plain_uid", [
+    (None, "oa-55ab088e1ba80f1529829bb8d0739ea3f6a2d4bd"), (2, "oa-a7d3e72bf293de3cd439c39ec24a9a56afce0cf7")])
+def test_items_of_a_conversation_an_earlier_release_undid_by_count_get_the_uids_it_minted(store, epoch, plain_uid):
+    # That release counted undos (metadata 2 after two); this one writes a token at each, and
+    # reads either: an item it stored, handed back, must not be stored again.
+    store.create_session("openai-agents", session_id="counted", metadata={} if epoch is None else
+                         {"openai_agents_epoch": epoch})
+    session = SessiondbSession("counted", store=store)
+    own = {"id": "msg_1", "type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "hi"}]}
+    run(session.add_items([{"role": "user", "content": "hello"}, own]))
+    assert [m.uid for m in store.transcript("counted")] == [
+        plain_uid, "oa-message-msg_1-366be3aec8295546" + ("" if epoch is None else f"~{epoch}")]
+
+
 def test_usage_and_branches(open_session):
     session = open_session()
     result = run(Runner.run(agent(ScriptedModel(script("one"))), "one", session=session))

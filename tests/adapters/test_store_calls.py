@@ -50,6 +50,10 @@ def test_the_agents_session_adds_and_reads_in_one_store_call_each(store):
         read = []
         assert counting.calls(lambda: read.extend(asyncio.run(session.get_items(limit)))) == ["transcript"]
         assert read[-1] == {"role": "user", "content": "again"}
+    # An undo reads what it undoes, marks the undo in the conversation's metadata, rewinds.
+    undo = ["transcript", "update_metadata", "rewind"]
+    assert counting.calls(lambda: asyncio.run(session.pop_item())) == undo
+    assert counting.calls(lambda: asyncio.run(session.clear_session())) == undo
 
 
 def test_the_langchain_history_adds_and_reads_in_one_store_call_each(store):
