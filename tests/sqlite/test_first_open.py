@@ -92,6 +92,24 @@ def test_a_migration_committed_during_the_schema_check_is_not_taken_for_a_half_m
     other.close()
 
 
+def test_an_error_that_ends_the_schema_check_s_snapshot_is_the_error_reported(tmp_path):
+    conn = connect(tmp_path / "state.db", patience=5.0)
+    migrate(conn)
+
+    def ended_by_the_engine(cursor, sql, bindings) -> bool:
+        if "sqlite_schema" in sql and "rootpage" in sql:  # the second read of the check
+            cursor.connection.execute("ROLLBACK")  # as SQLite ends it on an I/O error or a full disk
+            return False  # and the read fails
+        return True
+
+    conn.exec_trace = ended_by_the_engine
+    with pytest.raises(apsw.ExecTraceAbort):  # not a failed COMMIT of a transaction already gone
+        refuse_damaged_schema(conn, tmp_path / "state.db")
+    conn.exec_trace = None
+    assert conn.getautocommit()
+    conn.close()
+
+
 OPEN_AND_WRITE = (
     "import sys, sessiondb\n"
     "print('ready', flush=True)\n"

@@ -117,7 +117,10 @@ def _one_snapshot(conn: apsw.Connection) -> Iterator[None]:
     try:
         yield
     finally:
-        conn.execute("COMMIT")  # it only read
+        # It only read. An error SQLite rolls back for itself (an I/O error, a full disk) has
+        # ended it already, and a COMMIT then would put its own error in place of that one.
+        if not conn.getautocommit():
+            conn.execute("COMMIT")
 
 
 def _unrecorded(applied: frozenset[str], entries: Entries) -> list[SchemaFinding]:
