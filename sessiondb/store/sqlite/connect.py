@@ -12,6 +12,7 @@ Policy, in one place:
   "normal" is synchronous=NORMAL: it survives the process dying, not the machine.
 - A locked database is waited for by a busy handler with jittered back-off, within a
   patience budget; past it the caller gets StoreBusy.
+- A transaction ended by SQLite itself on an error is not ended again (`transaction`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import os
 import random
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, TypeVar
 
@@ -42,6 +45,24 @@ NETWORK_FILESYSTEMS = frozenset(
 
 # "SDB1": stamped into the header so a foreign SQLite file is recognised as one.
 APPLICATION_ID = 0x53444231
+
+
+@contextmanager
+def transaction(conn: apsw.Connection, begin: str = "BEGIN") -> Iterator[None]:
+    """`begin` ... COMMIT, rolled back when the block raises. SQLite ends a transaction
+    itself on some errors (an I/O error, a full disk): a ROLLBACK then fails (no transaction
+    is active) and its error would take the place of the one that ended it, which open, the
+    doctor and the index's healing classify. So the ROLLBACK is sent only while one is open,
+    and the COMMIT too: a block may end it itself (rolled back when it finds nothing to do)."""
+    conn.execute(begin)
+    try:
+        yield
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    if conn.in_transaction:
+        conn.execute("COMMIT")
 
 
 def check_sqlite_version(version: str) -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
@@ -31,6 +32,7 @@ import apsw
 from ....embedding import Embedder, EmbedderFailed, Space, other_space, vectors
 from ....errors import Cause, classify
 from ....query import indexable, indexable_runs
+from ..connect import transaction
 from ..safety.holders import holders
 from . import schema
 
@@ -290,12 +292,14 @@ def _embedded_marks(conn: apsw.Connection) -> tuple[int, int, str]:
     return conn.execute(_EMBEDDED_MARKS.format(db="")).fetchone()
 
 
-def _begin(conn: apsw.Connection) -> None:
+@contextmanager
+def _writing(conn: apsw.Connection) -> Iterator[None]:
     """A write transaction of the index file alone. BEGIN IMMEDIATE would take the write
     lock of every attached database, the store's included (the writer's lock); a first
     statement that writes only the index takes only the index's."""
-    conn.execute("BEGIN")
-    conn.execute("UPDATE main.state SET value = value WHERE key = 'generation'")
+    with transaction(conn):
+        conn.execute("UPDATE main.state SET value = value WHERE key = 'generation'")
+        yield
 
 
 def _adopt(conn: apsw.Connection) -> None:
@@ -304,8 +308,7 @@ def _adopt(conn: apsw.Connection) -> None:
     store lost (a power cut at durability normal): the index has applied logged changes or
     indexed ids the store never gave out as far as it now knows, and those ids will be
     given out again without a log entry."""
-    _begin(conn)
-    try:
+    with _writing(conn):
         (generation,) = conn.execute("SELECT value FROM state WHERE key = 'generation'").fetchone()
         (ours,) = conn.execute("SELECT generation FROM store.store_identity").fetchone()
         (highest, logged), (indexed_to, touched_to) = conn.execute(_STORE_EVER).fetchone(), _index_marks(conn)
@@ -314,10 +317,6 @@ def _adopt(conn: apsw.Connection) -> None:
                                                                                          embedded_touched_to):
             _reset(conn)
             conn.execute("UPDATE state SET value = ? WHERE key = 'generation'", (ours,))
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
 
 
 def _reset(conn: apsw.Connection) -> None:
@@ -335,13 +334,8 @@ def _forget_vectors(conn: apsw.Connection) -> None:
 
 def _forgotten(conn: apsw.Connection) -> None:
     """Every vector dropped, in a transaction of the index file of its own."""
-    _begin(conn)
-    try:
+    with _writing(conn):
         _forget_vectors(conn)
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
 
 
 def _logged(conn: apsw.Connection, after: int, limit: int) -> tuple[list[tuple[int, int]], list[int]]:
@@ -377,8 +371,7 @@ def embed_batch(conn: apsw.Connection, embedder: Embedder, limit: int) -> bool:
     embedder's."""
     space = Space.of(embedder).key
     text = schema.text_sql("m")
-    conn.execute("BEGIN")  # one snapshot of the index and the store
-    try:
+    with transaction(conn):  # one snapshot of the index and the store
         marks = _embedded_marks(conn)
         embedded_to, touched_to, stored = marks
         if stored not in ("", space):
@@ -386,12 +379,9 @@ def embed_batch(conn: apsw.Connection, embedder: Embedder, limit: int) -> bool:
         touched, gone = _logged(conn, touched_to, limit)
         rows = list(_rows_at(conn, f"m.id, {text}", [mid for mid in gone if mid <= embedded_to]))
         new = _rows_after(conn, f"m.id, {text}", embedded_to, limit).fetchall()
-    finally:
-        conn.execute("COMMIT")
     texts = [(mid, indexable(said)) for mid, said in rows + new if said and not said.isspace()]
     made = vectors(embedder, [said for _, said in texts])
-    _begin(conn)
-    try:
+    with _writing(conn):
         if _embedded_marks(conn) != marks:
             conn.execute("ROLLBACK")  # another process's batch came first: read what is left
             return False
@@ -401,11 +391,6 @@ def embed_batch(conn: apsw.Connection, embedder: Embedder, limit: int) -> bool:
         conn.executemany("UPDATE state SET value = ? WHERE key = ?",
                          [(new[-1][0] if new else embedded_to, "embedded_to"),
                           (touched[-1][0] if touched else touched_to, "embedded_touched_to"), (space, "space")])
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
     return len(touched) < limit and len(new) < limit
 
 
@@ -419,8 +404,7 @@ def index_batch(conn: apsw.Connection, limit: int) -> bool:
     insert the log does not hold is above every id the store ever held, so above the mark,
     and the scan of new ids finds it. Nothing above the mark is in the index."""
     text = schema.text_sql("m")
-    _begin(conn)
-    try:
+    with _writing(conn):
         indexed_to, touched_to = _index_marks(conn)
         touched, ids = _logged(conn, touched_to, limit)
         if touched:
@@ -433,11 +417,6 @@ def index_batch(conn: apsw.Connection, limit: int) -> bool:
         added, last = _add(conn, _rows_after(conn, f"m.id, {text}, m.reasoning", indexed_to, limit))
         conn.executemany("UPDATE state SET value = ? WHERE key = ?",
                          [(max(indexed_to, last), "indexed_to"), (touched_to, "touched_to")])
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
     return len(touched) < limit and added < limit
 
 

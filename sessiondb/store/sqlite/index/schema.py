@@ -54,7 +54,7 @@ import apsw
 from ....errors import InvalidInput
 from ....files import claim_private
 from ....home import INDEX_SUFFIXES, SIDECAR_SUFFIXES, make_private
-from ..connect import connect
+from ..connect import connect, transaction
 
 FILES = INDEX_SUFFIXES  # beside the store file: the index, its WAL, shared memory, journal
 SUFFIX = FILES[0]
@@ -139,15 +139,10 @@ def open_index(store: Path, *, patience: float, vfs: str | None, path: Path | No
         conn.execute("PRAGMA synchronous=NORMAL")
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version == 0:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with transaction(conn, "BEGIN IMMEDIATE"):
                 if conn.execute("PRAGMA user_version").fetchone()[0] == 0:  # not made meanwhile
                     conn.execute(_LAYOUT)
                     conn.execute(f"PRAGMA user_version={VERSION}")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
         elif version in _UPGRADED:
             _upgrade(conn)
         elif version != VERSION:
@@ -168,8 +163,7 @@ def _upgrade(conn: apsw.Connection) -> None:
     """An index of an older layout gains the indexes it lacks (stems, thoughts, vectors);
     one older than layout 4 is indexed again from the first message (a layout-2 file's
     words were indexed before NFC), by the catch-ups that follow, in batches."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with transaction(conn, "BEGIN IMMEDIATE"):
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version in _UPGRADED:  # not upgraded meanwhile
             if version < 4:
@@ -179,10 +173,6 @@ def _upgrade(conn: apsw.Connection) -> None:
                 conn.execute("UPDATE state SET value = 0 WHERE key IN ('indexed_to', 'touched_to')")
             conn.execute(_VECTORS)
             conn.execute(f"PRAGMA user_version={VERSION}")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
 
 
 def remove(store: Path) -> None:

@@ -21,7 +21,7 @@ from typing import Callable, Sequence
 import apsw
 
 from ....errors import NotASessionStore
-from ..connect import APPLICATION_ID
+from ..connect import APPLICATION_ID, transaction
 from . import (
     m0001_core, m0002_search, m0003_lineage, m0004_gateway_routing, m0005_turns, m0006_search_off_path,
     m0007_usage_calls, m0008_escaped_text, m0009_active_minute, m0010_policies,
@@ -64,7 +64,7 @@ def migrate(conn: apsw.Connection, migrations: Sequence[Migration] = MIGRATIONS)
     for name, apply in migrations:
         if name in applied:
             continue
-        with _immediate(conn):
+        with transaction(conn, "BEGIN IMMEDIATE"):
             if conn.execute("SELECT 1 FROM schema_migrations WHERE name = ?", (name,)).fetchone():
                 continue  # another process applied it while we waited for the lock
             apply(conn)
@@ -99,15 +99,3 @@ def check_ownership(conn: apsw.Connection) -> None:
             "point sessiondb at its own store"
         )
 
-
-class _immediate:
-    """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception."""
-
-    def __init__(self, conn: apsw.Connection) -> None:
-        self.conn = conn
-
-    def __enter__(self) -> None:
-        self.conn.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        self.conn.execute("COMMIT" if exc_type is None else "ROLLBACK")

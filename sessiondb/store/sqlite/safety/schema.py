@@ -31,6 +31,7 @@ from functools import lru_cache
 import apsw
 
 from ....errors import Cause, StoreDamaged
+from ..connect import transaction
 from ..migrations import MIGRATIONS
 from .integrity import SCHEMA, STRUCTURAL
 
@@ -110,17 +111,11 @@ def _one_snapshot(conn: apsw.Connection) -> Iterator[None]:
     """The records and the schema read in one read transaction. Read apart, a migration that
     another process opening a new store commits between the two reads shows its objects
     without its record: a healthy file taken for a half-migrated one, and the open refused (S-56)."""
-    if not conn.getautocommit():
+    if conn.in_transaction:
         yield  # the caller's transaction is the snapshot already
         return
-    conn.execute("BEGIN")
-    try:
+    with transaction(conn):
         yield
-    finally:
-        # It only read. An error SQLite rolls back for itself (an I/O error, a full disk) has
-        # ended it already, and a COMMIT then would put its own error in place of that one.
-        if not conn.getautocommit():
-            conn.execute("COMMIT")
 
 
 def _unrecorded(applied: frozenset[str], entries: Entries) -> list[SchemaFinding]:
