@@ -45,6 +45,7 @@ from ..sql import (
 from . import maintenance, search, verify
 from .connect import (
     CACHE_KIB, DEFAULT_PATIENCE, check_sqlite_version, configure_reader, configure_writer, connect, set_durability,
+    transaction,
 )
 from .errors import convert
 from .index import schema as index_schema
@@ -558,12 +559,8 @@ class SharedFile:
     def read(self, work: Callable[[apsw.Connection], T]) -> T:
         """Run `work` in one read transaction (a consistent snapshot)."""
         try:
-            with self.reader() as conn:
-                conn.execute("BEGIN")
-                try:
-                    return work(conn)
-                finally:
-                    conn.execute("COMMIT")
+            with self.reader() as conn, transaction(conn):
+                return work(conn)
         except apsw.Error as exc:
             raise convert(exc) from None
 
@@ -602,16 +599,13 @@ class SharedFile:
     def _search(self, work: Callable[[apsw.Connection, int], T], best_effort: bool = False) -> T:
         with self.reader() as conn:
             self._attach_index(conn)
-            conn.execute("BEGIN")
-            try:
+            with transaction(conn):
                 # The index's marks first: the store's snapshot, read next, is then as new
                 # or newer, so anything the index lacks shows as the index being behind.
                 indexed = conn.execute(INDEX_MARKS).fetchone()
                 target = conn.execute(STORE_MARKS).fetchone()
                 if indexed[0] >= target[0] and indexed[1] >= target[1]:
                     return work(conn, indexed[1])
-            finally:
-                conn.execute("COMMIT")
             if self.full is not None:
                 if best_effort:
                     return self._read_index(conn, work)
@@ -629,11 +623,8 @@ class SharedFile:
 
     @staticmethod
     def _read_index(conn: apsw.Connection, work: Callable[[apsw.Connection, int], T]) -> T:
-        conn.execute("BEGIN")
-        try:
+        with transaction(conn):
             return work(conn, conn.execute(INDEX_MARKS).fetchone()[1])
-        finally:
-            conn.execute("COMMIT")
 
     def _attach_index(self, conn: apsw.Connection) -> None:
         generation = self.indexer.generation
