@@ -1,6 +1,6 @@
 """`connect.transaction`, the one BEGIN ... COMMIT of the SQLite backend's own transactions
-(migrations, the schema check, the search index): the error that ends a transaction is the
-error raised. SQLite ends a transaction itself on an I/O error or a full disk; a ROLLBACK
+(migrations, the schema check, the search index), and the reader's release, which ends every
+read's snapshot: the error that ends a transaction is the error raised. SQLite ends a transaction itself on an I/O error or a full disk; a ROLLBACK
 sent after that fails, and its error would hide the one open, the doctor and the index's
 healing classify."""
 
@@ -48,3 +48,20 @@ def test_a_block_may_roll_back_itself_when_it_finds_nothing_to_do(conn):
         conn.execute("INSERT INTO t VALUES (1)")
         conn.execute("ROLLBACK")
     assert rows(conn) == [] and not conn.in_transaction
+
+
+def test_a_read_the_engine_ended_on_a_full_disk_reports_the_full_disk(tmp_path):
+    from sessiondb.errors import DiskFull
+    from sessiondb.store.sqlite import SQLiteBackend
+
+    backend = SQLiteBackend(tmp_path / "state.db")
+
+    def ended_by_the_engine(rows):
+        rows._conn.execute("ROLLBACK")  # as SQLite ends the snapshot, then raises:
+        raise apsw.FullError("database or disk is full")
+
+    try:
+        with pytest.raises(DiskFull):  # not a StorageError for a COMMIT with no transaction
+            backend.read(ended_by_the_engine)
+    finally:
+        backend.close()

@@ -45,7 +45,6 @@ from ..sql import (
 from . import maintenance, search, verify
 from .connect import (
     CACHE_KIB, DEFAULT_PATIENCE, check_sqlite_version, configure_reader, configure_writer, connect, set_durability,
-    transaction,
 )
 from .errors import convert
 from .index import schema as index_schema
@@ -550,6 +549,8 @@ class SharedFile:
             try:
                 yield conn
             finally:
+                # Every read's snapshot ends here; not at all when SQLite ended it itself
+                # (an I/O error), so that the error raised is that one (connect.transaction).
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 self._idle.put(conn)
@@ -559,7 +560,8 @@ class SharedFile:
     def read(self, work: Callable[[apsw.Connection], T]) -> T:
         """Run `work` in one read transaction (a consistent snapshot)."""
         try:
-            with self.reader() as conn, transaction(conn):
+            with self.reader() as conn:
+                conn.execute("BEGIN")  # the snapshot, which the reader's release ends
                 return work(conn)
         except apsw.Error as exc:
             raise convert(exc) from None
@@ -599,13 +601,14 @@ class SharedFile:
     def _search(self, work: Callable[[apsw.Connection, int], T], best_effort: bool = False) -> T:
         with self.reader() as conn:
             self._attach_index(conn)
-            with transaction(conn):
-                # The index's marks first: the store's snapshot, read next, is then as new
-                # or newer, so anything the index lacks shows as the index being behind.
-                indexed = conn.execute(INDEX_MARKS).fetchone()
-                target = conn.execute(STORE_MARKS).fetchone()
-                if indexed[0] >= target[0] and indexed[1] >= target[1]:
-                    return work(conn, indexed[1])
+            conn.execute("BEGIN")  # a snapshot: the reader's release ends it, unless it is ended below
+            # The index's marks first: the store's snapshot, read next, is then as new or
+            # newer, so anything the index lacks shows as the index being behind.
+            indexed = conn.execute(INDEX_MARKS).fetchone()
+            target = conn.execute(STORE_MARKS).fetchone()
+            if indexed[0] >= target[0] and indexed[1] >= target[1]:
+                return work(conn, indexed[1])
+            conn.execute("COMMIT")  # the index is behind: read it again once caught up
             if self.full is not None:
                 if best_effort:
                     return self._read_index(conn, work)
@@ -623,8 +626,8 @@ class SharedFile:
 
     @staticmethod
     def _read_index(conn: apsw.Connection, work: Callable[[apsw.Connection, int], T]) -> T:
-        with transaction(conn):
-            return work(conn, conn.execute(INDEX_MARKS).fetchone()[1])
+        conn.execute("BEGIN")  # the snapshot, which the reader's release ends
+        return work(conn, conn.execute(INDEX_MARKS).fetchone()[1])
 
     def _attach_index(self, conn: apsw.Connection) -> None:
         generation = self.indexer.generation
