@@ -21,7 +21,7 @@ import hashlib
 import json
 import os
 import re
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import (
@@ -31,7 +31,8 @@ from langchain_core.messages import (
 )
 
 from ..errors import InvalidInput, NotFound
-from ..model import Message
+from ..inputs import MAX_PAGE
+from ..model import Message, MessageState
 from ..store.aio import AsyncStore
 from ..store.contract import Store
 from .binding import BoundToStore, StoreBinding, user_scope, user_session_id
@@ -154,10 +155,14 @@ def _langchain_call(call: dict[str, Any]) -> dict[str, Any]:
     return {"name": function.get("name"), "args": args, "id": call.get("id"), "type": "tool_call"}
 
 
-def _unstored(messages: list[BaseMessage], _root: Any, tail: list[Message], _history: Any) -> list[dict[str, Any]]:
+def _unstored(messages: list[BaseMessage], _root: Any, tail: list[Message],
+              history: Callable[[], list[Message]]) -> list[dict[str, Any]]:
     """The rows storing what of `messages` follows the conversation's end (`tail`, its newest
     live messages). A batch that starts with the whole live history (read back and handed
     over) skips it: the messages without ids among it have no id to be found by."""
+    if len(tail) == MAX_PAGE < len(messages) + 1:  # the end, read as far as one read goes: the tip whole
+        tip = tail[-1].session_id
+        tail = [m for m in history() if m.session_id == tip and m.state == MessageState.ACTIVE.value]
     whole = len(tail) <= len(messages)
     done = len(tail) if whole and tail and [from_stored(m) for m in tail] == messages[:len(tail)] else 0
     rows, follows = [], tail[-1].uid if tail else ""
@@ -210,7 +215,7 @@ class SessiondbChatMessageHistory(BoundToStore, BaseChatMessageHistory):
         if messages:
             messages = list(messages)
             self.store.extend(self.store_session_id, functools.partial(_unstored, messages),
-                              newest=len(messages) + 1, create={"source": SOURCE, **self._stamp})
+                              newest=min(len(messages) + 1, MAX_PAGE), create={"source": SOURCE, **self._stamp})
 
     def clear(self) -> None:
         """Rewind the conversation: its messages are kept, out of the history and of search,

@@ -39,7 +39,7 @@ from agents.result import RunResult
 
 from ..errors import CompactionBusy, InvalidInput, NotFound, SessionExists, StoreClosed
 from ..importers import responses
-from ..inputs import check_session_id
+from ..inputs import MAX_PAGE, check_session_id
 from ..model import MAX_UID_LENGTH, Message, Role, SearchHit, Session, Usage, content_text, dump_json
 from ..store.aio import AsyncStore
 from ..store.alignment import align
@@ -195,7 +195,7 @@ class StoredConversation:
         """Append the (item, JSON text) pairs not yet stored, in one atomic batch: one store
         call, which creates the session on first write and reads the conversation's end."""
         metadata = {} if self.session_id == self.original else {ORIGINAL_ID: self.original}
-        self.store.extend(self.session_id, partial(self._unstored, batch), newest=len(batch),
+        self.store.extend(self.session_id, partial(self._unstored, batch), newest=min(len(batch), MAX_PAGE),
                           create={"source": SOURCE, "user_id": self.user_id, "metadata": metadata})
 
     def _unstored(self, batch: list[tuple[dict[str, Any], str]], root: Session, tail: list[Message],

@@ -91,6 +91,14 @@ def test_adding_the_history_again_stores_nothing_twice(store):
     assert history.messages == list(EVERY_KIND.values())
 
 
+def test_a_history_longer_than_one_read_is_added_and_handed_back_whole(store):
+    history = SessiondbChatMessageHistory("long", store=store)
+    said = [HumanMessage(f"line {i}") for i in range(1200)]  # more than the 1,000 one read of the end takes
+    history.add_messages(said)
+    history.add_messages(history.messages + [AIMessage("and one more")])  # read back: only the new one stored
+    assert [m.content for m in history.messages] == [m.content for m in said] + ["and one more"]
+
+
 def test_clear_rewinds_and_the_messages_can_be_restored(store):
     history = SessiondbChatMessageHistory("trip", store=store)
     history.add_messages([EVERY_KIND["human"], EVERY_KIND["ai"]])

@@ -405,6 +405,14 @@ def test_items_of_a_conversation_an_earlier_release_undid_by_count_get_the_uids_
         plain_uid, "oa-message-msg_1-366be3aec8295546" + ("" if epoch is None else f"~{epoch}")]
 
 
+def test_a_batch_longer_than_one_read_is_stored_once_however_often_it_is_sent(store):
+    session = SessiondbSession("long", store=store)
+    items = [{"role": "user", "content": f"line {i}"} for i in range(1001)]  # more than one read of the end
+    for _ in range(2):
+        run(session.add_items(items))
+    assert texts(run(session.get_items())) == texts(items)
+
+
 def test_usage_and_branches(open_session):
     session = open_session()
     result = run(Runner.run(agent(ScriptedModel(script("one"))), "one", session=session))
