@@ -247,7 +247,8 @@ async def transcript(
                                           "rendered from Markdown."),
     tip: bool = Query(False, description=(
         "Read the session that continues this one now (its tip, where a compaction rotated it): the live "
-        "conversation, found in the same read as its messages.")),
+        "conversation, found in the same read as its messages. The answer's `session_id` names it: page on "
+        "with that id, since before/after name messages of one session.")),
 ) -> dict:
     """A page of the transcript (store.transcript). `next_before`/`next_after` page on;
     null when there is nothing more that way."""
@@ -255,33 +256,37 @@ async def transcript(
     if around is not None:
         if before is not None or after is not None or order != "asc":
             raise InvalidInput("around takes no before, after or order: it is a page of its own")
-        return await _around(store, session_id, around, limit, include_compacted, html, tip)
+        if tip:  # found once: the two reads around the message are of one session
+            session_id = (await store.tip(session_id)).id
+        return await _around(store, session_id, around, limit, include_compacted, html)
     descending = order in ("desc", "latest")
     rows = await store.transcript(session_id, include_compacted=include_compacted, limit=limit, before=before,
                                   after=after, order="desc" if descending else "asc", tip=tip)
     full = len(rows) == limit
     if order == "latest":
         rows.reverse()
-    items = [message_row(m, html) for m in rows]
+    page: dict[str, Any] = {"items": [message_row(m, html) for m in rows]}
+    if tip:
+        page["session_id"] = rows[0].session_id if rows else (await store.tip(session_id)).id
     if descending:
         oldest = min((m.id for m in rows), default=None)
-        return JSONResponse({"items": items, "next_before": oldest if full else None, "next_after": None})
+        return JSONResponse({**page, "next_before": oldest if full else None, "next_after": None})
     newest = max((m.id for m in rows), default=None)
-    return JSONResponse({"items": items, "next_after": newest if full else None, "next_before": None})
+    return JSONResponse({**page, "next_after": newest if full else None, "next_before": None})
 
 
 async def _around(store: AsyncStore, session_id: str, target: int, limit: int, include_compacted: bool,
-                  html: bool, tip: bool) -> JSONResponse:
+                  html: bool) -> JSONResponse:
     """The target and up to `limit - 1` neighbours, half before it, from the store's own
     id paging: `before=target+1` newest first ends at the target, `after=target` follows it."""
     older_wanted = (limit - 1) // 2 + 1  # with the target
     upto = await store.transcript(session_id, include_compacted=include_compacted, limit=older_wanted,
-                                  before=target + 1, order="desc", tip=tip)
+                                  before=target + 1, order="desc")
     if not upto or upto[0].id != target:
         raise NotFound(f"message {target} is not in session {session_id}"
                        + ("" if include_compacted else " (or it was compacted: pass include_compacted=true)"))
-    newer = await store.transcript(session_id, include_compacted=include_compacted, limit=limit - len(upto),
-                                   after=target, order="asc", tip=tip) if limit > len(upto) else []
+    newer = await store.transcript(session_id, include_compacted=include_compacted,
+                                   limit=limit - len(upto), after=target, order="asc") if limit > len(upto) else []
     rows = upto[::-1] + newer
     return JSONResponse({
         "items": [message_row(m, html) for m in rows],

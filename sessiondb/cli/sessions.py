@@ -134,7 +134,7 @@ def transcript(ctx: CliContext, ref: str | None, latest: bool, include_compacted
         if response or extract:
             _response(ctx, store, session, extract, as_json)
             return
-        messages = _messages(ctx, store, session.id, include_compacted, last, limit, since, tip)
+        messages = _messages(ctx, store, session.id, include_compacted, last, limit, since)
         if as_json and not as_json.whole:
             as_json.emit({"session": session.to_dict(), "messages": [m.to_dict() for m in messages]},
                          within="messages")
@@ -189,19 +189,19 @@ TRANSCRIPT_PAGE = 500  # messages read from the store at a time
 
 
 def _messages(ctx: CliContext, store: Store, session_id: str, include_compacted: bool, last: int | None,
-              limit: int | None, since: float | None, tip: bool) -> Iterator[Message]:
+              limit: int | None, since: float | None) -> Iterator[Message]:
     """The messages `transcript` prints, oldest first, read TRANSCRIPT_PAGE at a time.
 
     `--last N` reads newest first and stops after N; `--since` is a time while paging is
-    by id, so it filters what is read rather than bounding it. With `--tip` each page is
-    read at the tip then, so a rotation while it pages moves the rest of the read to the
-    session that continues the conversation.
+    by id, so it filters what is read rather than bounding it. Every page is of the one
+    session `session_id` (with `--tip`, the tip found before the first): a page's id
+    bounds name messages of one session.
     """
     goal = last or limit  # None: every message
     newest: list[Message] = []  # with --last: newest first
     count, cursor = 0, None
     while (goal is None or count < goal) and (batch := ctx.call(
-            store.transcript, session_id, include_compacted=include_compacted, limit=TRANSCRIPT_PAGE, tip=tip,
+            store.transcript, session_id, include_compacted=include_compacted, limit=TRANSCRIPT_PAGE,
             order="desc" if last else "asc", **{"before" if last else "after": cursor})):
         cursor = batch[-1].id
         for m in batch:

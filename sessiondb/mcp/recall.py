@@ -174,13 +174,13 @@ class Recall:
         self._words.clear()
         found = self._find(session)
         if tip:
-            found = self.store.tip(found.id)  # the reads below follow a rotation after it too
+            found = self.store.tip(found.id)  # then read as a session of its own: the two reads around agree
         if around is None:
-            messages = self.store.transcript(found.id, include_compacted=include_compacted, limit=limit, tip=tip)
+            messages = self.store.transcript(found.id, include_compacted=include_compacted, limit=limit)
         else:
             before = self.store.transcript(found.id, include_compacted=True, before=around + 1, order="desc",
-                                           limit=context + 1, tip=tip)
-            after = self.store.transcript(found.id, include_compacted=True, after=around, limit=context, tip=tip)
+                                           limit=context + 1)
+            after = self.store.transcript(found.id, include_compacted=True, after=around, limit=context)
             messages = before[::-1] + after
             if not any(m.id == around for m in before):
                 raise InvalidInput(f"message {around} is not in session {found.id}")

@@ -203,7 +203,8 @@ class Store(Protocol):
         messages only with include_compacted; rewound messages never. With `tip`, the
         messages of `tip(session_id)`, found in the same snapshot as they are read: the
         live conversation in one call, which a rotation between two calls cannot split
-        (each message's session_id names the tip).
+        (each message's session_id names the tip). `before`/`after` bound ids in one
+        session: page on in the session the first page names, not at the tip again.
         """
 
     # --- compaction and lineage ----------------------------------------------------------

@@ -57,7 +57,10 @@ def test_a_transcript_read_at_the_tip_gives_the_live_conversation_from_any_of_it
         for named in ("root", "middle", "tip"):
             page = api.get(f"/api/sessions/{ids[named]}/transcript", params={"tip": "true"}).json()
             assert [m["content"] for m in page["items"]] == ["Summary two.", "third part"]
-            assert {m["session_id"] for m in page["items"]} == {ids["tip"]}
+            assert {m["session_id"] for m in page["items"]} == {page["session_id"]} == {ids["tip"]}
+        first = api.get(f"/api/sessions/{ids['root']}/transcript", params={"tip": "true", "limit": 1}).json()
+        rest = api.get(f"/api/sessions/{first['session_id']}/transcript", params={"after": first["next_after"]}).json()
+        assert [m["content"] for m in first["items"] + rest["items"]] == ["Summary two.", "third part"]
         newest = page["items"][-1]["id"]
         around = api.get(f"/api/sessions/{ids['root']}/transcript", params={"tip": "true", "around": newest}).json()
         assert [m["content"] for m in around["items"]] == ["Summary two.", "third part"]
