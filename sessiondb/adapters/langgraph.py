@@ -39,14 +39,19 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from ..errors import InvalidInput, MessageConflict, NotFound
-from ..model import Message, MessageState
+from ..model import Message
 from ..store.aio import AsyncStore
 from ..store.contract import Store
 from . import langgraph_records as rec
 from .binding import BoundToStore, StoreBinding, user_scope, user_session_id
 
 PAGE = 64  # records read per step of a walk through a thread's session
-ACTIVE = MessageState.ACTIVE.value
+
+
+class _OlderParent(Exception):
+    """A checkpoint's parent is older than the records `put`'s write was handed. It is then
+    looked for page by page outside the write (a stored record never changes), instead of
+    in the whole thread read with the store's write lock held."""
 
 
 class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
@@ -71,18 +76,19 @@ class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
         thread_id, ns, parent_id = _address(config)
         sid = self._sid(thread_id)
 
-        def record(_root: Any, newest: list[Message], thread: Callable[[], list[Message]]) -> list[dict[str, Any]]:
-            # The parent is nearly always among the newest records: the whole thread is read
-            # only when it is not.
-            parent = None
-            if parent_id:
-                parent = _checkpoint(reversed(newest), ns, parent_id)
-                if parent is None and len(newest) == PAGE:
-                    parent = _checkpoint(reversed([m for m in thread() if m.session_id == sid and m.state == ACTIVE]),
-                                         ns, parent_id)
+        older: list[rec.Stored | None] = []  # the parent, when it was looked for outside the write
+
+        def record(_root: Any, newest: list[Message], _thread: Any) -> list[dict[str, Any]]:
+            parent = older[0] if older else _checkpoint(reversed(newest), ns, parent_id) if parent_id else None
+            if parent_id and parent is None and not older and len(newest) == PAGE:
+                raise _OlderParent
             return [self._record(ns, parent_id, config, checkpoint, metadata, new_versions, parent)]
 
-        stored = self.store.extend(sid, record, newest=PAGE, create=self._creation(thread_id))
+        try:  # the parent is nearly always among the newest records
+            stored = self.store.extend(sid, record, newest=PAGE, create=self._creation(thread_id))
+        except _OlderParent:
+            older.append(self._find(sid, ns, parent_id))
+            stored = self.store.extend(sid, record, newest=0, create=self._creation(thread_id))
         self._after(sid, self._arrivals.checkpoint((sid, ns, checkpoint["id"]), stored[0].id))
         return _config(thread_id, ns, checkpoint["id"])
 
@@ -408,6 +414,10 @@ class SessiondbSaver(BoundToStore, BaseCheckpointSaver[int]):
             if message.uid == uid:
                 return part
         raise NotFound(f"the checkpoint record {uid} of session {sid} is not stored; the thread is incomplete")
+
+    def _find(self, sid: str, ns: str, checkpoint_id: str) -> rec.Stored | None:
+        """Checkpoint `checkpoint_id` of namespace `ns`, among the thread's live records."""
+        return _checkpoint((message for message, _part in self._walk(sid)), ns, checkpoint_id)
 
     def _walk(self, sid: str, *, before: int | None = None,
               archived: bool = False) -> Iterator[tuple[Message, dict[str, Any]]]:

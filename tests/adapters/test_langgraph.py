@@ -474,8 +474,8 @@ def test_a_thread_archived_twice_reads_every_shared_value_at_its_message_id(stor
 
 
 def test_a_checkpoint_shares_the_values_of_a_parent_older_than_the_newest_records(store):
-    """The parent is looked for among the thread's newest records, then along the whole
-    thread: found either way, its unchanged values are shared, not stored again."""
+    """The parent is looked for among the thread's newest records, then page by page along
+    the thread: found either way, its unchanged values are shared, not stored again."""
     from langgraph.checkpoint.base import empty_checkpoint
 
     saver = SessiondbSaver(store=store)

@@ -79,6 +79,11 @@ def test_the_langgraph_saver_puts_in_one_store_call_each(store):
     assert counting.calls(lambda: saver.put_writes(config, [("a", 2)], "task")) == ["extend"]
     assert counting.calls(lambda: saver.put(config, {**first, "id": "2"}, {}, {})) == ["extend"]
     assert counting.calls(lambda: saver.get_tuple(config)) == ["transcript"]
+    # A parent older than the newest records extend hands the write is looked for page by page
+    # outside it (two pages here), then the write is made: never the whole thread under the lock.
+    saver.put_writes(config, [(f"channel-{i}", i) for i in range(70)], "task")
+    assert counting.calls(lambda: saver.put(config, {**first, "id": "3"}, {}, {})) == [
+        "extend", "transcript", "transcript", "extend"]
 
 
 def test_the_adk_service_appends_an_event_in_one_store_call_and_reads_a_session_in_two(store):
