@@ -154,6 +154,7 @@ SOURCE = "openai-agents"
 ORIGINAL_ID = "openai_agents_session_id"
 EPOCH = "openai_agents_epoch"
 NO_UNDO = "0"  # the epoch of a conversation never undone
+MAX_MOVES = 4  # rotations an undo follows the item it undoes through
 
 
 class StoredConversation:
@@ -238,9 +239,22 @@ class StoredConversation:
         if not tail:
             return None
         self._next_epoch()
-        # The newest message as read, and only it: one another writer appended since stays.
-        self.store.rewind(tail[-1].session_id, tail[-2].id if len(tail) > 1 else 0, through_message_id=tail[-1].id)
-        return from_message(tail[-1])
+        popped = tail[-1]
+        for _ in range(MAX_MOVES):
+            # The newest message as read, and only it: one another writer appended since stays.
+            try:
+                if self.store.rewind(tail[-1].session_id, tail[-2].id if len(tail) > 1 else 0,
+                                     through_message_id=tail[-1].id):
+                    break
+            except NotFound:  # the messages read are no longer in that session
+                pass
+            # A compaction rotated the conversation meanwhile. The item is undone where it went
+            # on (kept, as the newest message of the session continuing it), unless the
+            # compaction archived it, which took it out of the conversation already.
+            tail = self.live(2)
+            if not tail or tail[-1].uid != popped.uid:
+                break
+        return from_message(popped)
 
     def clear(self) -> None:
         """Rewind every live message."""
