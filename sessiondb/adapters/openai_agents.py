@@ -44,6 +44,7 @@ from ..model import MAX_UID_LENGTH, Message, Role, SearchHit, Session, Usage, co
 from ..store.aio import AsyncStore
 from ..store.alignment import align
 from ..store.contract import Store
+from ..store.lineage import MAX_LANDINGS
 from .binding import StoreBinding, user_scope, user_session_id
 
 
@@ -154,7 +155,6 @@ SOURCE = "openai-agents"
 ORIGINAL_ID = "openai_agents_session_id"
 EPOCH = "openai_agents_epoch"
 NO_UNDO = "0"  # the epoch of a conversation never undone
-MAX_MOVES = 4  # rotations an undo follows the item it undoes through
 
 
 class StoredConversation:
@@ -240,7 +240,7 @@ class StoredConversation:
             return None
         self._next_epoch()
         popped = tail[-1]
-        for _ in range(MAX_MOVES):
+        for _ in range(MAX_LANDINGS):
             # The newest message as read, and only it: one another writer appended since stays.
             try:
                 if self.store.rewind(tail[-1].session_id, tail[-2].id if len(tail) > 1 else 0,
@@ -258,10 +258,16 @@ class StoredConversation:
 
     def clear(self) -> None:
         """Rewind every live message."""
-        tail = self.live(1)
-        if tail:
-            self._next_epoch()
-            self.store.rewind(tail[-1].session_id, 0)
+        for attempt in range(MAX_LANDINGS):
+            tail = self.live(1)
+            if not tail:
+                return
+            if not attempt:
+                self._next_epoch()
+            # Nothing rewound where messages were read: a compaction rotated the conversation
+            # meanwhile, and what it kept is live in the session continuing it.
+            if self.store.rewind(tail[-1].session_id, 0):
+                return
 
     def _next_epoch(self) -> None:
         # Before the rewind: an item undone now and added again must not meet its undone row.

@@ -410,6 +410,26 @@ def test_pop_undoes_the_item_it_read_where_a_compaction_moved_it_meanwhile(store
     assert rotated and texts(run(session.get_items())) == texts([{"role": "user", "content": "gist"}])
 
 
+def test_clear_clears_what_a_compaction_kept_meanwhile(store):
+    session = SessiondbSession("kept", store=store)
+    run(session.add_items([{"role": "user", "content": "a"}]))
+    lease = store.begin_compaction(session.store_session_id)
+    run(session.add_items([{"role": "assistant", "content": "b"}]))  # after the lease: the rotation keeps it
+
+    armed, committed = [], []
+
+    class RotatingBeforeTheRewind:  # the compaction commits between clear's read and its rewind
+        def __getattr__(self, name):
+            if name == "rewind" and armed and not committed:
+                committed.append(store.commit_compaction(lease, {"role": "user", "content": "gist"}, mode="rotate"))
+            return getattr(store, name)
+
+    session = SessiondbSession("kept", store=RotatingBeforeTheRewind())
+    armed.append(True)
+    run(session.clear_session())
+    assert committed and run(session.get_items()) == []
+
+
 @pytest.mark.parametrize("epoch, plain_uid", [
     (None, "oa-55ab088e1ba80f1529829bb8d0739ea3f6a2d4bd"), (2, "oa-a7d3e72bf293de3cd439c39ec24a9a56afce0cf7")])
 def test_items_of_a_conversation_an_earlier_release_undid_by_count_get_the_uids_it_minted(store, epoch, plain_uid):
