@@ -30,3 +30,24 @@ def no_tracing(monkeypatch):
         monkeypatch.setenv(name, "false")
     monkeypatch.delenv("LANGSMITH_API_KEY", raising=False)
     monkeypatch.delenv("LANGCHAIN_API_KEY", raising=False)
+
+
+class RotatingBeforeTheRewind:
+    """The store, with a compaction's rotation (summary "gist") committed as the first rewind
+    is asked for once `armed`: between an undo's read of the conversation and its rewind."""
+
+    def __init__(self, store, lease):
+        self._store, self._lease, self.armed, self.committed = store, lease, False, False
+
+    def __getattr__(self, name):
+        if name == "rewind" and self.armed and not self.committed:
+            self._store.commit_compaction(self._lease, {"role": "user", "content": "gist"}, mode="rotate")
+            self.committed = True
+        return getattr(self._store, name)
+
+
+@pytest.fixture
+def rotating_before_the_rewind(store):
+    """Wrap this test's store so that the compaction of `lease` rotates between an undo's read
+    and its rewind (set `armed` once the adapter is built: building it may look the rewind up)."""
+    return lambda lease: RotatingBeforeTheRewind(store, lease)

@@ -99,22 +99,15 @@ def test_a_history_longer_than_one_read_is_added_and_handed_back_whole(store):
     assert [m.content for m in history.messages] == [m.content for m in said] + ["and one more"]
 
 
-def test_clear_clears_what_a_compaction_kept_meanwhile(store):
+def test_clear_clears_what_a_compaction_kept_meanwhile(store, rotating_before_the_rewind):
     SessiondbChatMessageHistory("kept", store=store).add_messages([HumanMessage("a")])
     lease = store.begin_compaction("kept")
     SessiondbChatMessageHistory("kept", store=store).add_messages([AIMessage("b")])  # kept by the rotation
-    armed, committed = [], []
-
-    class RotatingBeforeTheRewind:  # the compaction commits between clear's read and its rewind
-        def __getattr__(self, name):
-            if name == "rewind" and armed and not committed:
-                committed.append(store.commit_compaction(lease, {"role": "user", "content": "gist"}, mode="rotate"))
-            return getattr(store, name)
-
-    history = SessiondbChatMessageHistory("kept", store=RotatingBeforeTheRewind())
-    armed.append(True)
+    racing = rotating_before_the_rewind(lease)
+    history = SessiondbChatMessageHistory("kept", store=racing)
+    racing.armed = True
     history.clear()
-    assert committed and history.messages == []
+    assert racing.committed and history.messages == []
 
 
 def test_clear_rewinds_and_the_messages_can_be_restored(store):

@@ -391,43 +391,19 @@ def test_pop_undoes_the_item_it_read_and_leaves_one_another_writer_added_meanwhi
     assert texts(run(session.get_items())) == texts([items[0], {"role": "user", "content": "meanwhile"}])
 
 
-def test_pop_undoes_the_item_it_read_where_a_compaction_moved_it_meanwhile(store):
-    session = SessiondbSession("moved", store=store)
-    run(session.add_items([{"role": "user", "content": "a"}]))
-    lease = store.begin_compaction(session.store_session_id)
-    run(session.add_items([{"role": "assistant", "content": "b"}]))  # after the lease: the rotation keeps it
-    armed, rotated = [], []
-
-    class RotatingBeforeTheFirstRewind:  # the compaction commits between pop's read and its rewind
-        def __getattr__(self, name):
-            if name == "rewind" and armed and not rotated:
-                rotated.append(store.commit_compaction(lease, {"role": "user", "content": "gist"}, mode="rotate"))
-            return getattr(store, name)
-
-    session = SessiondbSession("moved", store=RotatingBeforeTheFirstRewind())
-    armed.append(True)
-    assert run(session.pop_item()) == {"role": "assistant", "content": "b"}
-    assert rotated and texts(run(session.get_items())) == texts([{"role": "user", "content": "gist"}])
-
-
-def test_clear_clears_what_a_compaction_kept_meanwhile(store):
-    session = SessiondbSession("kept", store=store)
-    run(session.add_items([{"role": "user", "content": "a"}]))
-    lease = store.begin_compaction(session.store_session_id)
-    run(session.add_items([{"role": "assistant", "content": "b"}]))  # after the lease: the rotation keeps it
-
-    armed, committed = [], []
-
-    class RotatingBeforeTheRewind:  # the compaction commits between clear's read and its rewind
-        def __getattr__(self, name):
-            if name == "rewind" and armed and not committed:
-                committed.append(store.commit_compaction(lease, {"role": "user", "content": "gist"}, mode="rotate"))
-            return getattr(store, name)
-
-    session = SessiondbSession("kept", store=RotatingBeforeTheRewind())
-    armed.append(True)
-    run(session.clear_session())
-    assert committed and run(session.get_items()) == []
+@pytest.mark.parametrize("undo, popped, left", [
+    ("pop_item", {"role": "assistant", "content": "b"}, [{"role": "user", "content": "gist"}]),
+    ("clear_session", None, [])])
+def test_an_undo_acts_where_a_compaction_moved_the_conversation_meanwhile(store, rotating_before_the_rewind, undo,
+                                                                         popped, left):
+    run(SessiondbSession("moved", store=store).add_items([{"role": "user", "content": "a"}]))
+    lease = store.begin_compaction("moved")
+    run(SessiondbSession("moved", store=store).add_items([{"role": "assistant", "content": "b"}]))  # kept
+    racing = rotating_before_the_rewind(lease)
+    session = SessiondbSession("moved", store=racing)
+    racing.armed = True
+    assert run(getattr(session, undo)()) == popped
+    assert racing.committed and texts(run(session.get_items())) == texts(left)
 
 
 @pytest.mark.parametrize("epoch, plain_uid", [
