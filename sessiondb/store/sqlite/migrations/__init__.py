@@ -98,4 +98,3 @@ def check_ownership(conn: apsw.Connection) -> None:
             f"the file is a database that sessiondb did not create (it has a table {foreign!r}); "
             "point sessiondb at its own store"
         )
-
