@@ -35,7 +35,6 @@ from ..inputs import MAX_PAGE
 from ..model import Message, MessageState
 from ..store.aio import AsyncStore
 from ..store.contract import Store
-from ..store.lineage import MAX_LANDINGS
 from .binding import BoundToStore, StoreBinding, user_scope, user_session_id
 
 SOURCE = "langchain"
@@ -221,15 +220,10 @@ class SessiondbChatMessageHistory(BoundToStore, BaseChatMessageHistory):
     def clear(self) -> None:
         """Rewind the conversation: its messages are kept, out of the history and of search,
         and `store.restore_rewound(store_session_id)` brings them back."""
-        for _ in range(MAX_LANDINGS):
-            try:
-                tail = self.store.transcript(self.store_session_id, tip=True, limit=1, order="desc")
-            except NotFound:
-                return
-            # Nothing rewound where messages were read: a compaction rotated the conversation
-            # meanwhile, and what it kept is live in the session continuing it.
-            if not tail or self.store.rewind(tail[0].session_id, 0):
-                return
+        try:  # one store call: the rewind acts on the conversation's live tip, wherever it is now
+            self.store.rewind(self.store_session_id, 0)
+        except NotFound:
+            return
 
     async def aget_messages(self) -> list[BaseMessage]:
         return await asyncio.to_thread(lambda: self.messages)

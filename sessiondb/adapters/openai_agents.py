@@ -257,17 +257,12 @@ class StoredConversation:
         return from_message(popped)
 
     def clear(self) -> None:
-        """Rewind every live message."""
-        for attempt in range(MAX_LANDINGS):
-            tail = self.live(1)
-            if not tail:
-                return
-            if not attempt:
-                self._next_epoch()
-            # Nothing rewound where messages were read: a compaction rotated the conversation
-            # meanwhile, and what it kept is live in the session continuing it.
-            if self.store.rewind(tail[-1].session_id, 0):
-                return
+        """Rewind every live message, in the session continuing the conversation now."""
+        try:
+            self._next_epoch()
+        except NotFound:  # nothing stored yet
+            return
+        self.store.rewind(self.session_id, 0)
 
     def _next_epoch(self) -> None:
         # Before the rewind: an item undone now and added again must not meet its undone row.

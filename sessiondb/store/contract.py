@@ -302,6 +302,12 @@ class Store(Protocol):
 
         They become 'rewound': kept, restorable, never in transcripts or search.
         Returns how many. Not user activity.
+
+        Like every write, one addressed to a session a compaction rotated acts on its live
+        tip (CompressionClosed when none is live), so `rewind(session_id, 0)` undoes the live
+        conversation whatever rotated it meanwhile. The message ids must be of the session it
+        acts on: NotFound otherwise, saying so (a rotation moved or archived those messages;
+        read the conversation again with transcript(..., tip=True)).
         """
 
     def restore_rewound(self, session_id: str) -> int:

@@ -441,19 +441,29 @@ def set_flags(rows: Rows, session_id: str, change: SetFlags) -> Session:
 # --- rewind, restore, branch ---------------------------------------------------------------
 
 
-def _require_message(rows: Rows, session_id: str, message_id: int) -> None:
-    if not rows.select("messages", {"id": message_id, "session_id": session_id}, columns=("id",)):
+def _require_message(rows: Rows, session_id: str, message_id: int, *, addressed: str | None = None) -> None:
+    """NotFound unless the message is in `session_id`, the session a write `addressed` to
+    another landed on (a compaction rotated that one: its messages moved or were archived)."""
+    if rows.select("messages", {"id": message_id, "session_id": session_id}, columns=("id",)):
+        return
+    if addressed in (None, session_id):
         raise NotFound(f"message {message_id} is not in session {session_id}")
+    raise NotFound(f"message {message_id} is not in session {session_id}, which continues session {addressed} "
+                   "since a compaction rotated it: read the conversation again (transcript(..., tip=True)) and "
+                   "name a message of the session it returns")
 
 
 def rewind(rows: Rows, session_id: str, to_message_id: int, through_message_id: int | None = None) -> int:
-    """Mark the session's active messages after `to_message_id` (up to `through_message_id`
-    when given) rewound; how many."""
-    lock(rows, session_id)
+    """Mark the active messages after `to_message_id` (up to `through_message_id` when given)
+    rewound in the session a write addressed to `session_id` lands on (`land`); how many.
+
+    Landing like every write makes `rewind(session_id, 0)` undo the live conversation in one
+    unit of work, whatever rotation committed before it: no caller reads the tip and retries."""
+    target, _ = land(rows, session_id)
     for bound in (to_message_id, through_message_id):
         if bound:
-            _require_message(rows, session_id, bound)
-    after = {"session_id": session_id, "state": _ACTIVE, "id": above(to_message_id)}
+            _require_message(rows, target, bound, addressed=session_id)
+    after = {"session_id": target, "state": _ACTIVE, "id": above(to_message_id)}
     rewound = {"state": MessageState.REWOUND.value}
     if through_message_id is None:
         changed = rows.update("messages", after, set=rewound)
@@ -462,7 +472,7 @@ def rewind(rows: Rows, session_id: str, to_message_id: int, through_message_id: 
         changed = sum(rows.update("messages", {"id": one_of(ids[i:i + CHUNK])}, set=rewound)
                       for i in range(0, len(ids), CHUNK))
     if changed:
-        recount(rows, session_id)
+        recount(rows, target)
     return changed
 
 

@@ -34,7 +34,7 @@ def no_tracing(monkeypatch):
 
 class RotatingBeforeTheRewind:
     """The store, with a compaction's rotation (summary "gist") committed as the first rewind
-    is asked for once `armed`: between an undo's read of the conversation and its rewind."""
+    is asked for once `armed`: after whatever an undo read, before its rewind."""
 
     def __init__(self, store, lease):
         self._store, self._lease, self.armed, self.committed = store, lease, False, False

@@ -50,10 +50,10 @@ def test_the_agents_session_adds_and_reads_in_one_store_call_each(store):
         read = []
         assert counting.calls(lambda: read.extend(asyncio.run(session.get_items(limit)))) == ["transcript"]
         assert read[-1] == {"role": "user", "content": "again"}
-    # An undo reads what it undoes, marks the undo in the conversation's metadata, rewinds.
-    undo = ["transcript", "update_metadata", "rewind"]
-    assert counting.calls(lambda: asyncio.run(session.pop_item())) == undo
-    assert counting.calls(lambda: asyncio.run(session.clear_session())) == undo
+    # A pop reads the item it undoes and returns, marks the undo in the conversation's metadata,
+    # rewinds that item; a clear has nothing to read: the rewind of everything lands on the tip.
+    assert counting.calls(lambda: asyncio.run(session.pop_item())) == ["transcript", "update_metadata", "rewind"]
+    assert counting.calls(lambda: asyncio.run(session.clear_session())) == ["update_metadata", "rewind"]
 
 
 def test_the_langchain_history_adds_and_reads_in_one_store_call_each(store):
@@ -65,6 +65,9 @@ def test_the_langchain_history_adds_and_reads_in_one_store_call_each(store):
     read = []
     assert counting.calls(lambda: read.extend(history.messages)) == ["transcript"]
     assert [m.content for m in read] == ["gist", "again"]
+    rotate(store, "one-call")
+    assert counting.calls(history.clear) == ["rewind"]  # the live conversation, where the rotation moved it
+    assert history.messages == []
 
 
 def test_the_langgraph_saver_puts_in_one_store_call_each(store):

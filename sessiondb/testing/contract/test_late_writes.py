@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sessiondb import Cause, CompressionClosed
+from sessiondb import Cause, CompressionClosed, NotFound
 from sessiondb.guidance import for_error
 
 
@@ -74,3 +74,27 @@ def test_restoring_rewound_messages_of_a_rotated_session_acts_on_its_live_tip(st
     store.end_session(child, "user_closed")
     with pytest.raises(CompressionClosed):
         store.restore_rewound(sid)
+
+
+def test_a_rewind_addressed_to_a_rotated_session_undoes_the_conversation_at_its_live_tip(store):
+    sid = store.create_session("cli").id
+    [archived] = store.append(sid, user("archived by the rotation"))
+    child = rotate(store, sid)
+    store.append(child, [user("after"), user("more")])
+
+    assert store.rewind(sid, 0) == 3  # the summary and the two after it, in one call
+    assert store.transcript(child) == []
+    assert [(m.content, m.state) for m in store.transcript(sid, include_compacted=True)] == [
+        ("archived by the rotation", "compacted")]  # the rotated session's rows stay as the compaction left them
+    assert store.restore_rewound(sid) == 3
+
+    after = store.transcript(child)[1]
+    assert store.rewind(sid, after.id) == 1  # a message of the tip names where the rewind starts
+    with pytest.raises(NotFound) as refused:
+        store.rewind(sid, archived.id)  # a message of the rotated session: not in the conversation's tip
+    assert child in str(refused.value) and "tip=True" in str(refused.value)
+    assert [m.content for m in store.transcript(child)] == ["summary", "after"]
+    assert store.verify().ok
+    store.end_session(child, "user_closed")
+    with pytest.raises(CompressionClosed):
+        store.rewind(sid, 0)
