@@ -204,22 +204,20 @@ class SessiondbSessionService(OnStore, BaseSessionService):
             # of two writers from stale copies, in any processes, exactly one is stored.
             return _unless_stale(newest, session, event, message) if self._check_stale else [message]
 
-        stored_id = None
+        own = state.as_metadata(scopes["session"]) if scopes["session"] else None
         for candidate in self._candidates(session.app_name, session.user_id, session.id):
-            try:  # one store call: the conversation found, checked and written in one unit of work
-                self._store.extend(candidate, store, newest=_RECENT if self._check_stale else 0)
+            try:  # one store call: the conversation found, checked and written, with its own state
+                self._store.extend(candidate, store, newest=_RECENT if self._check_stale else 0, metadata=own)
+                break
             except NotFound:
                 continue
             except MessageConflict:
                 raise AlreadyExistsError(f"Event {event.id} already exists with other content.") from None
-            stored_id = candidate
-            break
-        if stored_id is None:
+        else:
             raise SessionNotFoundError(f"Session {session.id} not found.")
-        # After the event: an event refused above applies nothing. A retried event applies
-        # its delta again, with the same values.
-        if scopes["session"]:
-            self._store.update_metadata(stored_id, state.as_metadata(scopes["session"]))
+        # The app's and the user's state live in sessions of their own, written after the
+        # event: an event refused above applies nothing, and a retried event applies its
+        # delta again, with the same values.
         state.write(self._store, scopes["app"], session.app_name)
         state.write(self._store, scopes["user"], session.app_name, session.user_id)
 

@@ -274,10 +274,13 @@ class CheckedStore(Transfer, Identity, Turns, PolicyCalls):
         return self._open().write(partial(lineage.set_flags, session_id=check_session_ref(session_id), change=change))
 
     def update_metadata(self, session_id: str, patch: Mapping[str, Any]) -> Session:
+        return self._change(session_id, self._metadata_patch(patch))
+
+    def _metadata_patch(self, patch: Any) -> cmd.PatchMetadata:
         if not isinstance(patch, Mapping):  # check_metadata takes None as "no metadata"
             raise InvalidInput(f"the metadata patch must be a mapping, not {type(patch).__name__}")
         check_metadata(patch, self._limits, "the metadata patch")
-        return self._change(session_id, cmd.PatchMetadata(dict(patch), self._limits.max_metadata_bytes))
+        return cmd.PatchMetadata(dict(patch), self._limits.max_metadata_bytes)
 
     def delete_session(self, session_id: str) -> None:
         self._open().write(partial(sessions.delete, session_id=check_session_ref(session_id)))
@@ -313,7 +316,7 @@ class CheckedStore(Transfer, Identity, Turns, PolicyCalls):
         return StoreDamaged.spooled(exc, str(kept))
 
     def extend(self, session_id: str, build: Callable[..., Iterable[MessageInput]], *, newest: int = 1,
-               create: Mapping[str, Any] | None = None) -> list[Message]:
+               create: Mapping[str, Any] | None = None, metadata: Mapping[str, Any] | None = None) -> list[Message]:
         """Append what `build` makes of the conversation's end, in one unit of work.
 
         `build(root, newest, history)` gets the session `session_id` names (created with
@@ -322,7 +325,8 @@ class CheckedStore(Transfer, Identity, Turns, PolicyCalls):
         its lineage, compacted ones too. What it returns is checked as `append` checks its
         messages and stored at the tip, after the messages it saw: an adapter whose SDK call
         is one operation makes one store call. `build` may run more than once (a retried
-        unit of work) and must only compute.
+        unit of work) and must only compute. `metadata` is merged into the named session's
+        metadata in the same unit of work.
         """
         session_id = check_session_ref(session_id)
         if not callable(build):
@@ -332,6 +336,7 @@ class CheckedStore(Transfer, Identity, Turns, PolicyCalls):
         if create is not None and (not isinstance(create, Mapping) or not set(create) <= _CREATE_KEYS):
             raise InvalidInput(f"create must hold create_session's keyword arguments ({', '.join(sorted(_CREATE_KEYS))})"
                                f", not {create!r}")
+        patch = None if metadata is None else self._metadata_patch(metadata)
         now = self._clock()
         creation = None if create is None else asdict(self._creation(session_id=session_id, now=now, **create))
 
@@ -340,7 +345,7 @@ class CheckedStore(Transfer, Identity, Turns, PolicyCalls):
             return tuple(prepare_messages(made, self._limits)) if made else ()
         try:
             return self._open().write(partial(lineage.extend, session_id=session_id, build=prepared, newest=newest,
-                                              creation=creation, now=now))
+                                              creation=creation, now=now, patch=patch))
         except StorageError as exc:
             if exc.cause not in DAMAGE_CAUSES:
                 raise

@@ -158,7 +158,7 @@ class Store(Protocol):
 
 
     def extend(self, session_id: str, build: Callable[..., Iterable[MessageInput]], *, newest: int = 1,
-               create: Mapping[str, Any] | None = None) -> list[Message]:
+               create: Mapping[str, Any] | None = None, metadata: Mapping[str, Any] | None = None) -> list[Message]:
         """Append what `build` makes of the conversation's end, in one unit of work.
 
         `build(root, newest, history)` gets the session `session_id` names (created with
@@ -168,6 +168,10 @@ class Store(Protocol):
         stores a batch, after the messages it saw, with the tip's row locked meanwhile (an
         SDK call that is one operation is one store call). `build` may run again when the
         unit of work is retried and must only compute.
+
+        `metadata`, a patch as update_metadata takes, is merged into the metadata of the
+        session `session_id` names in the same unit of work: what an SDK keeps beside a
+        message (a state change an event carries) lands with it or not at all.
         """
     def flush(self, session_id: str, conversation: MessageInput | Iterable[MessageInput]) -> list[Message]:
         """Store what of an agent's whole conversation is not yet stored; return a row for each.

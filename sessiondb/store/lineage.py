@@ -36,7 +36,7 @@ from ..model import (
     Session, is_activity, message_of,
 )
 from . import sessions
-from .commands import SetFlags
+from .commands import PatchMetadata, SetFlags
 from .rows import Row, Rows, above, at_most, below, one_of
 from .sql import add_to_session
 
@@ -305,12 +305,14 @@ Build = Callable[[Session, list[Message], Callable[[], list[Message]]], Sequence
 
 
 def extend(rows: Rows, session_id: str, build: Build, newest: int, creation: dict[str, Any] | None,
-           now: float) -> list[Message]:
+           now: float, patch: PatchMetadata | None = None) -> list[Message]:
     """Append what `build` makes of the conversation's end, in one unit of work: the
-    session `session_id` (created from `creation` if missing), its tip's newest `newest`
-    live messages, read with the tip's row locked, so what `build` saw is still the end
-    when its messages land after it."""
+    session `session_id` (created from `creation` if missing, its metadata patched with
+    `patch`), its tip's newest `newest` live messages, read with the tip's row locked, so
+    what `build` saw is still the end when its messages land after it."""
     root = _root(rows, session_id, creation)
+    if patch is not None:  # the named session's row locked before the tip's, the order `land` takes them in
+        root = sessions.change(rows, root.id, patch)
     target, head = land(rows, session_id)
     batch = build(root, *_end(rows, session_id, target, newest))
     return _append_at(rows, target, head, batch, now) if batch else []

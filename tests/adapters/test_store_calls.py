@@ -90,7 +90,7 @@ def test_the_langgraph_saver_puts_in_one_store_call_each(store):
 
 
 def test_the_adk_service_appends_an_event_in_one_store_call_and_reads_a_session_in_two(store):
-    from google.adk.events import Event
+    from google.adk.events import Event, EventActions
     from google.genai import types
 
     from sessiondb.adapters.adk import SessiondbSessionService
@@ -106,3 +106,9 @@ def test_the_adk_service_appends_an_event_in_one_store_call_and_reads_a_session_
                                                                                session_id=session.id))))
     assert calls == ["get_sessions", "transcript"]  # the session and its app's and user's state; its events
     assert [e.content.parts[0].text for e in read[0].events] == ["hello", "again"]
+    # An event's change to the session's own state is written in the event's unit of work.
+    event = Event(author="agent", invocation_id="i1", content=types.Content(role="model", parts=[types.Part(text="ok")]),
+                  actions=EventActions(state_delta={"answer": "ok", "temp:scratch": 1}))
+    assert counting.calls(lambda: asyncio.run(service.append_event(read[0], event))) == ["extend"]
+    again = asyncio.run(service.get_session(app_name="app", user_id="ada", session_id=session.id))
+    assert again.state == {"answer": "ok"}

@@ -92,8 +92,29 @@ def test_a_build_that_repeats_a_stored_uid_stores_nothing_twice(store):
     assert store.get_session(sid).message_count == 1
 
 
+def test_a_metadata_patch_lands_with_the_messages_in_the_named_session_or_not_at_all(store):
+    sid = store.create_session("adk", metadata={"kept": 1, "dropped": 2}).id
+    tip = rotate(store, sid)
+    stored = store.extend(sid, Seen(), newest=1, metadata={"state": "after", "dropped": None})
+    assert stored[0].session_id == tip  # the messages at the tip, the patch where the caller named
+    assert store.get_session(sid).metadata == {"kept": 1, "state": "after"}
+    assert store.get_session(tip).metadata == {"kept": 1, "dropped": 2}  # a rotation copies; the patch is not its
+
+    def refused(tail):
+        raise InvalidInput("stale")
+    with pytest.raises(InvalidInput, match="stale"):
+        store.extend(sid, Seen(refused), newest=1, metadata={"state": "never"})
+    assert store.get_session(sid).metadata["state"] == "after"
+    assert store.extend(sid, Seen(lambda tail: []), newest=1, metadata={"state": "alone"}) == []
+    assert store.get_session(sid).metadata["state"] == "alone"  # nothing to append: the patch still lands
+    first = store.extend("new", Seen(), newest=1, create={"source": "adk", "metadata": {"a": 1}}, metadata={"b": 2})
+    assert (first[0].session_id, store.get_session("new").metadata) == ("new", {"a": 1, "b": 2})
+
+
 @pytest.mark.parametrize("arguments, named", [
     ({"build": "not callable"}, "build"),
+    ({"metadata": ["not", "a", "mapping"]}, "metadata"),
+    ({"metadata": {"big": "x" * 10**6}}, "metadata"),
     ({"newest": -1}, "newest"),
     ({"newest": 10**6}, "newest"),
     ({"create": {"source": "x", "session_id": "other"}}, "create"),
