@@ -456,7 +456,15 @@ def why_missed(r: dict) -> list[str]:
             "`messages_active`) was measured and not taken: it saves 1.19 WAL pages and 12k instructions an "
             "append, but a read of the live rows then steps over every archived row of the session (8.3 ms "
             "against 0.07 ms for 100 live rows behind 99,900 compacted ones), and every turn reads them. "
-            "2.5 pages would need the row, one index and nothing else: a table clustered by session.")
+            "2.5 pages is below every layout that keeps identity by uid, measured by `.venv/bin/python "
+            "bench/layouts.py` (the engine alone, one message a commit, a session of 3,000): the store's "
+            "layout 6.2; without the session row's update 5.3; order and live rows in one index and no "
+            "session row update 4.1; the message table and the uid index alone 2.96 (2.72 with uids minted "
+            "in time order); the messages clustered by session (`WITHOUT ROWID`, keyed by session and seq) "
+            "beside the uid index 3.9, more than the rowid table, since whole message rows in an index "
+            "b-tree split and overflow sooner; the table without any index 1.43. Only the table with a "
+            "single index and nothing else reaches 2.5, and that index cannot both find a uid and keep a "
+            "session's order.")
     if missed_target("8 threads") and eight and one:
         lines.append(
             f"- **Threads:** group commit lifts sessiondb from {one:,.0f} to {eight:,.0f} messages/s "

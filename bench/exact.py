@@ -150,8 +150,9 @@ def counted_run(system: str, n: int) -> None:
             sessiondb_appends(Path(d), bodies, index_each=system == "indexed")
 
 
-def wal_pages_run(system: str) -> float:
-    """WAL pages written per append, counted by a VFS over the default one."""
+def wal_counter() -> Any:
+    """A VFS over the default one, registered as VFS_NAME, that counts the pages written to a
+    database's WAL (a page is one write of the page size) while its `counting` is set."""
     import apsw
 
     class Counting(apsw.VFS):
@@ -175,7 +176,12 @@ def wal_pages_run(system: str) -> float:
             if self._wal and self._vfs.counting and len(data) in (4096, 8192, 16384, 32768, 65536):
                 self._vfs.pages += 1
 
-    vfs = Counting()
+    return Counting()
+
+
+def wal_pages_run(system: str) -> float:
+    """WAL pages written per append, counted by a VFS over the default one."""
+    vfs = wal_counter()
 
     def start() -> None:
         vfs.counting = True
