@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 
 import apsw
+import pytest
 
 import histories
 import sessiondb
@@ -138,7 +139,9 @@ def test_watch_stops_when_its_stop_event_is_set(home):
 def test_ctrl_c_stops_the_watching_command_cleanly_and_keeps_its_place(home, isolated_home):
     written = histories.claude_code(home)
     transcript = next(written.path.rglob(f"{histories.SESSION}.jsonl"))
-    env = dict(os.environ, HOME=str(home), SESSIONDB_HOME=str(isolated_home))
+    # PYTHONFAULTHANDLER: a command still running long after its Ctrl-C is made to print where
+    # each of its threads stands (SIGABRT), and the failure shows it.
+    env = dict(os.environ, HOME=str(home), SESSIONDB_HOME=str(isolated_home), PYTHONFAULTHANDLER="1")
     # No clock: each step waits for the command's own report line of the pass that did it.
     proc = subprocess.Popen([str(SESSIONDB), "import", "--from", "claude-code", "--watch", "--interval", "0.05"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -149,7 +152,12 @@ def test_ctrl_c_stops_the_watching_command_cleanly_and_keeps_its_place(home, iso
             f.write(line("c-0001", "written while watched"))
         assert proc.stderr.readline().startswith("+1 message(s)")  # a later pass saw it
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
+        try:
+            out, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)
+            pytest.fail("the command did not stop within a minute of its Ctrl-C; where its threads stood:\n"
+                        + proc.communicate()[1][-8000:])
     finally:
         proc.kill()
     assert proc.returncode == 0, err
