@@ -23,6 +23,11 @@ import sessiondb
 from sessiondb.importers import checkpoint, location, watch
 
 SESSIONDB = Path(sys.executable).with_name("sessiondb")
+#: Runs the command after it with Ctrl-C as a terminal's foreground job has it. A test run in the
+#: background (`make test &`) hands its children SIGINT ignored, and Python then leaves it
+#: ignored: the command would go on watching, as a background job should.
+AT_A_TERMINAL = (sys.executable, "-c", "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                 "os.execv(sys.argv[1], sys.argv[1:])")
 
 
 def line(uuid: str, text: str, session: str = histories.SESSION) -> str:
@@ -143,8 +148,8 @@ def test_ctrl_c_stops_the_watching_command_cleanly_and_keeps_its_place(home, iso
     # each of its threads stands (SIGABRT), and the failure shows it.
     env = dict(os.environ, HOME=str(home), SESSIONDB_HOME=str(isolated_home), PYTHONFAULTHANDLER="1")
     # No clock: each step waits for the command's own report line of the pass that did it.
-    proc = subprocess.Popen([str(SESSIONDB), "import", "--from", "claude-code", "--watch", "--interval", "0.05"],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([*AT_A_TERMINAL, str(SESSIONDB), "import", "--from", "claude-code", "--watch",
+                             "--interval", "0.05"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stderr.readline().startswith("watching claude-code history at")
         assert proc.stderr.readline().startswith("+9 message(s)")  # the first pass
