@@ -168,11 +168,10 @@ class SessiondbSessionService(OnStore, BaseSessionService):
         stored = self._conversation(app_name, user_id, session_id)
         if stored is None:
             return
-        for part in reversed(self._store.lineage(stored.id)):  # the rotated continuations first
-            try:
-                self._store.delete_session(part.id)
-            except NotFound:  # deleted by another writer meanwhile
-                pass
+        try:  # with the sessions compactions rotated it into, in one unit of work
+            self._store.delete_session(stored.id, conversation=True)
+        except NotFound:  # deleted by another writer meanwhile
+            pass
 
     @override
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:

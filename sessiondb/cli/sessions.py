@@ -328,18 +328,22 @@ def _done(session: Session, message: str, as_json: JsonOutput | None) -> None:
 
 @sessions.command()
 @click.argument("ref", metavar="ID", shell_complete=complete_session)
+@click.option("--conversation", is_flag=True,
+              help="With every session of its compression chain (the sessions compactions rotated it into, and "
+                   "those it continues), at once.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @json_option
 @click.pass_obj
-def delete(ctx: CliContext, ref: str, yes: bool, as_json: JsonOutput | None) -> None:
+def delete(ctx: CliContext, ref: str, conversation: bool, yes: bool, as_json: JsonOutput | None) -> None:
     """Delete a session with its messages and usage (asks first unless --yes)."""
     with ctx.open() as store:
         session = resolve(ctx, store, ref)
         if not yes:
             name = f"{session.id} ({session.title!r}, {session.message_count} messages)" if session.title \
                 else f"{session.id} ({session.message_count} messages)"
-            click.confirm(f"Delete session {name}? This cannot be undone", abort=True, err=True)
-        ctx.call(store.delete_session, session.id)
+            whole = " and every session of its conversation" if conversation else ""
+            click.confirm(f"Delete session {name}{whole}? This cannot be undone", abort=True, err=True)
+        ctx.call(store.delete_session, session.id, conversation=conversation)
     if as_json:
         as_json.emit({"deleted": session.id})
     else:

@@ -282,8 +282,9 @@ class CheckedStore(Transfer, Identity, Turns, PolicyCalls):
         check_metadata(patch, self._limits, "the metadata patch")
         return cmd.PatchMetadata(dict(patch), self._limits.max_metadata_bytes)
 
-    def delete_session(self, session_id: str) -> None:
-        self._open().write(partial(sessions.delete, session_id=check_session_ref(session_id)))
+    def delete_session(self, session_id: str, *, conversation: bool = False) -> None:
+        delete = lineage.delete_conversation if check_flag(conversation, "conversation") else sessions.delete
+        self._open().write(partial(delete, session_id=check_session_ref(session_id)))
 
     def find_session(self, ref: str) -> Session:
         ref = check_label(ref, "session reference", required=True).strip()

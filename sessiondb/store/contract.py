@@ -128,9 +128,14 @@ class Store(Protocol):
     def update_metadata(self, session_id: str, patch: Mapping[str, Any]) -> Session:
         """Merge `patch` into the metadata (None removes a key). Not user activity."""
 
-    def delete_session(self, session_id: str) -> None:
+    def delete_session(self, session_id: str, *, conversation: bool = False) -> None:
         """Delete the session with its messages, usage and routing entries (a gateway routes
-        the key anew); Conflict when a legal hold covers it (its own, or its user's: `hold`)."""
+        the key anew); Conflict when a legal hold covers it (its own, or its user's: `hold`).
+
+        With `conversation`, every session of its compression chain goes with it in the same
+        unit of work (those a compaction's rotation continued it in, and those it continues):
+        a conversation is never left half deleted. Branches are conversations of their own
+        and stay, parentless; a hold on any session of the chain refuses the whole delete."""
 
     # --- messages ----------------------------------------------------------------------
 

@@ -429,6 +429,13 @@ def conversation(rows: Rows, session_id: str) -> list[str]:
     return list(came_from)
 
 
+def delete_conversation(rows: Rows, session_id: str) -> None:
+    """Delete every session of the compression tree `session_id` belongs to, in one unit of
+    work: a conversation is never left with its tip gone and its start still there.
+    Branches are conversations of their own and stay (parentless)."""
+    sessions.delete(rows, session_id, together=conversation(rows, session_id))
+
+
 def set_flags(rows: Rows, session_id: str, change: SetFlags) -> Session:
     """Pin, archive and hide apply to the whole conversation (S-41): every session of its
     compression tree, in this one write, so a listing never shows the ancestors of a

@@ -14,7 +14,7 @@ id (ids start with their creation time, so a few characters usually suffice).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Iterable
 
 from ..errors import InvalidInput, NotFound, SessionExists, TitleConflict
 from ..inputs import patched_metadata
@@ -107,11 +107,13 @@ def change(rows: Rows, session_id: str, change: SessionChange) -> Session:
     return get(rows, session_id)
 
 
-def delete(rows: Rows, session_id: str) -> None:
+def delete(rows: Rows, session_id: str, together: Iterable[str] = ()) -> None:
     """Delete the session with its messages, usage, turns and routing entries (its children
-    stay, parentless); Conflict when a legal hold covers it."""
-    retention.refuse_held(rows, {session_id})  # a session not stored is held by nothing
-    if not retention.remove_sessions(rows, [session_id]):
+    stay, parentless), and the sessions `together` names with it; Conflict, nothing deleted,
+    when a legal hold covers any of them."""
+    doomed = sorted({session_id, *together})  # one lock order for every writer of a conversation
+    retention.refuse_held(rows, set(doomed))  # a session not stored is held by nothing
+    if not retention.remove_sessions(rows, doomed):
         raise missing(session_id)
 
 

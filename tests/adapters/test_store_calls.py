@@ -112,3 +112,10 @@ def test_the_adk_service_appends_an_event_in_one_store_call_and_reads_a_session_
     assert counting.calls(lambda: asyncio.run(service.append_event(read[0], event))) == ["extend"]
     again = asyncio.run(service.get_session(app_name="app", user_id="ada", session_id=session.id))
     assert again.state == {"answer": "ok"}
+    # A delete finds the conversation, then deletes it with what a rotation continued it in, at once.
+    rotate(store, session.id)
+    conversation = [s.id for s in store.lineage(session.id)]
+    deleted = counting.calls(lambda: asyncio.run(service.delete_session(app_name="app", user_id="ada",
+                                                                        session_id=session.id)))
+    assert deleted == ["get_sessions", "delete_session"]
+    assert len(conversation) == 2 and not store.get_sessions(conversation)

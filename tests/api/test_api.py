@@ -8,6 +8,8 @@ import subprocess
 
 import pytest
 
+import sessiondb
+
 from .conftest import SERVE, start, stop
 
 ERROR_KEYS = {"code", "message", "detail"}
@@ -128,6 +130,16 @@ def test_delete_removes_the_session_and_then_it_is_not_found(api):
     assert api.delete(f"/api/sessions/{s['id']}").json() == {"deleted": s["id"]}
     is_error(api.get(f"/api/sessions/{s['id']}"), 404, "not_found")
     is_error(api.delete(f"/api/sessions/{s['id']}"), 404, "not_found")
+
+
+def test_delete_with_conversation_takes_its_whole_compression_chain(api, server):
+    s = new_session(api, "rotated, then deleted")
+    api.post(f"/api/sessions/{s['id']}/append", json={"messages": [{"role": "user", "content": "before"}]})
+    with sessiondb.open_store(home=server.home) as store:
+        tip = store.commit_compaction(store.begin_compaction(s["id"]), {"role": "system", "content": "gist"},
+                                      mode="rotate").id
+    assert api.delete(f"/api/sessions/{s['id']}", params={"conversation": "true"}).json() == {"deleted": s["id"]}
+    is_error(api.get(f"/api/sessions/{tip}"), 404, "not_found")
 
 
 def test_export_streams_jsonl_and_markdown(api):

@@ -178,6 +178,17 @@ def test_delete_asks_first(home):
     assert sid not in ids(home).values()
 
 
+def test_delete_with_conversation_takes_the_sessions_a_rotation_continued_it_in(home):
+    sid = ids(home)["Trip to Kyoto"]
+    with sessiondb.open_store(home=home) as store:
+        tip = store.commit_compaction(store.begin_compaction(sid), {"role": "system", "content": "gist"},
+                                      mode="rotate").id
+    declined = run(home, "sessions", "delete", sid, "--conversation", input="n\n")
+    assert "and every session of its conversation" in declined.stderr and declined.exit_code == 1
+    assert run(home, "sessions", "delete", sid, "--conversation", "--yes").exit_code == 0
+    assert not {sid, tip} & set(ids(home).values()) and len(ids(home)) == 2
+
+
 def test_failures_exit_1_with_one_line_and_usage_mistakes_exit_2(home):
     missing = run(home, "sessions", "transcript", "nope")
     assert missing.exit_code == 1 and len(missing.stderr.strip().splitlines()) == 1

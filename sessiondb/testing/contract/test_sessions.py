@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 import pytest
 
 import sessiondb
-from sessiondb import InvalidInput, NotFound, StoreClosed, TitleConflict
+from sessiondb import Conflict, InvalidInput, NotFound, StoreClosed, TitleConflict
 
 
 def user(text, **extra):
@@ -562,6 +562,45 @@ def test_deleting_a_session_removes_it_with_its_messages_usage_and_routing_entri
 def test_deleting_an_unknown_session_raises_not_found(store):
     with pytest.raises(NotFound):
         store.delete_session("ghost")
+    with pytest.raises(NotFound):
+        store.delete_session("ghost", conversation=True)
+    with pytest.raises(InvalidInput, match="conversation"):
+        store.delete_session("ghost", conversation="yes")
+
+
+def _rotated(store, sid):
+    lease = store.begin_compaction(sid)
+    return store.commit_compaction(lease, [user("summary")], mode="rotate").id
+
+
+def test_a_conversation_is_deleted_whole_from_any_of_its_sessions_and_its_branches_stay(store):
+    root = store.create_session("cli", session_id="chat").id
+    store.append(root, user("first"))
+    middle = _rotated(store, root)
+    [kept] = store.append(middle, user("second"))
+    branch = store.branch(middle, kept.id).id
+    tip = _rotated(store, middle)
+    other = store.create_session("cli").id
+
+    store.delete_session(middle, conversation=True)
+
+    assert set(ids(all_sessions(store))) == {branch, other}
+    for gone in (root, middle, tip):
+        with pytest.raises(NotFound):
+            store.get_session(gone)
+    assert store.get_session(branch).parent_session_id is None  # a branch is a conversation of its own
+    assert [m.content for m in store.transcript(branch)] == ["summary", "second"]
+    assert store.verify().ok
+
+
+def test_a_hold_on_one_session_of_a_conversation_refuses_its_whole_delete(store):
+    root = store.create_session("cli").id
+    store.append(root, user("first"))
+    tip = _rotated(store, root)
+    store.hold(session_id=tip, reason="litigation")
+    with pytest.raises(Conflict, match="hold"):
+        store.delete_session(root, conversation=True)
+    assert store.get_session(root) and store.get_session(tip)  # nothing was deleted
 
 
 # --- finding a session by what a person types ----------------------------------------------
