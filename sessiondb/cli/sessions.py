@@ -329,8 +329,8 @@ def _done(session: Session, message: str, as_json: JsonOutput | None) -> None:
 @sessions.command()
 @click.argument("ref", metavar="ID", shell_complete=complete_session)
 @click.option("--conversation", is_flag=True,
-              help="With every session of its compression chain (the sessions compactions rotated it into, and "
-                   "those it continues), at once.")
+              help="With every session of its compression tree (its root and every session a compaction's "
+                   "rotation continued any of them in), at once.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @json_option
 @click.pass_obj

@@ -348,7 +348,9 @@ class CheckedStore(Transfer, Identity, Turns, PolicyCalls):
             return self._open().write(partial(lineage.extend, session_id=session_id, build=prepared, newest=newest,
                                               creation=creation, now=now, patch=patch))
         except StorageError as exc:
-            if exc.cause not in DAMAGE_CAUSES:
+            # The spool keeps messages: a batch whose metadata patch must land with it is
+            # refused whole instead.
+            if exc.cause not in DAMAGE_CAUSES or patch is not None:
                 raise
             try:  # what it would have appended, read as it stands, is kept
                 batch = self._open().read(partial(lineage.extend_unlocked, session_id=session_id, build=prepared,

@@ -132,10 +132,11 @@ class Store(Protocol):
         """Delete the session with its messages, usage and routing entries (a gateway routes
         the key anew); Conflict when a legal hold covers it (its own, or its user's: `hold`).
 
-        With `conversation`, every session of its compression chain goes with it in the same
-        unit of work (those a compaction's rotation continued it in, and those it continues):
-        a conversation is never left half deleted. Branches are conversations of their own
-        and stay, parentless; a hold on any session of the chain refuses the whole delete."""
+        With `conversation`, every session of its compression tree goes with it in the same
+        unit of work (its root and every session a rotation continued any of them in,
+        a rotation committed meanwhile included): a conversation is never left half deleted.
+        Branches are conversations of their own and stay, parentless; a hold on any session
+        of the tree refuses the whole delete."""
 
     # --- messages ----------------------------------------------------------------------
 
@@ -176,7 +177,8 @@ class Store(Protocol):
 
         `metadata`, a patch as update_metadata takes, is merged into the metadata of the
         session `session_id` names in the same unit of work: what an SDK keeps beside a
-        message (a state change an event carries) lands with it or not at all.
+        message (a state change an event carries) lands with it or not at all (on a damaged
+        store such a batch is refused, not spooled as an append's is).
         """
     def flush(self, session_id: str, conversation: MessageInput | Iterable[MessageInput]) -> list[Message]:
         """Store what of an agent's whole conversation is not yet stored; return a row for each.

@@ -228,27 +228,29 @@ def closed(session_id: str, tip_leaf: Leaf) -> CompressionClosed:
         "write there")
 
 
-def land(rows: Rows, session_id: str) -> tuple[str, Head]:
+def land(rows: Rows, session_id: str, *, ended: bool = False) -> tuple[str, Head]:
     """The session a write addressed to `session_id` lands on, locked, and its head (`follow`)."""
-    return follow(session_id, lambda sid: lock(rows, sid), lambda sid: resolve(rows, sid))
+    return follow(session_id, lambda sid: lock(rows, sid), lambda sid: resolve(rows, sid), ended=ended)
 
 
 def follow(session_id: str, lock: Callable[[str], Head],
-           resolve: Callable[[str], tuple[list[str], Leaf]]) -> tuple[str, Head]:
+           resolve: Callable[[str], tuple[list[str], Leaf]], *, ended: bool = False) -> tuple[str, Head]:
     """The rule of `land` on its two reads: `lock` a session's row and read its head,
     `resolve` the path to the tip.
 
     The addressed session takes the write unless a compaction rotated it; then its live tip
     does, judged again once locked: a tip that ended meanwhile is left for the one that
-    continues it now, or the write is refused (`closed`) when none is live.
+    continues it now, or the write is refused (`closed`) when none is live. With `ended`, a
+    tip that ended for another reason than a rotation takes the write too: a rewind stores
+    nothing a reader could miss, and the conversation's reads show that session.
     """
     target = session_id
     for _ in range(MAX_LANDINGS):
         head = lock(target)
-        if (head.end_reason != COMPRESSION) if target == session_id else (head.ended_at is None):
+        if head.end_reason != COMPRESSION if target == session_id or ended else head.ended_at is None:
             return target, head
         path, tip_leaf = resolve(session_id)
-        if not tip_leaf.live:
+        if tip_leaf.end_reason == COMPRESSION or not (ended or tip_leaf.live):
             raise closed(session_id, tip_leaf)
         target = path[-1]
     raise CompressionClosed(
@@ -432,8 +434,22 @@ def conversation(rows: Rows, session_id: str) -> list[str]:
 def delete_conversation(rows: Rows, session_id: str) -> None:
     """Delete every session of the compression tree `session_id` belongs to, in one unit of
     work: a conversation is never left with its tip gone and its start still there.
-    Branches are conversations of their own and stay (parentless)."""
-    sessions.delete(rows, session_id, together=conversation(rows, session_id))
+    Branches are conversations of their own and stay (parentless).
+
+    The tree is read again once its members are locked, until no rotation added to it: a
+    rotation that committed while the first read waited would otherwise leave its new
+    session, the conversation's newest messages, behind. Once every member is locked no
+    rotation can add one (it locks the session it rotates)."""
+    members = conversation(rows, session_id)
+    for _ in range(MAX_LANDINGS):
+        for sid in members:  # root first, as `land` takes a session and then its tip
+            rows.select("sessions", {"id": sid}, columns=("id",), lock=True)
+        again = conversation(rows, session_id)
+        if again == members:
+            return sessions.delete(rows, session_id, together=members)
+        members = again
+    raise CompressionClosed(f"session {session_id} was rotated into a new session {MAX_LANDINGS} times while its "
+                            "conversation was being deleted; nothing was deleted: delete it again")
 
 
 def set_flags(rows: Rows, session_id: str, change: SetFlags) -> Session:
@@ -467,8 +483,9 @@ def rewind(rows: Rows, session_id: str, to_message_id: int, through_message_id: 
     rewound in the session a write addressed to `session_id` lands on (`land`); how many.
 
     Landing like every write makes `rewind(session_id, 0)` undo the live conversation in one
-    unit of work, whatever rotation committed before it: no caller reads the tip and retries."""
-    target, _ = land(rows, session_id)
+    unit of work, whatever rotation committed before it: no caller reads the tip and retries.
+    A tip that has ended is rewound too, as it would be addressed by its own id."""
+    target, _ = land(rows, session_id, ended=True)
     for bound in (to_message_id, through_message_id):
         if bound:
             _require_message(rows, target, bound, addressed=session_id)

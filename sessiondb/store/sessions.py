@@ -111,7 +111,7 @@ def delete(rows: Rows, session_id: str, together: Iterable[str] = ()) -> None:
     """Delete the session with its messages, usage, turns and routing entries (its children
     stay, parentless), and the sessions `together` names with it; Conflict, nothing deleted,
     when a legal hold covers any of them."""
-    doomed = sorted({session_id, *together})  # one lock order for every writer of a conversation
+    doomed = sorted({session_id, *together})
     retention.refuse_held(rows, set(doomed))  # a session not stored is held by nothing
     if not retention.remove_sessions(rows, doomed):
         raise missing(session_id)

@@ -110,6 +110,17 @@ def test_clear_clears_what_a_compaction_kept_meanwhile(store, rotating_before_th
     assert racing.committed and history.messages == []
 
 
+def test_clear_clears_a_compacted_conversation_whose_continuation_has_ended(store):
+    history = SessiondbChatMessageHistory("ended", store=store)
+    history.add_messages([HumanMessage("a")])
+    tip = store.commit_compaction(store.begin_compaction("ended"), {"role": "user", "content": "gist"},
+                                  mode="rotate").id
+    store.end_session(tip, "user_closed")
+    assert [m.content for m in history.messages] == ["gist"]
+    history.clear()
+    assert history.messages == []
+
+
 def test_clear_rewinds_and_the_messages_can_be_restored(store):
     history = SessiondbChatMessageHistory("trip", store=store)
     history.add_messages([EVERY_KIND["human"], EVERY_KIND["ai"]])

@@ -406,6 +406,16 @@ def test_an_undo_acts_where_a_compaction_moved_the_conversation_meanwhile(store,
     assert racing.committed and texts(run(session.get_items())) == texts(left)
 
 
+def test_clear_session_clears_a_compacted_conversation_whose_continuation_has_ended(store):
+    session = SessiondbSession("ended", store=store)
+    run(session.add_items([{"role": "user", "content": "a"}]))
+    tip = store.commit_compaction(store.begin_compaction(session.store_session_id),
+                                  {"role": "user", "content": "gist"}, mode="rotate").id
+    store.end_session(tip, "user_closed")
+    run(session.clear_session())
+    assert run(session.get_items()) == []
+
+
 @pytest.mark.parametrize("epoch, plain_uid", [
     (None, "oa-55ab088e1ba80f1529829bb8d0739ea3f6a2d4bd"), (2, "oa-a7d3e72bf293de3cd439c39ec24a9a56afce0cf7")])
 def test_items_of_a_conversation_an_earlier_release_undid_by_count_get_the_uids_it_minted(store, epoch, plain_uid):

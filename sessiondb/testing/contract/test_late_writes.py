@@ -95,6 +95,10 @@ def test_a_rewind_addressed_to_a_rotated_session_undoes_the_conversation_at_its_
     assert child in str(refused.value) and "tip=True" in str(refused.value)
     assert [m.content for m in store.transcript(child)] == ["summary", "after"]
     assert store.verify().ok
+    # A tip that has ended is still the conversation its reads show: a rewind undoes it there,
+    # storing nothing where no reader looks; only a conversation with no session left refuses.
     store.end_session(child, "user_closed")
+    assert store.rewind(sid, 0) == 2 and store.transcript(child) == []
+    store.delete_session(child)
     with pytest.raises(CompressionClosed):
         store.rewind(sid, 0)
