@@ -314,11 +314,13 @@ class Store(Protocol):
         They become 'rewound': kept, restorable, never in transcripts or search.
         Returns how many. Not user activity.
 
-        Like every write, one addressed to a session a compaction rotated acts on its live
-        tip (CompressionClosed when none is live), so `rewind(session_id, 0)` undoes the live
-        conversation whatever rotated it meanwhile. The message ids must be of the session it
-        acts on: NotFound otherwise, saying so (a rotation moved or archived those messages;
-        read the conversation again with transcript(..., tip=True)).
+        Like every write, one addressed to a session a compaction rotated acts on the session
+        that continues it, so `rewind(session_id, 0)` undoes the live conversation whatever
+        rotated it meanwhile; unlike a write that stores, it acts there even once that session
+        has ended (its reads still show it), and raises CompressionClosed only when no session
+        continues the conversation. The message ids must be of the session it acts on:
+        NotFound otherwise, saying so (a rotation moved or archived those messages; read the
+        conversation again with transcript(..., tip=True)).
         """
 
     def restore_rewound(self, session_id: str) -> int:
