@@ -247,7 +247,7 @@ def follow(session_id: str, lock: Callable[[str], Head],
     target = session_id
     for _ in range(MAX_LANDINGS):
         head = lock(target)
-        if head.end_reason != COMPRESSION if target == session_id or ended else head.ended_at is None:
+        if (head.end_reason != COMPRESSION) if target == session_id or ended else (head.ended_at is None):
             return target, head
         path, tip_leaf = resolve(session_id)
         if tip_leaf.end_reason == COMPRESSION or not (ended or tip_leaf.live):
