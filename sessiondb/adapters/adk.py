@@ -16,7 +16,8 @@ on the disk or the server.
 from __future__ import annotations
 
 import os
-from typing import Any
+from functools import partial
+from typing import Any, Callable, Mapping, TypeVar
 
 from google.adk.errors import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
@@ -42,6 +43,7 @@ __all__ = ["SessiondbMemoryService", "SessiondbSessionService"]
 #: retry of an event whose first delivery was stored is a re-delivery, never stale).
 _RECENT = 20
 _PAGE = 500
+T = TypeVar("T")
 
 _STALE = ("The session has been modified in storage since it was loaded. "
           "Please reload the session before appending more events.")
@@ -79,8 +81,10 @@ class SessiondbSessionService(OnStore, BaseSessionService):
             stored = self._claim(app_name, user_id, session_id or None, state.as_metadata(scopes["session"]))
         except SessionExists:
             raise AlreadyExistsError(f"Session with id {session_id} already exists.") from None
-        state.write(self._store, scopes["app"], app_name)
-        state.write(self._store, scopes["user"], app_name, user_id)
+        shared = state.patches(scopes, app_name, user_id)
+        if shared:  # the initial app and user state, after the claim, in one unit of work
+            self._with_homes(shared, app_name, user_id,
+                             partial(self._store.extend, stored.id, _nothing, newest=0, metadata_of=shared))
         return self._session_of(stored, [], newest=None, marker="")
 
     @override
@@ -204,9 +208,12 @@ class SessiondbSessionService(OnStore, BaseSessionService):
             return _unless_stale(newest, session, event, message) if self._check_stale else [message]
 
         own = state.as_metadata(scopes["session"]) if scopes["session"] else None
+        shared = state.patches(scopes, session.app_name, session.user_id)
         for candidate in self._candidates(session.app_name, session.user_id, session.id):
-            try:  # one store call: the conversation found, checked and written, with its own state
-                self._store.extend(candidate, store, newest=_RECENT if self._check_stale else 0, metadata=own)
+            try:  # one store call: the conversation found, checked and written, with the whole state delta
+                self._with_homes(shared, session.app_name, session.user_id, partial(
+                    self._store.extend, candidate, store, newest=_RECENT if self._check_stale else 0, metadata=own,
+                    metadata_of=shared))
                 break
             except NotFound:
                 continue
@@ -214,11 +221,23 @@ class SessiondbSessionService(OnStore, BaseSessionService):
                 raise AlreadyExistsError(f"Event {event.id} already exists with other content.") from None
         else:
             raise SessionNotFoundError(f"Session {session.id} not found.")
-        # The app's and the user's state live in sessions of their own, written after the
-        # event: an event refused above applies nothing, and a retried event applies its
-        # delta again, with the same values.
-        state.write(self._store, scopes["app"], session.app_name)
-        state.write(self._store, scopes["user"], session.app_name, session.user_id)
+
+    def _with_homes(self, shared: Mapping[str, Any], app_name: str, user_id: str, write: Callable[[], T]) -> T:
+        """`write`, which patches the state sessions `shared` names; on NotFound, again once
+        those missing are created (the first write of an app's or a user's state, perhaps
+        by another process meanwhile). NotFound again: the conversation is not stored."""
+        try:
+            return write()
+        except NotFound:
+            if not shared:
+                raise
+        state.create_missing(self._store, shared, app_name, user_id)
+        return write()
+
+
+def _nothing(*_end: Any) -> list[dict[str, Any]]:
+    """A build that appends nothing: an extend that only merges state."""
+    return []
 
 
 def _unless_stale(newest: list[Message], session: Session, event: Event,

@@ -15,18 +15,20 @@ that a state value of None is stored, not read as "remove the key"). `update_met
 merges a patch into the stored metadata in one write unit on every backend, so deltas
 from several processes to the same scope all land: two writers of different keys both
 keep theirs, two writers of one key leave the later write, as the SDK's own services do.
+An event's app and user keys are merged in the same unit of work as the event is stored
+(`patches`, extend's `metadata_of`): an event lands with its whole state delta or not at all.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from google.adk.sessions.state import State
 from pydantic_core import to_jsonable_python
 
-from ..errors import InvalidInput, NotFound, SessionExists
+from ..errors import InvalidInput, SessionExists
 from ..model import Session as StoredSession
 from ..store.contract import Store
 
@@ -95,22 +97,31 @@ def _scope(found: Mapping[str, StoredSession], home: str) -> dict[str, Any]:
     return of_metadata(found[home].metadata) if home in found else {}
 
 
-def write(store: Store, scope: Mapping[str, Any], app_name: str, user_id: str | None = None) -> None:
-    """Merge `scope` into the app's (or the user's) state, creating its home the first time."""
-    if not scope:
-        return
-    home, patch = home_of(app_name, user_id), as_metadata(scope)
-    try:
-        store.update_metadata(home, patch)
-        return
-    except NotFound:
-        pass
-    try:
-        store.create_session(STATE_SOURCE, session_id=home, user_id=user_id,
-                             metadata={APP_KEY: app_name, **patch})
+def patches(scopes: Mapping[str, Mapping[str, Any]], app_name: str, user_id: str) -> dict[str, dict[str, Any]]:
+    """The metadata patches that store a delta's app and user keys (`split`'s scopes), by
+    the id of the state session each goes to: extend's `metadata_of`, so that they land
+    with the event that carries them."""
+    found = {}
+    if scopes["app"]:
+        found[home_of(app_name)] = as_metadata(scopes["app"])
+    if scopes["user"]:
+        found[home_of(app_name, user_id)] = as_metadata(scopes["user"])
+    return found
+
+
+def create_missing(store: Store, homes: Iterable[str], app_name: str, user_id: str) -> None:
+    """Create those of `homes` (state sessions of the app and of one user of it) not yet stored."""
+    wanted = list(homes)
+    stored = store.get_sessions(wanted)
+    for home in wanted:
+        if home in stored:
+            continue
+        try:
+            store.create_session(STATE_SOURCE, session_id=home, user_id=None if home == home_of(app_name) else user_id,
+                                 metadata={APP_KEY: app_name})
+        except SessionExists:  # another process created it first
+            continue
         store.set_flags(home, hidden=True)  # a home, not a conversation: kept out of listings
-    except SessionExists:  # another process created it first: merge into theirs
-        store.update_metadata(home, patch)
 
 
 def merged(session_state: Mapping[str, Any], app_state: Mapping[str, Any],

@@ -93,6 +93,8 @@ _ROLES = frozenset(r.value for r in Role)
 NO_EMBEDDER = "recall is lexical: the store was opened without an embedder (open_store(embedder=...))"
 _MODES = ("in_place", "rotate")
 #: What `extend` may be told to create a missing session with (create_session's arguments but its id).
+#: Sessions one extend patches besides the one it names (an SDK's shared state: ADK's app and user).
+MAX_METADATA_OF = 16
 _CREATE_KEYS = frozenset({"source", "title", "profile", "session_key", "user_id", "chat_id", "chat_type", "thread_id",
                           "model", "parent_session_id", "metadata", "parent_relation", "started_at"})
 
@@ -282,6 +284,20 @@ class CheckedStore(Transfer, Identity, Turns, PolicyCalls):
         check_metadata(patch, self._limits, "the metadata patch")
         return cmd.PatchMetadata(dict(patch), self._limits.max_metadata_bytes)
 
+    def _metadata_patches(self, metadata_of: Any, session_id: str) -> tuple[tuple[str, cmd.PatchMetadata], ...]:
+        """extend's `metadata_of`: (session id, patch) pairs in id order, the order their rows are locked in."""
+        if metadata_of is None:
+            return ()
+        if not isinstance(metadata_of, Mapping):
+            raise InvalidInput(f"metadata_of maps session ids to metadata patches, not {type(metadata_of).__name__}")
+        if len(metadata_of) > MAX_METADATA_OF:
+            raise InvalidInput(f"metadata_of names {len(metadata_of):,} sessions; one extend patches at most "
+                               f"{MAX_METADATA_OF} besides its own")
+        patches = {check_session_ref(other): self._metadata_patch(patch) for other, patch in metadata_of.items()}
+        if session_id in patches:
+            raise InvalidInput(f"metadata_of names the extended session {session_id}: its patch is `metadata`")
+        return tuple(sorted(patches.items()))
+
     def delete_session(self, session_id: str, *, conversation: bool = False) -> None:
         delete = lineage.delete_conversation if check_flag(conversation, "conversation") else sessions.delete
         self._open().write(partial(delete, session_id=check_session_ref(session_id)))
@@ -317,7 +333,8 @@ class CheckedStore(Transfer, Identity, Turns, PolicyCalls):
         return StoreDamaged.spooled(exc, str(kept))
 
     def extend(self, session_id: str, build: Callable[..., Iterable[MessageInput]], *, newest: int = 1,
-               create: Mapping[str, Any] | None = None, metadata: Mapping[str, Any] | None = None) -> list[Message]:
+               create: Mapping[str, Any] | None = None, metadata: Mapping[str, Any] | None = None,
+               metadata_of: Mapping[str, Mapping[str, Any]] | None = None) -> list[Message]:
         """Append what `build` makes of the conversation's end, in one unit of work.
 
         `build(root, newest, history)` gets the session `session_id` names (created with
@@ -327,7 +344,9 @@ class CheckedStore(Transfer, Identity, Turns, PolicyCalls):
         messages and stored at the tip, after the messages it saw: an adapter whose SDK call
         is one operation makes one store call. `build` may run more than once (a retried
         unit of work) and must only compute. `metadata` is merged into the named session's
-        metadata in the same unit of work.
+        metadata in the same unit of work, and each patch of `metadata_of` into the stored
+        session its key names (another session's: the state an SDK shares between
+        conversations).
         """
         session_id = check_session_ref(session_id)
         if not callable(build):
@@ -338,6 +357,7 @@ class CheckedStore(Transfer, Identity, Turns, PolicyCalls):
             raise InvalidInput(f"create must hold create_session's keyword arguments ({', '.join(sorted(_CREATE_KEYS))})"
                                f", not {create!r}")
         patch = None if metadata is None else self._metadata_patch(metadata)
+        patches = self._metadata_patches(metadata_of, session_id)
         now = self._clock()
         creation = None if create is None else asdict(self._creation(session_id=session_id, now=now, **create))
 
@@ -346,11 +366,11 @@ class CheckedStore(Transfer, Identity, Turns, PolicyCalls):
             return tuple(prepare_messages(made, self._limits)) if made else ()
         try:
             return self._open().write(partial(lineage.extend, session_id=session_id, build=prepared, newest=newest,
-                                              creation=creation, now=now, patch=patch))
+                                              creation=creation, now=now, patch=patch, patches=patches))
         except StorageError as exc:
-            # The spool keeps messages: a batch whose metadata patch must land with it is
+            # The spool keeps messages: a batch whose metadata patches must land with it is
             # refused whole instead.
-            if exc.cause not in DAMAGE_CAUSES or patch is not None:
+            if exc.cause not in DAMAGE_CAUSES or patch is not None or patches:
                 raise
             try:  # what it would have appended, read as it stands, is kept
                 batch = self._open().read(partial(lineage.extend_unlocked, session_id=session_id, build=prepared,

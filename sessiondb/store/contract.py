@@ -164,7 +164,8 @@ class Store(Protocol):
 
 
     def extend(self, session_id: str, build: Callable[..., Iterable[MessageInput]], *, newest: int = 1,
-               create: Mapping[str, Any] | None = None, metadata: Mapping[str, Any] | None = None) -> list[Message]:
+               create: Mapping[str, Any] | None = None, metadata: Mapping[str, Any] | None = None,
+               metadata_of: Mapping[str, Mapping[str, Any]] | None = None) -> list[Message]:
         """Append what `build` makes of the conversation's end, in one unit of work.
 
         `build(root, newest, history)` gets the session `session_id` names (created with
@@ -178,7 +179,11 @@ class Store(Protocol):
         `metadata`, a patch as update_metadata takes, is merged into the metadata of the
         session `session_id` names in the same unit of work: what an SDK keeps beside a
         message (a state change an event carries) lands with it or not at all (on a damaged
-        store such a batch is refused, not spooled as an append's is).
+        store such a batch is refused, not spooled as an append's is). `metadata_of` maps
+        the ids of at most 16 other stored sessions to a patch each, merged in the same unit
+        of work: state an SDK shares between conversations (ADK's app and user state) lands
+        with the event that changed it. A session it names that is not stored raises
+        NotFound, and nothing is written.
         """
     def flush(self, session_id: str, conversation: MessageInput | Iterable[MessageInput]) -> list[Message]:
         """Store what of an agent's whole conversation is not yet stored; return a row for each.

@@ -307,15 +307,20 @@ Build = Callable[[Session, list[Message], Callable[[], list[Message]]], Sequence
 
 
 def extend(rows: Rows, session_id: str, build: Build, newest: int, creation: dict[str, Any] | None,
-           now: float, patch: PatchMetadata | None = None) -> list[Message]:
+           now: float, patch: PatchMetadata | None = None,
+           patches: Sequence[tuple[str, PatchMetadata]] = ()) -> list[Message]:
     """Append what `build` makes of the conversation's end, in one unit of work: the
     session `session_id` (created from `creation` if missing, its metadata patched with
     `patch`), its tip's newest `newest` live messages, read with the tip's row locked, so
-    what `build` saw is still the end when its messages land after it."""
+    what `build` saw is still the end when its messages land after it. Each of `patches`
+    (session id, patch), in id order, is merged into another stored session: NotFound for
+    one missing, and nothing written."""
     root = _root(rows, session_id, creation)
     if patch is not None:  # the named session's row locked before the tip's, the order `land` takes them in
         root = sessions.change(rows, root.id, patch)
     target, head = land(rows, session_id)
+    for other, other_patch in patches:  # locked after the conversation's, in id order, by every extend
+        sessions.change(rows, other, other_patch)
     batch = build(root, *_end(rows, session_id, target, newest))
     return _append_at(rows, target, head, batch, now) if batch else []
 

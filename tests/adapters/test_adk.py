@@ -296,6 +296,28 @@ def test_a_retry_storm_stores_each_event_once(where):
         assert [m.uid for m in store.transcript("stormy")] == ["event-1"]
 
 
+def test_an_event_whose_user_state_cannot_be_stored_is_not_stored_and_changes_no_state(where):
+    """An event and its whole state delta (the session's, the app's, the user's) are one unit
+    of work: refused together, as the SDK's database service refuses one transaction. Here
+    the user's state session is full: its patch is refused, so is the event, and so is the
+    session's own key it carried."""
+    big = "x" * 60_000
+
+    async def scenario():
+        async with service(where) as sessions:
+            session = await sessions.create_session(app_name=APP, user_id="ana", session_id="full")
+            for n in range(1, 5):
+                await sessions.append_event(session, event(n, actions=EventActions(state_delta={f"user:note{n}": big})))
+            with pytest.raises(sessiondb.InvalidInput, match="metadata"):
+                await sessions.append_event(session, event(5, actions=EventActions(
+                    state_delta={"user:note5": big, "app:seen": 5, "turn": 5})))
+            return await sessions.get_session(app_name=APP, user_id="ana", session_id="full")
+
+    reread = asyncio.run(scenario())
+    assert [e.id for e in reread.events] == [f"event-{n}" for n in range(1, 5)]
+    assert sorted(reread.state) == [f"user:note{n}" for n in range(1, 5)]  # neither turn nor app:seen
+
+
 def test_a_session_changed_elsewhere_is_stale(where):
     async def scenario():
         async with service(where) as here, service(where) as there:

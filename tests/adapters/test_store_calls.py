@@ -112,6 +112,17 @@ def test_the_adk_service_appends_an_event_in_one_store_call_and_reads_a_session_
     assert counting.calls(lambda: asyncio.run(service.append_event(read[0], event))) == ["extend"]
     again = asyncio.run(service.get_session(app_name="app", user_id="ada", session_id=session.id))
     assert again.state == {"answer": "ok"}
+    # So are its changes to the app's and the user's state, each in a session of its own:
+    # created on their first write, after an extend that found them missing wrote nothing.
+    first = Event(author="agent", invocation_id="i1", content=types.Content(role="model", parts=[types.Part(text="1")]),
+                  actions=EventActions(state_delta={"app:theme": "dark", "user:visits": 1}))
+    assert counting.calls(lambda: asyncio.run(service.append_event(again, first))) == [
+        "extend", "get_sessions", "create_session", "set_flags", "create_session", "set_flags", "extend"]
+    second = Event(author="agent", invocation_id="i1", content=types.Content(role="model", parts=[types.Part(text="2")]),
+                   actions=EventActions(state_delta={"user:visits": 2}))
+    assert counting.calls(lambda: asyncio.run(service.append_event(again, second))) == ["extend"]
+    again = asyncio.run(service.get_session(app_name="app", user_id="ada", session_id=session.id))
+    assert again.state == {"answer": "ok", "app:theme": "dark", "user:visits": 2}
     # A delete finds the conversation, then deletes it with what a rotation continued it in, at once.
     rotate(store, session.id)
     conversation = [s.id for s in store.lineage(session.id)]

@@ -111,7 +111,35 @@ def test_a_metadata_patch_lands_with_the_messages_in_the_named_session_or_not_at
     assert (first[0].session_id, store.get_session("new").metadata) == ("new", {"a": 1, "b": 2})
 
 
+def test_patches_of_other_sessions_land_with_the_messages_or_not_at_all(store):
+    sid = store.create_session("adk").id
+    app = store.create_session("adk-state", metadata={"theme": "light", "lang": "en"}).id
+    user_home = store.create_session("adk-state").id
+    stored = store.extend(sid, Seen(), newest=1, metadata={"own": 1},
+                          metadata_of={user_home: {"visits": 1}, app: {"theme": "dark", "lang": None}})
+    assert [m.content for m in stored] == ["next"]
+    found = store.get_sessions([sid, app, user_home])
+    assert [found[s].metadata for s in (sid, app, user_home)] == [{"own": 1}, {"theme": "dark"}, {"visits": 1}]
+
+    def refused(tail):
+        raise InvalidInput("stale")
+    with pytest.raises(InvalidInput, match="stale"):
+        store.extend(sid, Seen(refused), newest=1, metadata_of={app: {"theme": "never"}})
+    with pytest.raises(NotFound, match="nobody"):  # one session missing: nothing lands, anywhere
+        store.extend(sid, Seen(), newest=1, metadata_of={app: {"theme": "never"}, "nobody": {"x": 1}})
+    with pytest.raises(InvalidInput, match="metadata patch"):  # one patch too big for its session: the same
+        store.extend(sid, Seen(), newest=1, metadata_of={app: {"theme": "never"}, user_home: {"big": "x" * 200_000},
+                                                          "z-home": {}})
+    assert store.get_session(app).metadata == {"theme": "dark"}
+    assert [m.content for m in store.transcript(sid)] == ["next"]
+
+
 @pytest.mark.parametrize("arguments, named", [
+    ({"metadata_of": ["not", "a", "mapping"]}, "metadata_of"),
+    ({"metadata_of": {"fresh": {"a": 1}}}, "metadata_of names the extended session"),
+    ({"metadata_of": {f"s{i}": {} for i in range(17)}}, "at most 16"),
+    ({"metadata_of": {"other": "not a patch"}}, "metadata patch"),
+    ({"metadata_of": {"": {}}}, "session"),
     ({"build": "not callable"}, "build"),
     ({"metadata": ["not", "a", "mapping"]}, "metadata"),
     ({"metadata": {"big": "x" * 10**6}}, "metadata"),
