@@ -224,10 +224,10 @@ async def update_session(request: Request, session_id: str, profile: str | None 
 async def delete_session(request: Request, session_id: str, conversation: bool = False,
                          profile: str | None = ProfileQuery) -> dict:
     """Delete the session with its messages and usage, with `conversation` every session of its
-    compression tree at once (store.delete_session)."""
+    compression tree at once (store.delete_session); `sessions`: every id deleted."""
     store = await store_for(request, profile)
-    await store.delete_session(session_id, conversation=conversation)
-    return {"deleted": session_id}
+    deleted = await store.delete_session(session_id, conversation=conversation)
+    return {"deleted": session_id, "sessions": deleted}
 
 
 @router.get("/sessions/{session_id}/transcript")

@@ -298,9 +298,9 @@ class CheckedStore(Transfer, Identity, Turns, PolicyCalls):
             raise InvalidInput(f"metadata_of names the extended session {session_id}: its patch is `metadata`")
         return tuple(sorted(patches.items()))
 
-    def delete_session(self, session_id: str, *, conversation: bool = False) -> None:
+    def delete_session(self, session_id: str, *, conversation: bool = False) -> list[str]:
         delete = lineage.delete_conversation if check_flag(conversation, "conversation") else sessions.delete
-        self._open().write(partial(delete, session_id=check_session_ref(session_id)))
+        return self._open().write(partial(delete, session_id=check_session_ref(session_id)))
 
     def find_session(self, ref: str) -> Session:
         ref = check_label(ref, "session reference", required=True).strip()

@@ -128,7 +128,7 @@ class Store(Protocol):
     def update_metadata(self, session_id: str, patch: Mapping[str, Any]) -> Session:
         """Merge `patch` into the metadata (None removes a key). Not user activity."""
 
-    def delete_session(self, session_id: str, *, conversation: bool = False) -> None:
+    def delete_session(self, session_id: str, *, conversation: bool = False) -> list[str]:
         """Delete the session with its messages, usage and routing entries (a gateway routes
         the key anew); Conflict when a legal hold covers it (its own, or its user's: `hold`).
 
@@ -136,7 +136,8 @@ class Store(Protocol):
         unit of work (its root and every session a rotation continued any of them in,
         a rotation committed meanwhile included): a conversation is never left half deleted.
         Branches are conversations of their own and stay, parentless; a hold on any session
-        of the tree refuses the whole delete."""
+        of the tree refuses the whole delete. Returns the ids deleted: `session_id` first,
+        then the others in id order."""
 
     # --- messages ----------------------------------------------------------------------
 

@@ -436,7 +436,7 @@ def conversation(rows: Rows, session_id: str) -> list[str]:
     return list(came_from)
 
 
-def delete_conversation(rows: Rows, session_id: str) -> None:
+def delete_conversation(rows: Rows, session_id: str) -> list[str]:
     """Delete every session of the compression tree `session_id` belongs to, in one unit of
     work: a conversation is never left with its tip gone and its start still there.
     Branches are conversations of their own and stay (parentless).

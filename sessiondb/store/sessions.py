@@ -107,14 +107,16 @@ def change(rows: Rows, session_id: str, change: SessionChange) -> Session:
     return get(rows, session_id)
 
 
-def delete(rows: Rows, session_id: str, together: Iterable[str] = ()) -> None:
+def delete(rows: Rows, session_id: str, together: Iterable[str] = ()) -> list[str]:
     """Delete the session with its messages, usage, turns and routing entries (its children
-    stay, parentless), and the sessions `together` names with it; Conflict, nothing deleted,
-    when a legal hold covers any of them."""
+    stay, parentless), and the sessions `together` names with it (stored ones, locked by
+    the caller); Conflict, nothing deleted, when a legal hold covers any of them. The ids
+    deleted: `session_id`, then the others in id order."""
     doomed = sorted({session_id, *together})
     retention.refuse_held(rows, set(doomed))  # a session not stored is held by nothing
     if not retention.remove_sessions(rows, doomed):
         raise missing(session_id)
+    return [session_id, *(sid for sid in doomed if sid != session_id)]
 
 
 def listed(rows: Rows, query: ListSessions) -> Page:

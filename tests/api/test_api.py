@@ -127,7 +127,7 @@ def test_patch_renames_and_sets_flags_and_refuses_non_booleans(api):
 
 def test_delete_removes_the_session_and_then_it_is_not_found(api):
     s = new_session(api, "to delete")
-    assert api.delete(f"/api/sessions/{s['id']}").json() == {"deleted": s["id"]}
+    assert api.delete(f"/api/sessions/{s['id']}").json() == {"deleted": s["id"], "sessions": [s["id"]]}
     is_error(api.get(f"/api/sessions/{s['id']}"), 404, "not_found")
     is_error(api.delete(f"/api/sessions/{s['id']}"), 404, "not_found")
 
@@ -138,7 +138,8 @@ def test_delete_with_conversation_takes_its_whole_compression_chain(api, server)
     with sessiondb.open_store(home=server.home) as store:
         tip = store.commit_compaction(store.begin_compaction(s["id"]), {"role": "system", "content": "gist"},
                                       mode="rotate").id
-    assert api.delete(f"/api/sessions/{s['id']}", params={"conversation": "true"}).json() == {"deleted": s["id"]}
+    deleted = api.delete(f"/api/sessions/{s['id']}", params={"conversation": "true"}).json()
+    assert deleted == {"deleted": s["id"], "sessions": [s["id"], tip]}  # the named one, then the others
     is_error(api.get(f"/api/sessions/{tip}"), 404, "not_found")
 
 

@@ -535,7 +535,7 @@ def test_deleting_a_session_removes_it_with_its_messages_usage_and_routing_entri
     store.append(keeper.id, user("kept", uid="u1"))
     store.routing.put("agent:main:cli:dm:kept", keeper.id, "main")
 
-    store.delete_session(s.id)
+    assert store.delete_session(s.id) == [s.id]
 
     # A gateway never routes a key to the removed session (as for a prune or a sweep).
     assert store.routing.get("agent:main:cli:dm:doomed") is None
@@ -582,7 +582,7 @@ def test_a_conversation_is_deleted_whole_from_any_of_its_sessions_and_its_branch
     tip = _rotated(store, middle)
     other = store.create_session("cli").id
 
-    store.delete_session(middle, conversation=True)
+    assert store.delete_session(middle, conversation=True) == [middle, *sorted({root, tip})]  # every id deleted
 
     assert set(ids(all_sessions(store))) == {branch, other}
     for gone in (root, middle, tip):
