@@ -57,6 +57,7 @@ VFS_NAME = "sessiondb-bench-wal-count"
 BATCHERS = {
     "sessiondb": (Path(sys.executable), "sessiondb.append, the indexer held off"),
     "sessiondb-indexed": (Path(sys.executable), "sessiondb.append, the index caught up"),
+    "raw-indexed": (Path(sys.executable), "raw: APSW, one INSERT of the batch's rows into sessiondb's schema"),
     "openai": (OPENAI_PYTHON, "OpenAI Agents SQLiteSession.add_items"),
 }
 
@@ -219,6 +220,8 @@ def batch_run(system: str, bodies: list[str]) -> float:
                 session.close()
                 return cpu() - started
             spent = asyncio.run(run())
+        elif system == "raw-indexed":
+            spent = _raw_batches(Path(d), warm, timed)
         else:
             import sessiondb
             if system == "sessiondb":
@@ -234,6 +237,40 @@ def batch_run(system: str, bodies: list[str]) -> float:
             store.close()
             spent = cpu() - started
     return spent / (BATCH * len(timed))
+
+
+def _raw_batches(directory: Path, warm: list[list[dict[str, str]]], timed: list[list[dict[str, str]]]) -> float:
+    """The engine's floor for a batch in sessiondb's layout: each batch's rows (a fresh
+    uid each, as the store mints them) inserted by one statement and committed, into the
+    store's own schema and indexes, without the session row or any Python of the store.
+    CPU seconds of the timed batches."""
+    import apsw
+    sys.path.insert(0, str(HERE))
+    import bench_core
+    import sessiondb
+    from sessiondb.inputs import new_uid
+    hold_off_indexer()
+    path = directory / "raw.db"
+    with sessiondb.open_store(path) as store:
+        sid = store.create_session("bench").id
+    conn = apsw.Connection(str(path))
+    bench_core.set_pragmas(conn)
+    seqs = iter(range(1, 10**9))
+
+    def one(batch: list[dict[str, str]]) -> None:
+        values = ", ".join(["(?, ?, ?, ?, ?, ?)"] * len(batch))
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute(f"INSERT INTO messages(session_id, uid, seq, role, content, timestamp) VALUES {values}",
+                     [v for m in batch for v in (sid, new_uid(), next(seqs), m["role"], m["content"], time.time())])
+        conn.execute("COMMIT")
+
+    for batch in warm:
+        one(batch)
+    started = cpu()
+    for batch in timed:
+        one(batch)
+    conn.close()
+    return cpu() - started
 
 
 def cpu() -> float:
@@ -333,20 +370,24 @@ def postgres_figures(rounds: int, count: int = 400) -> list[dict[str, Any]]:
     """One-message appends on a private PostgreSQL server (tests/pgserver.py, fsync and
     synchronous_commit on): the server's CPU per append (the kernel's account of the
     backend processes, /proc/PID/schedstat) and the client's (this process's), sessiondb's
-    `append` beside a raw INSERT into the same schema and indexes on one autocommit
+    `append` beside its one statement sent alone (what the store's Python adds is the
+    difference) and a raw INSERT into the same schema and indexes, each on one autocommit
     connection, rounds alternating, the median round's."""
     sys.path.insert(0, str(HERE.parent / "tests"))
     import pgserver
     import psycopg
 
     import sessiondb
+    from sessiondb.inputs import prepare_messages
+    from sessiondb.model import MessageLimits
+    from sessiondb.store.postgres.messages import append_fresh
     try:
         server = pgserver.start_server()
     except pgserver.ServerUnavailable as exc:
         return [figure(f"PostgreSQL server CPU µs per append (no server: {exc})", None, "µs")]
-    bodies = texts(count * rounds * 2 + 100)
-    spent: dict[str, dict[str, list[float]]] = {"sessiondb": {"server": [], "client": []},
-                                                "raw": {"server": [], "client": []}}
+    bodies = texts(count * rounds * 3 + 100)
+    spent: dict[str, dict[str, list[float]]] = {name: {"server": [], "client": []}
+                                                for name in ("sessiondb", "statement", "raw")}
     try:
         url = server.url()
         watcher = psycopg.connect(url, autocommit=True)
@@ -356,6 +397,10 @@ def postgres_figures(rounds: int, count: int = 400) -> list[dict[str, Any]]:
             raw_sid = raw_store.create_session("bench").id
             raw = psycopg.connect(url, autocommit=True)
             raw.execute("SET search_path TO exact_raw, sessiondb_extensions")
+            # The store's own statement without the store around it: what its Python adds is the difference.
+            direct = psycopg.connect(url, autocommit=True)
+            direct.execute("SET search_path TO exact_store, sessiondb_extensions")
+            limits = MessageLimits()
             insert = ('INSERT INTO messages(session_id, uid, seq, role, content, "timestamp") '
                       "VALUES (%s, %s, %s, 'user', %s, %s)")
             texts_left = iter(bodies)
@@ -364,29 +409,35 @@ def postgres_figures(rounds: int, count: int = 400) -> list[dict[str, Any]]:
             def backends() -> float:
                 pids = [pid for (pid,) in watcher.execute(
                     "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> "
-                    "pg_backend_pid() AND pid <> %s", (raw.info.backend_pid,))]
+                    "pg_backend_pid() AND pid <> ALL(%s)", ([raw.info.backend_pid, direct.info.backend_pid],))]
                 return sum(int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) for pid in pids) / 1000
 
             def ours() -> None:
                 store.append(sid, {"role": "user", "content": next(texts_left)})
 
+            def statement() -> None:
+                batch = prepare_messages([{"role": "user", "content": next(texts_left)}], limits)
+                append_fresh(direct, sid, batch, time.time(), "exact_store")
+
             def theirs() -> None:
                 seq = next(seqs)
                 raw.execute(insert, (raw_sid, f"u{seq}", seq, next(texts_left), time.time()))
 
-            for work in (ours, theirs):  # prepared statements and plans, before any count
+            works = {"sessiondb": (ours, backends), "statement": (statement, lambda: _backend_cpu(direct)),
+                     "raw": (theirs, lambda: _backend_cpu(raw))}
+            for work, _ in works.values():  # prepared statements and plans, before any count
                 for _ in range(20):
                     work()
             for r in range(rounds):
-                for name, work in (("sessiondb", ours), ("raw", theirs))[::1 if r % 2 == 0 else -1]:
-                    server_cpu = backends() if name == "sessiondb" else _backend_cpu(raw)
-                    client_cpu = cpu()
+                for name in list(works)[::1 if r % 2 == 0 else -1]:
+                    work, server_clock = works[name]
+                    server_cpu, client_cpu = server_clock(), cpu()
                     for _ in range(count):
                         work()
                     spent[name]["client"].append((cpu() - client_cpu) * 1e6 / count)
-                    after = backends() if name == "sessiondb" else _backend_cpu(raw)
-                    spent[name]["server"].append((after - server_cpu) / count)
+                    spent[name]["server"].append((server_clock() - server_cpu) / count)
             raw.close()
+            direct.close()
         watcher.close()
     finally:
         server.destroy()
@@ -397,6 +448,10 @@ def postgres_figures(rounds: int, count: int = 400) -> list[dict[str, Any]]:
         figures.append(figure(f"PostgreSQL {side} CPU µs per append: sessiondb.append", median["sessiondb"][side], "µs",
                               f"<= {wanted}x raw INSERT", met=ratio <= wanted, x_raw=round(ratio, 2),
                               rounds=[round(x, 1) for x in spent["sessiondb"][side]]))
+        figures.append(figure(f"PostgreSQL {side} CPU µs per append: the store's statement alone (append_fresh on one "
+                              "connection, its message prepared)", median["statement"][side], "µs",
+                              x_raw=round(median["statement"][side] / median["raw"][side], 2),
+                              rounds=[round(x, 1) for x in spent["statement"][side]]))
         figures.append(figure(f"PostgreSQL {side} CPU µs per append: raw INSERT into sessiondb's schema, psycopg",
                               median["raw"][side], "µs", rounds=[round(x, 1) for x in spent["raw"][side]]))
     return figures
