@@ -49,8 +49,12 @@ def test_a_write_the_server_stays_away_from_is_unavailable_not_busy(pg_server, p
         assert error.cause is Cause.UNAVAILABLE and not isinstance(error, StoreBusy)
         assert pg_schema in str(error) and "may or may not be stored; retrying stores it once" in str(error)
         assert not isinstance(read.value, Unavailable)  # a read stores nothing: it is only unreachable
-        store.append(sid, message("during"))  # the retry the refusal advises
-        assert [m.uid for m in store.transcript(sid)] == ["before", "during"]
+    # Through a handle opened once the server is back, with patience to spare: the first
+    # handle's pool spaces out its reconnections after the failed ones (psycopg_pool's
+    # backoff), so within its one second it may not be connected again on a loaded machine.
+    with sessiondb.open_store(pg_url, schema=pg_schema, patience=60) as later:
+        later.append(sid, message("during"))  # the retry the refusal advises
+        assert [m.uid for m in later.transcript(sid)] == ["before", "during"]
 
 
 def test_a_lone_writer_finds_the_server_back_within_its_patience(pg_server, pg_url, pg_schema):
