@@ -43,6 +43,9 @@ __all__ = ["SessiondbMemoryService", "SessiondbSessionService"]
 #: retry of an event whose first delivery was stored is a re-delivery, never stale).
 _RECENT = 20
 _PAGE = 500
+#: Writes of an event with shared state, each after creating the state sessions it found
+#: missing, before a state session deleted every time in between is let fail the append.
+_HOME_ATTEMPTS = 3
 T = TypeVar("T")
 
 _STALE = ("The session has been modified in storage since it was loaded. "
@@ -83,7 +86,7 @@ class SessiondbSessionService(OnStore, BaseSessionService):
             raise AlreadyExistsError(f"Session with id {session_id} already exists.") from None
         shared = state.patches(scopes, app_name, user_id)
         if shared:  # the initial app and user state, after the claim, in one unit of work
-            self._with_homes(shared, app_name, user_id,
+            self._with_homes(stored.id, adk_id(stored), app_name, user_id, shared,
                              partial(self._store.extend, stored.id, _nothing, newest=0, metadata_of=shared))
         return self._session_of(stored, [], newest=None, marker="")
 
@@ -211,7 +214,7 @@ class SessiondbSessionService(OnStore, BaseSessionService):
         shared = state.patches(scopes, session.app_name, session.user_id)
         for candidate in self._candidates(session.app_name, session.user_id, session.id):
             try:  # one store call: the conversation found, checked and written, with the whole state delta
-                self._with_homes(shared, session.app_name, session.user_id, partial(
+                self._with_homes(candidate, session.id, session.app_name, session.user_id, shared, partial(
                     self._store.extend, candidate, store, newest=_RECENT if self._check_stale else 0, metadata=own,
                     metadata_of=shared))
                 break
@@ -222,16 +225,25 @@ class SessiondbSessionService(OnStore, BaseSessionService):
         else:
             raise SessionNotFoundError(f"Session {session.id} not found.")
 
-    def _with_homes(self, shared: Mapping[str, Any], app_name: str, user_id: str, write: Callable[[], T]) -> T:
-        """`write`, which patches the state sessions `shared` names; on NotFound, again once
-        those missing are created (the first write of an app's or a user's state, perhaps
-        by another process meanwhile). NotFound again: the conversation is not stored."""
-        try:
-            return write()
-        except NotFound:
-            if not shared:
-                raise
-        state.create_missing(self._store, shared, app_name, user_id)
+    def _with_homes(self, conversation: str, session_id: str, app_name: str, user_id: str,
+                    shared: Mapping[str, Any], write: Callable[[], T]) -> T:
+        """`write`, which writes the stored session `conversation` (ADK session `session_id`
+        of this app and user) and patches the state sessions `shared` names. On NotFound,
+        when the conversation is stored and a state session is not (its first write, or
+        deleted meanwhile), that one is created and `write` runs again; NotFound, nothing
+        created, when the conversation itself is not stored (a refused append never makes
+        state sessions: for a forgotten user they would be made again)."""
+        for _ in range(_HOME_ATTEMPTS):
+            try:
+                return write()
+            except NotFound:
+                if not shared:
+                    raise
+            found = self._store.get_sessions([conversation, *shared])
+            stored = found.get(conversation)
+            if stored is None or not self._holds(stored, app_name, user_id, session_id):
+                raise NotFound(f"session {conversation} is not stored")
+            state.create(self._store, [home for home in shared if home not in found], app_name, user_id)
         return write()
 
 

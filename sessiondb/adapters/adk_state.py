@@ -109,13 +109,10 @@ def patches(scopes: Mapping[str, Mapping[str, Any]], app_name: str, user_id: str
     return found
 
 
-def create_missing(store: Store, homes: Iterable[str], app_name: str, user_id: str) -> None:
-    """Create those of `homes` (state sessions of the app and of one user of it) not yet stored."""
-    wanted = list(homes)
-    stored = store.get_sessions(wanted)
-    for home in wanted:
-        if home in stored:
-            continue
+def create(store: Store, homes: Iterable[str], app_name: str, user_id: str) -> None:
+    """Create `homes`, state sessions of the app and of one user of it (one another process
+    created meanwhile is left as it is)."""
+    for home in homes:
         try:
             store.create_session(STATE_SOURCE, session_id=home, user_id=None if home == home_of(app_name) else user_id,
                                  metadata={APP_KEY: app_name})

@@ -341,8 +341,7 @@ def delete(ctx: CliContext, ref: str, conversation: bool, yes: bool, as_json: Js
         if not yes:
             name = f"{session.id} ({session.title!r}, {session.message_count} messages)" if session.title \
                 else f"{session.id} ({session.message_count} messages)"
-            others = [s.id for s in ctx.call(store.lineage, session.id) if s.id != session.id] if conversation else []
-            whole = f" and the other sessions of its conversation ({', '.join(others)})" if others else ""
+            whole = " and every session of its conversation" if conversation else ""
             click.confirm(f"Delete session {name}{whole}? This cannot be undone", abort=True, err=True)
         deleted = ctx.call(store.delete_session, session.id, conversation=conversation)
     if as_json:

@@ -184,7 +184,11 @@ class Store(Protocol):
         the ids of at most 16 other stored sessions to a patch each, merged in the same unit
         of work: state an SDK shares between conversations (ADK's app and user state) lands
         with the event that changed it. A session it names that is not stored raises
-        NotFound, and nothing is written.
+        NotFound, one of the extended conversation's own (its compression tree) InvalidInput,
+        and nothing is written. Its rows are locked after the conversation's, in id order: a
+        session that extends of its own also write, or that other extends name from the
+        other side, can meet a deadlock on PostgreSQL, which the store retries at a cost in
+        latency; it suits sessions only ever patched, as ADK's state sessions are.
         """
     def flush(self, session_id: str, conversation: MessageInput | Iterable[MessageInput]) -> list[Message]:
         """Store what of an agent's whole conversation is not yet stored; return a row for each.

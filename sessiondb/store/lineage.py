@@ -29,7 +29,9 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
-from ..errors import CompressionClosed, MessageConflict, NotFound, SessionExists, SessionTooLarge, StorageError
+from ..errors import (
+    CompressionClosed, InvalidInput, MessageConflict, NotFound, SessionExists, SessionTooLarge, StorageError,
+)
 from ..inputs import NewMessage, child_session
 from ..model import (
     BRANCH, COMPRESSION, INTERNAL_NOTIFICATION, MAX_HOPS, Message, MessageState, ModelMessage, Role,
@@ -314,12 +316,17 @@ def extend(rows: Rows, session_id: str, build: Build, newest: int, creation: dic
     `patch`), its tip's newest `newest` live messages, read with the tip's row locked, so
     what `build` saw is still the end when its messages land after it. Each of `patches`
     (session id, patch), in id order, is merged into another stored session: NotFound for
-    one missing, and nothing written."""
+    one missing, InvalidInput for one of this conversation's own, and nothing written."""
     root = _root(rows, session_id, creation)
+    if patches:
+        own = set(conversation(rows, session_id)).intersection(other for other, _ in patches)
+        if own:  # its rows are locked conversation first, not after it: refused, not left to deadlock
+            raise InvalidInput(f"metadata_of names {', '.join(sorted(own))}, a session of the conversation being "
+                               "extended; patch the session named by `metadata`, or another conversation's")
     if patch is not None:  # the named session's row locked before the tip's, the order `land` takes them in
         root = sessions.change(rows, root.id, patch)
     target, head = land(rows, session_id)
-    for other, other_patch in patches:  # locked after the conversation's, in id order, by every extend
+    for other, other_patch in patches:  # after the conversation's rows, in id order
         sessions.change(rows, other, other_patch)
     batch = build(root, *_end(rows, session_id, target, newest))
     return _append_at(rows, target, head, batch, now) if batch else []

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from google.adk.errors import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
+from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
 from google.adk.memory import InMemoryMemoryService
@@ -58,6 +59,11 @@ def service(where, **options) -> SessiondbSessionService:
 def store_of(where) -> sessiondb.Store:
     location, open_options = where
     return sessiondb.open_store(location, **open_options)
+
+
+def state_homes(user_id: str) -> list[str]:
+    """The ids of the app's and the user's state sessions."""
+    return list(adk.state.homes(APP, user_id))
 
 
 def said(part: types.Part) -> str:
@@ -316,6 +322,46 @@ def test_an_event_whose_user_state_cannot_be_stored_is_not_stored_and_changes_no
     reread = asyncio.run(scenario())
     assert [e.id for e in reread.events] == [f"event-{n}" for n in range(1, 5)]
     assert sorted(reread.state) == [f"user:note{n}" for n in range(1, 5)]  # neither turn nor app:seen
+
+
+def test_an_event_for_a_conversation_not_stored_creates_no_state_sessions(where):
+    """A refused append writes nothing anywhere: not the app's and the user's state sessions
+    either, which for a user whose data was erased would bring the user back."""
+    async def scenario():
+        async with service(where) as sessions:
+            session = await sessions.create_session(app_name=APP, user_id="ana", session_id="gone")
+            await sessions.delete_session(app_name=APP, user_id="ana", session_id="gone")
+            with pytest.raises(SessionNotFoundError):
+                await sessions.append_event(session, event(1, actions=EventActions(
+                    state_delta={"user:seen": 1, "app:seen": 1})))
+
+    asyncio.run(scenario())
+    with store_of(where) as store:
+        assert store.get_sessions(state_homes("ana")) == {}
+        assert store.list_sessions(include_hidden=True).items == []
+
+
+def test_a_state_session_deleted_while_its_first_write_runs_is_made_again(where, monkeypatch):
+    made = []
+
+    def create_then_lose(store, homes, app_name, user_id):
+        created(store, homes, app_name, user_id)
+        if not made:  # the first time only: deleted before the write that wanted it runs again
+            for home in homes:
+                store.delete_session(home)
+        made.append(list(homes))
+    created = adk.state.create
+    monkeypatch.setattr(adk.state, "create", create_then_lose)
+
+    async def scenario():
+        async with service(where) as sessions:
+            session = await sessions.create_session(app_name=APP, user_id="ana", session_id="raced")
+            await sessions.append_event(session, event(1, actions=EventActions(state_delta={"user:seen": 1})))
+            return await sessions.get_session(app_name=APP, user_id="ana", session_id="raced")
+
+    reread = asyncio.run(scenario())
+    assert len(made) == 2  # made, lost, made again
+    assert [e.id for e in reread.events] == ["event-1"] and reread.state == {"user:seen": 1}
 
 
 def test_a_session_changed_elsewhere_is_stale(where):

@@ -134,6 +134,17 @@ def test_patches_of_other_sessions_land_with_the_messages_or_not_at_all(store):
     assert [m.content for m in store.transcript(sid)] == ["next"]
 
 
+def test_patches_of_the_extended_conversations_own_sessions_are_refused(store):
+    root = store.create_session("adk", metadata={"a": 1}).id
+    store.append(root, [user("before")])
+    tip = rotate(store, root)
+    for named, other in ((root, tip), (tip, root)):  # its rows would be locked in two orders
+        with pytest.raises(InvalidInput, match="a session of the conversation being extended"):
+            store.extend(named, Seen(), newest=1, metadata_of={other: {"b": 2}})
+    assert [m.content for m in store.transcript(tip)] == ["summary"]
+    assert store.get_session(root).metadata == store.get_session(tip).metadata == {"a": 1}
+
+
 @pytest.mark.parametrize("arguments, named", [
     ({"metadata_of": ["not", "a", "mapping"]}, "metadata_of"),
     ({"metadata_of": {"fresh": {"a": 1}}}, "metadata_of names the extended session"),
