@@ -92,9 +92,9 @@ _ROLES = frozenset(r.value for r in Role)
 #: What a recall's hits say when the store has no embedder (sessiondb.embedding).
 NO_EMBEDDER = "recall is lexical: the store was opened without an embedder (open_store(embedder=...))"
 _MODES = ("in_place", "rotate")
-#: What `extend` may be told to create a missing session with (create_session's arguments but its id).
 #: Sessions one extend patches besides the one it names (an SDK's shared state: ADK's app and user).
 MAX_METADATA_OF = 16
+#: What `extend` may be told to create a missing session with (create_session's arguments but its id).
 _CREATE_KEYS = frozenset({"source", "title", "profile", "session_key", "user_id", "chat_id", "chat_type", "thread_id",
                           "model", "parent_session_id", "metadata", "parent_relation", "started_at"})
 
