@@ -15,13 +15,14 @@ hardly, and each is set beside its target:
   counted by a VFS that sees every write reaching the store's WAL (a page is one write of
   the page size), beside the same count for the raw loops.
 - Per message of an append of 100 messages, sessiondb's `append` (the indexer held off,
-  and with the index caught up) beside OpenAI Agents' `SQLiteSession.add_items` at its
+  and with the index caught up) beside the engine's floor (each batch's rows inserted by
+  one statement into sessiondb's schema) and OpenAI Agents' `SQLiteSession.add_items` at its
   current release (bench/.venv-openai, as `make bench` has it): callgrind's instructions,
   and the CPU time (user and system, every thread) of alternating rounds, the median
   round's (this one moves with the machine's load).
 - On a private PostgreSQL server (tests/pgserver.py): the server's CPU per one-message
   append (the kernel's account of its backend processes) and the client's, sessiondb's
-  beside a raw INSERT into the same schema and indexes.
+  beside its one statement sent alone and a raw INSERT into the same schema and indexes.
 
 Writes the `exact` section of docs/benchmarks.json (each figure with its target and
 whether it was met) unless --no-write, and prints it. Needs valgrind (Debian's, which
@@ -110,19 +111,10 @@ def sessiondb_appends(directory: Path, bodies: list[str], *, index_each: bool, v
 def raw_appends(directory: Path, bodies: list[str], *, indexed: bool, vfs: str | None = None,
                 before: Callable[[], None] = lambda: None) -> None:
     """bench_core's raw loops, on a VFS when given (their statements, spelled the same)."""
-    import apsw
-    sys.path.insert(0, str(HERE))
-    import bench_core
-    import sessiondb
-    path = directory / "raw.db"
-    sid = "s"
     if indexed:
-        hold_off_indexer()
-        with sessiondb.open_store(path) as store:
-            sid = store.create_session("bench").id
-    conn = apsw.Connection(str(path), **({"vfs": vfs} if vfs else {}))
-    bench_core.set_pragmas(conn)
-    if not indexed:
+        conn, sid = _into_store_schema(directory / "raw.db", vfs)
+    else:
+        conn, sid = _raw_connection(directory / "raw.db", vfs), "s"
         conn.execute("CREATE TABLE m(id INTEGER PRIMARY KEY, session_id TEXT, role TEXT, content TEXT, ts REAL)")
     insert = ("INSERT INTO messages(session_id, uid, seq, role, content, timestamp) VALUES (?, ?, ?, 'user', ?, ?)"
               if indexed else "INSERT INTO m(session_id, role, content, ts) VALUES (?, ?, ?, ?)")
@@ -239,22 +231,33 @@ def batch_run(system: str, bodies: list[str]) -> float:
     return spent / (BATCH * len(timed))
 
 
+def _raw_connection(path: Path, vfs: str | None = None) -> Any:
+    """A plain APSW connection to `path` with the store's durability settings."""
+    import apsw
+    sys.path.insert(0, str(HERE))
+    import bench_core
+    conn = apsw.Connection(str(path), **({"vfs": vfs} if vfs else {}))
+    bench_core.set_pragmas(conn)
+    return conn
+
+
+def _into_store_schema(path: Path, vfs: str | None = None) -> tuple[Any, str]:
+    """(a plain connection to a new store at `path`, with sessiondb's schema and one session;
+    that session's id): the raw loops' floor in the store's own layout, its indexer held off."""
+    import sessiondb
+    hold_off_indexer()
+    with sessiondb.open_store(path) as store:
+        sid = store.create_session("bench").id
+    return _raw_connection(path, vfs), sid
+
+
 def _raw_batches(directory: Path, warm: list[list[dict[str, str]]], timed: list[list[dict[str, str]]]) -> float:
     """The engine's floor for a batch in sessiondb's layout: each batch's rows (a fresh
     uid each, as the store mints them) inserted by one statement and committed, into the
     store's own schema and indexes, without the session row or any Python of the store.
     CPU seconds of the timed batches."""
-    import apsw
-    sys.path.insert(0, str(HERE))
-    import bench_core
-    import sessiondb
     from sessiondb.inputs import new_uid
-    hold_off_indexer()
-    path = directory / "raw.db"
-    with sessiondb.open_store(path) as store:
-        sid = store.create_session("bench").id
-    conn = apsw.Connection(str(path))
-    bench_core.set_pragmas(conn)
+    conn, sid = _into_store_schema(directory / "raw.db")
     seqs = iter(range(1, 10**9))
 
     def one(batch: list[dict[str, str]]) -> None:
