@@ -147,19 +147,22 @@ class SessiondbSessionService(OnStore, BaseSessionService):
         return await self._off_loop(self._list, app_name, user_id)
 
     def _list(self, app_name: str, user_id: str | None) -> ListSessionsResponse:
-        app_state, user_states = state.read(self._store, app_name), {}
+        scopes: dict[str, dict[str, Any]] = {}  # a state session's id -> its state, each read once
         sessions, cursor = [], None
-        while True:
-            page = self._store.list_sessions(source=SOURCE, include_archived=True, include_hidden=True,
-                                             limit=_PAGE, cursor=cursor)
-            for stored in page.items:
-                if not belongs(stored, app_name, user_id) or stored.parent_relation == COMPRESSION:
-                    continue  # another app's or user's, or a rotation's continuation of a listed one
-                if stored.user_id not in user_states:
-                    user_states[stored.user_id] = state.read(self._store, app_name, stored.user_id or "")
+        while True:  # the user's sessions only, when one is named: the store reads nobody else's
+            page = self._store.list_sessions(source=SOURCE, user_id=user_id or None, include_archived=True,
+                                             include_hidden=True, limit=_PAGE, cursor=cursor)
+            listed = [stored for stored in page.items  # not another app's or user's, nor a rotation's continuation
+                      if belongs(stored, app_name, user_id) and stored.parent_relation != COMPRESSION]
+            unread = {home for stored in listed for home in state.homes(app_name, stored.user_id or "")} - set(scopes)
+            if unread:  # every state this page needs, in one read
+                found = self._store.get_sessions(sorted(unread))
+                scopes.update((home, state.scope_in(found, home)) for home in unread)
+            for stored in listed:
+                app, user = state.homes(app_name, stored.user_id or "")
                 newest = self._newest(stored.id)
                 sessions.append(self._session_of(stored, [], newest=newest[0] if newest else None, marker=None,
-                                                 scopes=(app_state, user_states[stored.user_id])))
+                                                 scopes=(scopes[app], scopes[user])))
             if page.cursor is None:
                 break
             cursor = page.cursor

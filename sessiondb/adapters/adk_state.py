@@ -84,16 +84,17 @@ def of_homes(found: Mapping[str, StoredSession], app_name: str,
              user_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """The app's and the user's stored state among sessions read by id (`homes` among them)."""
     app, user = homes(app_name, user_id)
-    return _scope(found, app), _scope(found, user)
+    return scope_in(found, app), scope_in(found, user)
 
 
 def read(store: Store, app_name: str, user_id: str | None = None) -> dict[str, Any]:
     """The app's (or the user's) stored state; empty when none was ever written."""
     home = home_of(app_name, user_id)
-    return _scope(store.get_sessions([home]), home)
+    return scope_in(store.get_sessions([home]), home)
 
 
-def _scope(found: Mapping[str, StoredSession], home: str) -> dict[str, Any]:
+def scope_in(found: Mapping[str, StoredSession], home: str) -> dict[str, Any]:
+    """The state stored by the state session `home` among sessions read by id (empty when absent)."""
     return of_metadata(found[home].metadata) if home in found else {}
 
 

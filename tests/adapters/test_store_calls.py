@@ -130,3 +130,21 @@ def test_the_adk_service_appends_an_event_in_one_store_call_and_reads_a_session_
                                                                         session_id=session.id)))
     assert deleted == ["get_sessions", "delete_session"]
     assert len(conversation) == 2 and not store.get_sessions(conversation)
+
+
+def test_the_adk_service_lists_sessions_with_one_read_of_every_state_they_merge(store):
+    from sessiondb.adapters.adk import SessiondbSessionService
+
+    counting = Counting(store)
+    service = SessiondbSessionService(store=counting)
+    for user in ("ada", "bob", "cy"):
+        for _ in range(2):
+            asyncio.run(service.create_session(app_name="app", user_id=user, state={"user:seen": user, "app:v": 1}))
+    listed = []
+    calls = counting.calls(lambda: listed.append(asyncio.run(service.list_sessions(app_name="app"))))
+    # The page of sessions, the app's and every listed user's state at once, then each session's newest event.
+    assert calls == ["list_sessions", "get_sessions"] + ["transcript"] * 6
+    assert sorted(s.state["user:seen"] for s in listed[0].sessions) == ["ada", "ada", "bob", "bob", "cy", "cy"]
+    assert {s.state["app:v"] for s in listed[0].sessions} == {1}
+    mine = asyncio.run(service.list_sessions(app_name="app", user_id="bob")).sessions
+    assert [s.user_id for s in mine] == ["bob", "bob"] and {s.state["user:seen"] for s in mine} == {"bob"}
