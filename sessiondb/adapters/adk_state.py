@@ -112,14 +112,14 @@ def patches(scopes: Mapping[str, Mapping[str, Any]], app_name: str, user_id: str
 
 def create(store: Store, homes: Iterable[str], app_name: str, user_id: str) -> None:
     """Create `homes`, state sessions of the app and of one user of it (one another process
-    created meanwhile is left as it is)."""
+    created meanwhile is left as it is), each hidden as it is created: a home, not a
+    conversation, is never listed."""
     for home in homes:
         try:
             store.create_session(STATE_SOURCE, session_id=home, user_id=None if home == home_of(app_name) else user_id,
-                                 metadata={APP_KEY: app_name})
+                                 metadata={APP_KEY: app_name}, hidden=True)
         except SessionExists:  # another process created it first
             continue
-        store.set_flags(home, hidden=True)  # a home, not a conversation: kept out of listings
 
 
 def merged(session_state: Mapping[str, Any], app_state: Mapping[str, Any],

@@ -107,6 +107,7 @@ class NewSession(BaseModel):
     parent_session_id: str | None = Field(None, max_length=200)
     parent_relation: str | None = Field(None, max_length=200)
     metadata: dict[str, Any] | None = None
+    hidden: StrictBool | None = Field(None, description="Create it hidden: left out of default listings.")
 
 
 class SessionPatch(BaseModel):

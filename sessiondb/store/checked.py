@@ -31,8 +31,8 @@ from ..errors import (
 from ..embedding import Embedder
 from ..guidance import tell
 from ..model import (
-    MAX_TITLE_LENGTH, ForgetReceipt, Lease, Message, MessageLimits, Page, Role, SearchHit, Session, SpoolReport,
-    StoreStats, Usage, VerifyReport,
+    COMPRESSION, MAX_TITLE_LENGTH, ForgetReceipt, Lease, Message, MessageLimits, Page, Role, SearchHit, Session,
+    SpoolReport, StoreStats, Usage, VerifyReport,
 )
 from ..inputs import (
     MAX_PAGE, NewMessage, check_cost, check_count, check_flag, check_label, check_lease, check_limit, check_metadata,
@@ -96,7 +96,7 @@ _MODES = ("in_place", "rotate")
 MAX_METADATA_OF = 16
 #: What `extend` may be told to create a missing session with (create_session's arguments but its id).
 _CREATE_KEYS = frozenset({"source", "title", "profile", "session_key", "user_id", "chat_id", "chat_type", "thread_id",
-                          "model", "parent_session_id", "metadata", "parent_relation", "started_at"})
+                          "model", "parent_session_id", "metadata", "parent_relation", "started_at", "hidden"})
 
 
 @naming_the_store
@@ -173,6 +173,7 @@ class CheckedStore(Transfer, Identity, Turns, PolicyCalls):
         metadata: Mapping[str, Any] | None = None,
         parent_relation: str | None = None,
         started_at: float | None = None,
+        hidden: bool = False,
     ) -> Session:
         now = self._clock()
         given = None if session_id is None else check_session_id(session_id)
@@ -180,7 +181,7 @@ class CheckedStore(Transfer, Identity, Turns, PolicyCalls):
             source, session_id=given or new_session_id(now), title=title, profile=profile, session_key=session_key,
             user_id=user_id, chat_id=chat_id, chat_type=chat_type, thread_id=thread_id, model=model,
             parent_session_id=parent_session_id, metadata=metadata, parent_relation=parent_relation,
-            started_at=started_at, now=now)
+            started_at=started_at, hidden=hidden, now=now)
         for _attempt in range(MINT_ATTEMPTS):
             try:
                 return self._open().write(partial(sessions.create, values=asdict(command)))
@@ -195,11 +196,14 @@ class CheckedStore(Transfer, Identity, Turns, PolicyCalls):
                   session_key: str | None = None, user_id: str | None = None, chat_id: str | None = None,
                   chat_type: str | None = None, thread_id: str | None = None, model: str | None = None,
                   parent_session_id: str | None = None, metadata: Mapping[str, Any] | None = None,
-                  parent_relation: str | None = None, started_at: float | None = None,
+                  parent_relation: str | None = None, started_at: float | None = None, hidden: bool = False,
                   now: float) -> cmd.CreateSession:
         """create_session's arguments checked, as the command that creates the session."""
         if parent_relation is not None and parent_session_id is None:
             raise InvalidInput("parent_relation needs a parent_session_id")
+        if check_flag(hidden, "hidden") and parent_relation == COMPRESSION:
+            raise InvalidInput("a session that continues another by compression has its conversation's flags (S-41): "
+                               "create it, then hide the whole conversation with set_flags")
         return cmd.CreateSession(
             id=check_session_id(session_id),
             source=check_label(source, "source", required=True),
@@ -215,6 +219,7 @@ class CheckedStore(Transfer, Identity, Turns, PolicyCalls):
             parent_relation=check_label(parent_relation, "parent_relation"),
             started_at=now if started_at is None else check_stored_time(started_at, "started_at"),
             metadata=check_metadata(metadata, self._limits),
+            hidden=hidden,
         )
 
     def get_session(self, session_id: str) -> Session:

@@ -36,6 +36,7 @@ class CreateSession:
     parent_relation: str | None
     started_at: float
     metadata: str  # canonical JSON text
+    hidden: bool
 
 
 @dataclass(frozen=True, slots=True)

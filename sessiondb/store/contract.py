@@ -64,6 +64,7 @@ class Store(Protocol):
         metadata: Mapping[str, Any] | None = None,
         parent_relation: str | None = None,
         started_at: float | None = None,
+        hidden: bool = False,
     ) -> Session:
         """Create a session. `source` names the surface writing it (cli, gateway, desktop...).
 
@@ -75,6 +76,10 @@ class Store(Protocol):
         'reset', 'delegation' or any other label is recorded and never followed.
         `started_at` (seconds since the epoch or an aware datetime; default: now) is when
         the session began, for one brought in from elsewhere: an import gives its source's time.
+        `hidden` creates it hidden (left out of default listings, as set_flags hides), in the
+        same write: a session that is not a conversation (an SDK's shared state) is never
+        listed, even by a reader between two calls; refused with a 'compression' parent,
+        whose conversation's flags it has (S-41).
         """
 
     def get_session(self, session_id: str) -> Session:

@@ -25,7 +25,7 @@ from .rows import Row, Rows, Taken, folded, one_of, starting
 
 #: The columns a new session's row is given; the others take their defaults.
 INSERTED = ("id", "source", "profile", "session_key", "user_id", "chat_id", "chat_type", "thread_id",
-            "title", "model", "parent_session_id", "started_at", "metadata", "parent_relation")
+            "title", "model", "parent_session_id", "started_at", "metadata", "parent_relation", "hidden")
 AMBIGUOUS_SHOWN = 5  # candidates named when an id prefix matches several sessions
 
 
@@ -65,7 +65,8 @@ def create(rows: Rows, values: dict[str, Any]) -> Session:
     if values.get("parent_session_id") is not None:
         require(rows, values["parent_session_id"])
     try:
-        rows.insert("sessions", [{name: values[name] for name in INSERTED if name in values}])
+        row = {name: values[name] for name in INSERTED if name in values}
+        rows.insert("sessions", [{**row, "hidden": int(row.get("hidden", False))}])  # a flag is stored as 0 or 1
     except Taken as taken:
         if taken.constraint == "key":
             stored = get(rows, values["id"])

@@ -117,7 +117,7 @@ def test_the_adk_service_appends_an_event_in_one_store_call_and_reads_a_session_
     first = Event(author="agent", invocation_id="i1", content=types.Content(role="model", parts=[types.Part(text="1")]),
                   actions=EventActions(state_delta={"app:theme": "dark", "user:visits": 1}))
     assert counting.calls(lambda: asyncio.run(service.append_event(again, first))) == [
-        "extend", "get_sessions", "create_session", "set_flags", "create_session", "set_flags", "extend"]
+        "extend", "get_sessions", "create_session", "create_session", "extend"]
     second = Event(author="agent", invocation_id="i1", content=types.Content(role="model", parts=[types.Part(text="2")]),
                    actions=EventActions(state_delta={"user:visits": 2}))
     assert counting.calls(lambda: asyncio.run(service.append_event(again, second))) == ["extend"]

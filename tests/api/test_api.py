@@ -200,6 +200,15 @@ def test_errors_are_json_with_code_message_and_detail(api, method, path, status,
     is_error(getattr(api, method)(path), status, code)
 
 
+def test_a_session_created_hidden_over_http_is_listed_only_when_hidden_ones_are_asked_for(api):
+    made = new_session(api, "kept out", hidden=True)
+    assert made["hidden"] is True
+    listed = [s["id"] for s in api.get("/api/sessions").json()["items"]]
+    assert made["id"] not in listed
+    assert made["id"] in [s["id"] for s in api.get("/api/sessions?include_hidden=true").json()["items"]]
+    is_error(api.post("/api/sessions", json={"source": "cli", "hidden": "yes"}), 422, "invalid_input")
+
+
 def test_bad_bodies_are_422_and_title_clashes_409(api):
     is_error(api.post("/api/sessions", content=b"{not json", headers={"content-type": "application/json"}), 422)
     is_error(api.post("/api/sessions", json={"title": "no source"}), 422, "invalid_input")

@@ -209,6 +209,28 @@ def test_archived_and_hidden_sessions_are_listed_only_when_asked_for(store):
         "arch", "both", "hid", "plain"]
 
 
+def test_a_session_created_hidden_is_hidden_from_its_first_write_and_shown_when_asked_for(store):
+    made = store.create_session("cli", session_id="home", hidden=True)
+    assert made.hidden and store.get_session("home").hidden
+    assert ids(store.list_sessions().items) == []
+    assert ids(store.list_sessions(include_hidden=True).items) == ["home"]
+    assert store.set_flags("home", hidden=False).hidden is False
+    # extend creates a missing session with create_session's arguments, hidden among them.
+    store.extend("state", lambda *_: [], create={"source": "cli", "hidden": True})
+    assert store.get_session("state").hidden
+    assert not store.create_session("cli").hidden
+
+
+def test_a_hidden_creation_is_refused_for_a_compression_continuation_and_for_a_flag_that_is_not_one(store):
+    store.create_session("cli", session_id="root")
+    with pytest.raises(InvalidInput, match="conversation's flags"):
+        store.create_session("cli", session_id="next", parent_session_id="root", parent_relation="compression",
+                             hidden=True)
+    with pytest.raises(InvalidInput, match="hidden must be true or false"):
+        store.create_session("cli", session_id="odd", hidden="yes")
+    assert ids(store.list_sessions(include_hidden=True).items) == ["root"]
+
+
 def test_listing_filters_by_activity_time_with_since_and_until(store):
     base = time.time() + 1000
     for name, offset in (("s1", 100), ("s2", 200), ("s3", 300)):
