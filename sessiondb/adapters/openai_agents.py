@@ -271,14 +271,9 @@ class StoredConversation:
         self.store.update_metadata(self.session_id, {EPOCH: secrets.token_hex(8)})
 
     def search(self, query: str, limit: int, include_tools: bool) -> list[SearchHit]:
-        """Matches in every session of the conversation's lineage, best first."""
-        try:
-            lineage = self.store.lineage(self.session_id)
-        except NotFound:
-            return []
-        hits = [hit for s in lineage for hit in self.store.search(
-            query, session_id=s.id, user_id=self.user_id, limit=limit, include_tools=include_tools)]
-        return sorted(hits, key=lambda hit: -hit.score)[:limit]
+        """Matches in every session of the conversation (those compactions rotated it into), best first."""
+        return self.store.search(query, session_id=self.session_id, conversation=True, user_id=self.user_id,
+                                 limit=limit, include_tools=include_tools)
 
     def record_usage(self, usages: list[Any], model: str, provider: str) -> None:
         """Record each of the SDK's Usage values as one model call."""

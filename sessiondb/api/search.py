@@ -31,6 +31,7 @@ async def search(
     source: str | None = Query(None, max_length=200),
     user_id: str | None = Query(None, max_length=200, description="Only this person's sessions."),
     session_id: str | None = Query(None, max_length=200),
+    conversation: bool = Query(False, description="With session_id: every session of its conversation."),
     role: str | None = Query(None, max_length=200),
     since: float | None = Query(None, allow_inf_nan=False),
     until: float | None = Query(None, allow_inf_nan=False),
@@ -47,9 +48,9 @@ async def search(
     session id over the whole window, `next_offset` is null on the last page.
     """
     store = await store_for(request, profile)
-    hits = await store.search(q, source=source, user_id=user_id, session_id=session_id, role=role, since=since,
-                              until=until, include_tools=include_tools, include_reasoning=include_reasoning,
-                              substring=substring, limit=SEARCH_WINDOW)
+    hits = await store.search(q, source=source, user_id=user_id, session_id=session_id, conversation=conversation,
+                              role=role, since=since, until=until, include_tools=include_tools,
+                              include_reasoning=include_reasoning, substring=substring, limit=SEARCH_WINDOW)
     if spread:
         hits = spread_by_session(hits)
     page = hits[offset:offset + limit]
@@ -67,6 +68,7 @@ async def recall(
     source: str | None = Query(None, max_length=200),
     user_id: str | None = Query(None, max_length=200, description="Only this person's sessions."),
     session_id: str | None = Query(None, max_length=200),
+    conversation: bool = Query(False, description="With session_id: every session of its conversation."),
     role: str | None = Query(None, max_length=200),
     since: float | None = Query(None, allow_inf_nan=False),
     until: float | None = Query(None, allow_inf_nan=False),
@@ -78,8 +80,8 @@ async def recall(
     `{items, note}`: `note` says in words how many were found, or that nothing was.
     """
     store = await store_for(request, profile)
-    hits = await store.recall(q, source=source, user_id=user_id, session_id=session_id, role=role, since=since,
-                              until=until, include_tools=include_tools, limit=limit)
+    hits = await store.recall(q, source=source, user_id=user_id, session_id=session_id, conversation=conversation,
+                              role=role, since=since, until=until, include_tools=include_tools, limit=limit)
     note = f"{len(hits)} message(s), best first." if hits else "Nothing stored matches this question."
     return {"items": await with_first_words(store, [h.to_dict() for h in hits], "session_"), "note": note}
 

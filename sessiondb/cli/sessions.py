@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import click
 from click.shell_completion import CompletionItem
@@ -225,12 +225,22 @@ def _hit_filters(command: Callable[..., None]) -> Callable[..., None]:
         click.option("--user", "user_id", metavar="ID", help="Only this person's sessions."),
         click.option("--session", "session_ref", metavar="ID", shell_complete=complete_session,
                      help="Only this session (id, prefix or title)."),
+        click.option("--conversation", is_flag=True,
+                     help="With --session: every session of its conversation (those compactions rotated it into)."),
         click.option("--role", type=click.Choice([r.value for r in Role]), help="Only messages with this role."),
         click.option("--since", type=TIME, help="Only messages at or after TIME."),
         click.option("--until", type=TIME, help="Only messages before TIME."),
     )):
         command = option(command)
     return command
+
+
+def _scope(ctx: CliContext, store: Store, session_ref: str | None, conversation: bool) -> dict[str, Any]:
+    """The store's session filter of `--session` and `--conversation`, as search and recall take it."""
+    if conversation and session_ref is None:
+        raise click.UsageError("--conversation reads a session's whole conversation: name the session with --session")
+    return {"session_id": None if session_ref is None else resolve(ctx, store, session_ref).id,
+            "conversation": conversation}
 
 
 @sessions.command()
@@ -244,15 +254,15 @@ def _hit_filters(command: Callable[..., None]) -> Callable[..., None]:
 @rows_option
 @click.pass_obj
 def search(ctx: CliContext, query: str, source: str | None, user_id: str | None, session_ref: str | None,
-           role: str | None, since: float | None, until: float | None, include_tools: bool, include_reasoning: bool,
-           substring: bool, limit: int, as_json: JsonOutput | None, rows: str | None) -> None:
+           conversation: bool, role: str | None, since: float | None, until: float | None, include_tools: bool,
+           include_reasoning: bool, substring: bool, limit: int, as_json: JsonOutput | None, rows: str | None) -> None:
     """Find messages: words, "phrases", OR, -word, prefix*."""
     one_format(as_json, rows)
     with ctx.open() as store:
-        session_id = None if session_ref is None else resolve(ctx, store, session_ref).id
-        found = ctx.call(store.search, query, source=source, user_id=user_id, session_id=session_id, role=role,
-                         since=since, until=until, include_tools=include_tools,
-                         include_reasoning=include_reasoning, substring=substring, limit=limit)
+        found = ctx.call(store.search, query, source=source, user_id=user_id,
+                         **_scope(ctx, store, session_ref, conversation), role=role, since=since, until=until,
+                         include_tools=include_tools, include_reasoning=include_reasoning, substring=substring,
+                         limit=limit)
     if as_json:
         as_json.emit([hit.to_dict() for hit in found])
     elif rows:
@@ -269,13 +279,13 @@ def search(ctx: CliContext, query: str, source: str | None, user_id: str | None,
 @json_option
 @click.pass_obj
 def recall(ctx: CliContext, question: str, source: str | None, user_id: str | None, session_ref: str | None,
-           role: str | None, since: float | None, until: float | None, include_tools: bool, limit: int,
-           as_json: JsonOutput | None) -> None:
+           conversation: bool, role: str | None, since: float | None, until: float | None, include_tools: bool,
+           limit: int, as_json: JsonOutput | None) -> None:
     """Ask a question in your own words: the messages that best answer it."""
     with ctx.open() as store:
-        session_id = None if session_ref is None else resolve(ctx, store, session_ref).id
-        found = ctx.call(store.recall, question, source=source, user_id=user_id, session_id=session_id,
-                         role=role, since=since, until=until, include_tools=include_tools, limit=limit)
+        found = ctx.call(store.recall, question, source=source, user_id=user_id,
+                         **_scope(ctx, store, session_ref, conversation), role=role, since=since, until=until,
+                         include_tools=include_tools, limit=limit)
     if as_json:
         as_json.emit([hit.to_dict() for hit in found])
     else:

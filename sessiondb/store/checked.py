@@ -26,7 +26,7 @@ from .. import telemetry
 from .. import query as search_query
 from .. import recall as questions
 from ..errors import (
-    DAMAGE_CAUSES, InvalidInput, SessionDBError, SessionExists, StorageError, StoreClosed, StoreDamaged,
+    DAMAGE_CAUSES, InvalidInput, NotFound, SessionDBError, SessionExists, StorageError, StoreClosed, StoreDamaged,
 )
 from ..embedding import Embedder
 from ..guidance import tell
@@ -517,6 +517,7 @@ class CheckedStore(Transfer, Identity, Turns, PolicyCalls):
         limit: int = 20,
         substring: bool = False,
         include_reasoning: bool = False,
+        conversation: bool = False,
     ) -> list[SearchHit]:
         if not isinstance(query, str):
             raise InvalidInput(f"the search query must be text, not {type(query).__name__}")
@@ -528,10 +529,9 @@ class CheckedStore(Transfer, Identity, Turns, PolicyCalls):
         if parsed.substring and parsed.given > search_query.MAX_SUBSTRING_TERMS:
             raise InvalidInput(f"a substring search takes at most {search_query.MAX_SUBSTRING_TERMS} terms, "
                                f"and this one has {parsed.given}: search for fewer of its words")
-        return self._open().search(_searching(parsed, profile=profile, source=source, user_id=user_id,
-                                              session_id=session_id, role=role, since=since, until=until,
-                                              include_tools=include_tools, include_reasoning=include_reasoning,
-                                              limit=limit))
+        return self._open().search(self._scoped(_searching(
+            parsed, profile=profile, source=source, user_id=user_id, session_id=session_id, role=role, since=since,
+            until=until, include_tools=include_tools, include_reasoning=include_reasoning, limit=limit), conversation))
 
     def recall(
         self,
@@ -546,6 +546,7 @@ class CheckedStore(Transfer, Identity, Turns, PolicyCalls):
         until: float | None = None,
         include_tools: bool = False,
         limit: int = 20,
+        conversation: bool = False,
     ) -> list[SearchHit]:
         if not isinstance(text, str):
             raise InvalidInput(f"the question must be text, not {type(text).__name__}")
@@ -558,10 +559,25 @@ class CheckedStore(Transfer, Identity, Turns, PolicyCalls):
                 why = f"{exc}: recall is lexical"
             else:
                 question, why = replace(question, meaning=meaning, space=embedding.Space.of(self._embedder).key), None
-        hits = self._open().recall(_searching(question, profile=profile, source=source, user_id=user_id,
-                                              session_id=session_id, role=role, since=since, until=until,
-                                              include_tools=include_tools, limit=limit))
+        hits = self._open().recall(self._scoped(_searching(
+            question, profile=profile, source=source, user_id=user_id, session_id=session_id, role=role, since=since,
+            until=until, include_tools=include_tools, limit=limit), conversation))
         return hits if why is None else [replace(hit, note=why) for hit in hits]
+
+    def _scoped(self, command: cmd.Search, conversation: Any) -> cmd.Search:
+        """A search or recall (its filters checked) over the one session it names or, with
+        `conversation`, every session of that session's compression tree as it is when the
+        search begins. A session not stored has no messages to find, whichever is asked."""
+        if not check_flag(conversation, "conversation"):
+            return command
+        if command.session_ids is None:
+            raise InvalidInput("conversation=True searches the conversation of a session: name it with session_id")
+        named = command.session_ids[0]
+        try:
+            return replace(command, session_ids=tuple(self._open().read(partial(lineage.conversation,
+                                                                                 session_id=named))))
+        except NotFound:
+            return command
 
     def rebuild_vectors(self) -> int:
         if self._embedder is None:
@@ -610,7 +626,7 @@ def _searching(query: search_query.Query | questions.Recall, *, profile: Any, so
         profile=None if profile is None else homes.validate_profile(profile),
         source=check_label(source, "source"),
         user_id=check_label(user_id, "user_id"),
-        session_id=None if session_id is None else check_session_ref(session_id),
+        session_ids=None if session_id is None else (check_session_ref(session_id),),
         role=role,
         since=check_timestamp(since, "since"),
         until=check_timestamp(until, "until"),

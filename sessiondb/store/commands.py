@@ -112,7 +112,7 @@ class Search:
     profile: str | None
     source: str | None
     user_id: str | None
-    session_id: str | None
+    session_ids: tuple[str, ...] | None  # one session, or every session of its conversation
     role: str | None
     since: float | None
     until: float | None

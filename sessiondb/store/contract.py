@@ -394,6 +394,7 @@ class Store(Protocol):
         limit: int = 20,
         substring: bool = False,
         include_reasoning: bool = False,
+        conversation: bool = False,
     ) -> list[SearchHit]:
         """Messages matching `query`, best first (at most `limit`, 1..1000).
 
@@ -409,8 +410,11 @@ class Store(Protocol):
         Found: active and compacted messages (hits say which); never rewound ones. Tool
         messages only with include_tools (or role='tool'); only the first 8 KiB of a tool
         message's output is searchable. Filters: the session's profile, source and user
-        (`user_id`: only that person's sessions are read), one session, the message's role, and its timestamp in [since, until). Hits are ranked
-        by bm25 among the newest 1,000 matches of the query and its filters, on every
+        (`user_id`: only that person's sessions are read), one session (`session_id`; with
+        `conversation`, every session of its conversation: the compression tree
+        delete_session(conversation=True) takes, the sessions compactions rotated it into,
+        as it is when the search begins), the message's role, and its timestamp in
+        [since, until). Hits are ranked by bm25 among the newest 1,000 matches of the query and its filters, on every
         backend (query.RANK_WINDOW). With include_reasoning, the words of a query also
         match a message's reasoning (a model's thinking, as importers and adapters keep
         it): a message matches when its text does or its reasoning does, each judged whole,
@@ -430,6 +434,7 @@ class Store(Protocol):
         until: float | None = None,
         include_tools: bool = False,
         limit: int = 20,
+        conversation: bool = False,
     ) -> list[SearchHit]:
         """The messages that best answer `text`, a question in natural language, best first
         (at most `limit`, 1..1000): what an agent asks its memory in its own words.

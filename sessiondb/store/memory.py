@@ -37,7 +37,7 @@ from ..query import RANK_WINDOW, Query, Term, cjk_runs, fold, indexable, like_sn
 from ..recall import COMMON_MESSAGES, NEAREST, SPREAD_FROM, Recall, best, favour, found_by, fuse, rarer, spread
 from . import commands as cmd
 from .backend import Traces
-from .rows import INSERTED, INSERTED_ORDER, TABLES, UNIQUE, Condition, Row, Table, Taken, Where, active_at
+from .rows import INSERTED, INSERTED_ORDER, TABLES, UNIQUE, Condition, Row, Table, Taken, Where, active_at, one_of
 
 T = TypeVar("T")
 
@@ -494,8 +494,8 @@ def _scanned(rows: MemoryRows, query: cmd.Search) -> tuple[list[tuple[Row, str]]
     after its filters, and the sessions by id."""
     sessions = {s["id"]: s for s in rows.select("sessions")}
     where: dict[str, Any] = {}
-    if query.session_id is not None:
-        where["session_id"] = query.session_id
+    if query.session_ids is not None:
+        where["session_id"] = one_of(query.session_ids)
     if query.role is not None:
         where["role"] = query.role
     kept = []
@@ -611,7 +611,7 @@ def recall(rows: MemoryRows, query: cmd.Search, meaning: _Meaning | None = None,
 
 
 #: Every message a rebuild computes a vector for (the filters of no search).
-_EVERY = cmd.Search(query=Recall((), ()), profile=None, source=None, user_id=None, session_id=None, role=None,
+_EVERY = cmd.Search(query=Recall((), ()), profile=None, source=None, user_id=None, session_ids=None, role=None,
                     since=None, until=None, include_tools=True, include_reasoning=False, limit=1)
 
 

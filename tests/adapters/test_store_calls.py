@@ -50,6 +50,10 @@ def test_the_agents_session_adds_and_reads_in_one_store_call_each(store):
         read = []
         assert counting.calls(lambda: read.extend(asyncio.run(session.get_items(limit)))) == ["transcript"]
         assert read[-1] == {"role": "user", "content": "again"}
+    # A search reads the whole conversation, the session the rotation ended and its continuation, at once.
+    found = []
+    assert counting.calls(lambda: found.extend(asyncio.run(session.search("hi OR again")))) == ["search"]
+    assert sorted(hit.snippet for hit in found) == ["<mark>again</mark>", "<mark>hi</mark>"]
     # A pop reads the item it undoes and returns, marks the undo in the conversation's metadata,
     # rewinds that item; a clear has nothing to read: the rewind of everything lands on the tip.
     assert counting.calls(lambda: asyncio.run(session.pop_item())) == ["transcript", "update_metadata", "rewind"]

@@ -209,6 +209,22 @@ def test_a_session_created_hidden_over_http_is_listed_only_when_hidden_ones_are_
     is_error(api.post("/api/sessions", json={"source": "cli", "hidden": "yes"}), 422, "invalid_input")
 
 
+def test_search_and_recall_over_http_read_a_whole_conversation_with_conversation(api, server):
+    root = new_session(api, "rotated")
+    api.post(f"/api/sessions/{root['id']}/append", json={"messages": [{"uid": "a", "role": "user",
+                                                                       "content": "the harbour lantern"}]})
+    with sessiondb.open_store(home=server.home) as store:
+        tip = store.commit_compaction(store.begin_compaction(root["id"]), {"role": "system", "content": "gist"},
+                                      mode="rotate")
+        store.append(tip.id, {"uid": "b", "role": "user", "content": "the lantern again"})
+    for route in ("/api/search", "/api/recall"):
+        alone = api.get(route, params={"q": "lantern", "session_id": root["id"]}).json()["items"]
+        whole = api.get(route, params={"q": "lantern", "session_id": root["id"], "conversation": "true"}).json()
+        assert [h["uid"] for h in alone] == ["a"]
+        assert sorted(h["uid"] for h in whole["items"]) == ["a", "b"]
+        is_error(api.get(route, params={"q": "lantern", "conversation": "true"}), 422, "invalid_input")
+
+
 def test_bad_bodies_are_422_and_title_clashes_409(api):
     is_error(api.post("/api/sessions", content=b"{not json", headers={"content-type": "application/json"}), 422)
     is_error(api.post("/api/sessions", json={"title": "no source"}), 422, "invalid_input")

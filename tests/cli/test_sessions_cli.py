@@ -112,6 +112,22 @@ def test_recall_answers_a_question_the_query_language_finds_nothing_for(home):
     assert nothing.exit_code == 0 and "no messages found" in nothing.output
 
 
+def test_search_and_recall_read_a_whole_conversation_with_conversation_and_refuse_it_without_a_session(home):
+    with sessiondb.open_store(home=home) as store:
+        kyoto = ids(home)["Trip to Kyoto"]
+        tip = store.commit_compaction(store.begin_compaction(kyoto), {"role": "system", "content": "gist"},
+                                      mode="rotate")
+        store.append(tip.id, {"uid": "k4", "role": "user", "content": "Add a day of Kyoto gardens."})
+    for command in ("search", "recall"):
+        alone = run(home, "sessions", command, "Kyoto", "--session", "Trip to Kyoto", "--json")
+        whole = run(home, "sessions", command, "Kyoto", "--session", "Trip to Kyoto", "--conversation", "--json")
+        assert alone.exit_code == 0 and whole.exit_code == 0, (alone.output, whole.output)
+        assert "k4" not in {hit["uid"] for hit in json.loads(alone.output)}
+        assert {"k1", "k4"} <= {hit["uid"] for hit in json.loads(whole.output)}
+        refused = run(home, "sessions", command, "Kyoto", "--conversation")
+        assert refused.exit_code == 2 and "name the session with --session" in refused.output
+
+
 def test_export_then_import_into_a_fresh_home_reproduces_the_sessions(home, tmp_path):
     exported = tmp_path / "all.jsonl"
     result = run(home, "sessions", "export", "-o", str(exported))

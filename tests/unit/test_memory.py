@@ -66,7 +66,7 @@ def test_a_read_transaction_writes_nothing():
 
 
 def _search(store, text: str, *, substring: bool = False, **filters):
-    query = {"profile": None, "source": None, "user_id": None, "session_id": None, "role": None, "since": None,
+    query = {"profile": None, "source": None, "user_id": None, "session_ids": None, "role": None, "since": None,
              "until": None, "include_tools": False, "include_reasoning": False, "limit": 10, **filters}
     return [(hit.uid, hit.snippet) for hit in store.search(cmd.Search(parse(text, substring=substring), **query))]
 
@@ -112,7 +112,7 @@ def test_search_ranks_more_occurrences_first_then_newest(searched):
 
 def test_search_filters_and_substrings(searched):
     assert [uid for uid, _ in _search(searched, "caf*", source="api")] == ["e"]
-    assert [uid for uid, _ in _search(searched, "caf*", session_id="s1", since=1.5)] == ["b"]
+    assert [uid for uid, _ in _search(searched, "caf*", session_ids=("s1",), since=1.5)] == ["b"]
     assert [uid for uid, _ in _search(searched, "caf*", until=2.0)] == ["a"]
     assert [uid for uid, _ in _search(searched, "caf*", limit=1)] == ["e"]
     assert [uid for uid, _ in _search(searched, "京の")] == ["f"]
@@ -121,7 +121,7 @@ def test_search_filters_and_substrings(searched):
 
 def test_recall_finds_any_content_word_stemmed_rarer_words_first(searched):
     def ask(text: str):
-        filters = {"profile": None, "source": None, "user_id": None, "session_id": None, "role": None, "since": None,
+        filters = {"profile": None, "source": None, "user_id": None, "session_ids": None, "role": None, "since": None,
                    "until": None, "include_tools": False, "include_reasoning": False, "limit": 10}
         return [hit.uid for hit in searched.recall(cmd.Search(question(text), **filters))]
 

@@ -14,7 +14,8 @@ terms it has; every term reaches the server as a bound parameter, never as SQL:
   with a group of CJK terms of three characters or more. Any other substring query is
   a scan of the messages its filters select, newest first, stopping once it has the
   newest RANK_WINDOW matches: the same hits, at a cost that grows with the messages
-  scanned rather than with the matches (one session's messages, with session_id).
+  scanned rather than with the matches (one session's or one conversation's messages, with
+  session_id).
 
 Ranking: word hits by ts_rank over the stored tsvector (ties newest first), among the
 newest RANK_WINDOW matches (query.RANK_WINDOW, the same on every backend). Their
@@ -93,8 +94,8 @@ def _substrings(query: Query, params: list[Any]) -> list[str]:
 
 
 def search(conn: psycopg.Connection, query: Query, *, profile: str | None, source: str | None,
-           user_id: str | None, session_id: str | None, role: str | None, since: float | None, until: float | None,
-           include_tools: bool, include_reasoning: bool, limit: int) -> list[SearchHit]:
+           user_id: str | None, session_ids: tuple[str, ...] | None, role: str | None, since: float | None,
+           until: float | None, include_tools: bool, include_reasoning: bool, limit: int) -> list[SearchHit]:
     """The best `limit` hits for a parsed query, best first. With include_reasoning, words
     match a message's reasoning too (migration 0012's index), each judged whole."""
     if query.empty:
@@ -111,7 +112,7 @@ def search(conn: psycopg.Connection, query: Query, *, profile: str | None, sourc
         params += tsquery_params
     _filter(where, params, [("coalesce(s.profile, 'main') = %s", profile), ("s.source = %s", source),
                             ("s.user_id = %s", user_id)])
-    _on_messages(where, params, session_id=session_id, role=role, since=since, until=until,
+    _on_messages(where, params, session_ids=session_ids, role=role, since=since, until=until,
                  include_tools=include_tools)
     if tsquery is None:
         where += _substrings(query, params)
@@ -220,10 +221,11 @@ def _filter(where: list[str], params: list[Any], filters: list[tuple[str, Any]])
             params.append(value)
 
 
-def _on_messages(where: list[str], params: list[Any], *, session_id: str | None, role: str | None,
+def _on_messages(where: list[str], params: list[Any], *, session_ids: tuple[str, ...] | None, role: str | None,
                  since: float | None, until: float | None, include_tools: bool) -> None:
     """Add the conditions of a search's filters on `m`, a message (the session's are the caller's)."""
-    _filter(where, params, [("m.session_id = %s", session_id), ("m.role = %s", role),
+    _filter(where, params, [("m.session_id = ANY(%s)", None if session_ids is None else list(session_ids)),
+                            ("m.role = %s", role),
                             ("m.timestamp >= %s", since), ("m.timestamp < %s", until)])
     if role is None and not include_tools:
         where.append("m.role <> 'tool'")
@@ -264,8 +266,8 @@ FROM counted GROUP BY id, timestamp ORDER BY score DESC, id DESC LIMIT %s
 
 
 def recall(conn: psycopg.Connection, question: Recall, *, profile: str | None, source: str | None,
-           user_id: str | None, session_id: str | None, role: str | None, since: float | None, until: float | None,
-           include_tools: bool, limit: int) -> list[SearchHit]:
+           user_id: str | None, session_ids: tuple[str, ...] | None, role: str | None, since: float | None,
+           until: float | None, include_tools: bool, limit: int) -> list[SearchHit]:
     """The best `limit` messages for a question, best first: its words (any of them) over
     the stems, ranked by bm25, every match ranked; its CJK trigrams as a substring search
     whose bm25 is added; then the best share their scores with their neighbours and those
@@ -275,7 +277,7 @@ def recall(conn: psycopg.Connection, question: Recall, *, profile: str | None, s
     params: list[Any] = []
     _filter(where, params, [("coalesce(s.profile, 'main') = %s", profile), ("s.source = %s", source),
                             ("s.user_id = %s", user_id)])
-    _on_messages(where, params, session_id=session_id, role=role, since=since, until=until,
+    _on_messages(where, params, session_ids=session_ids, role=role, since=since, until=until,
                  include_tools=include_tools)
     scores: dict[int, float] = {}
     times: dict[int, float] = {}
@@ -299,7 +301,7 @@ def recall(conn: psycopg.Connection, question: Recall, *, profile: str | None, s
         if not terms:
             continue
         substrings = Query(groups=(terms,), excluded=(), substring=True)
-        for hit in search(conn, substrings, profile=profile, source=source, user_id=user_id, session_id=session_id,
+        for hit in search(conn, substrings, profile=profile, source=source, user_id=user_id, session_ids=session_ids,
                           role=role,
                           since=since, until=until, include_tools=include_tools, include_reasoning=False,
                           limit=RANK_WINDOW):
@@ -312,7 +314,7 @@ def recall(conn: psycopg.Connection, question: Recall, *, profile: str | None, s
     # Neighbours within the session, as the filters on messages allow (the session's are met).
     beside: list[str] = ["m.state <> 'rewound'"]
     beside_params: list[Any] = []
-    _on_messages(beside, beside_params, session_id=session_id, role=role, since=since, until=until,
+    _on_messages(beside, beside_params, session_ids=session_ids, role=role, since=since, until=until,
                  include_tools=include_tools)
     condition = " AND ".join(beside)
     neighbours = {mid: (previous, following) for mid, previous, following in conn.execute(

@@ -127,7 +127,7 @@ def search(
     profile: str | None,
     source: str | None,
     user_id: str | None,
-    session_id: str | None,
+    session_ids: tuple[str, ...] | None,
     role: str | None,
     since: float | None,
     until: float | None,
@@ -145,7 +145,7 @@ def search(
     if query.empty:
         return []
     plan = _Plan(query)
-    where, params = _filters(profile=profile, source=source, user_id=user_id, session_id=session_id, role=role,
+    where, params = _filters(profile=profile, source=source, user_id=user_id, session_ids=session_ids, role=role,
                              since=since, until=until, include_tools=include_tools)
     where += plan.like_sql
     params += plan.like_params
@@ -209,7 +209,7 @@ def search(
     return [_hit(page[mid][:8], shown[mid], -score) for mid, score in ranked]
 
 
-def _filters(*, profile: str | None, source: str | None, user_id: str | None, session_id: str | None,
+def _filters(*, profile: str | None, source: str | None, user_id: str | None, session_ids: tuple[str, ...] | None,
              role: str | None, since: float | None, until: float | None,
              include_tools: bool) -> tuple[list[str], list[Any]]:
     """The conditions (on `m`, a message, and `s`, its session) of a search's filters, and
@@ -225,7 +225,7 @@ def _filters(*, profile: str | None, source: str | None, user_id: str | None, se
     if user_id is not None:
         where.append("s.user_id = ?")
         params.append(user_id)
-    mine, values = _on_messages(session_id=session_id, role=role, since=since, until=until,
+    mine, values = _on_messages(session_ids=session_ids, role=role, since=since, until=until,
                                 include_tools=include_tools)
     return where + mine, params + values
 
@@ -240,13 +240,13 @@ def _untouched(conn: apsw.Connection, where: list[str], params: list[Any], mark:
     return where, params
 
 
-def _on_messages(*, session_id: str | None, role: str | None, since: float | None, until: float | None,
+def _on_messages(*, session_ids: tuple[str, ...] | None, role: str | None, since: float | None, until: float | None,
                  include_tools: bool) -> tuple[list[str], list[Any]]:
     where = ["m.state <> 'rewound'"]
     params: list[Any] = []
-    if session_id is not None:
-        where.append("m.session_id = ?")
-        params.append(session_id)
+    if session_ids is not None:  # one session's, or its conversation's (at most a lineage's MAX_HOPS ids)
+        where.append(f"m.session_id IN ({', '.join('?' * len(session_ids))})")
+        params.extend(session_ids)
     if role is not None:
         where.append("m.role = ?")
         params.append(role)
@@ -265,8 +265,8 @@ def _on_messages(*, session_id: str | None, role: str | None, since: float | Non
 
 
 def recall(conn: apsw.Connection, question: Recall, *, profile: str | None, source: str | None,
-           user_id: str | None, session_id: str | None, role: str | None, since: float | None, until: float | None,
-           include_tools: bool, limit: int, touched_to: int = 0, embedded_touched_to: int = 0,
+           user_id: str | None, session_ids: tuple[str, ...] | None, role: str | None, since: float | None,
+           until: float | None, include_tools: bool, limit: int, touched_to: int = 0, embedded_touched_to: int = 0,
            matrix: Matrix | None = None, key: tuple = ()) -> list[SearchHit]:
     """The best `limit` messages for a question, best first, read as `search` reads (the
     index attached as `idx`, caught up by the caller).
@@ -279,7 +279,7 @@ def recall(conn: apsw.Connection, question: Recall, *, profile: str | None, sour
     when the question says are favoured (sessiondb.recall); a question with a meaning is
     fused with the messages nearest it (`nearest`, recall.fuse), their vectors caught up
     by the caller to `embedded_touched_to`, held in `matrix` as of `key`."""
-    kept, kept_params = _filters(profile=profile, source=source, user_id=user_id, session_id=session_id, role=role,
+    kept, kept_params = _filters(profile=profile, source=source, user_id=user_id, session_ids=session_ids, role=role,
                                  since=since, until=until, include_tools=include_tools)
     where, params = _untouched(conn, kept, kept_params, touched_to)
     sessions_join = "CROSS JOIN sessions AS s ON s.id = m.session_id"
@@ -288,7 +288,7 @@ def recall(conn: apsw.Connection, question: Recall, *, profile: str | None, sour
                CJK: " OR ".join(fts_string(t) for t in question.trigrams if through_trigrams(t))}
     times: dict[int, float] = {}
     found_in: dict[int, str] = {}
-    narrowed = any(f is not None for f in (profile, source, user_id, session_id, role, since, until))
+    narrowed = any(f is not None for f in (profile, source, user_id, session_ids, role, since, until))
 
     def bm25_of(index: str, match: str) -> dict[int, float]:
         """The best RANK_WINDOW matches of `match` the filters keep, by bm25 (negated)."""
@@ -329,8 +329,8 @@ def recall(conn: apsw.Connection, question: Recall, *, profile: str | None, sour
     short = tuple(Term(t, phrase=True) for t in question.trigrams if not through_trigrams(t))
     if short:
         for hit in search(conn, Query(groups=(short,), excluded=(), substring=True), profile=profile, source=source,
-                          user_id=user_id, session_id=session_id, role=role, since=since, until=until, include_tools=include_tools,
-                          include_reasoning=False, limit=RANK_WINDOW, touched_to=touched_to):
+                          user_id=user_id, session_ids=session_ids, role=role, since=since, until=until,
+                          include_tools=include_tools, include_reasoning=False, limit=RANK_WINDOW, touched_to=touched_to):
             scores[hit.message_id] = scores.get(hit.message_id, 0.0) + SCAN_SCORE
             times[hit.message_id] = hit.timestamp
             scanned.setdefault(hit.message_id, hit.snippet)
@@ -341,7 +341,7 @@ def recall(conn: apsw.Connection, question: Recall, *, profile: str | None, sour
         return []
     sources = best(scores, SPREAD_FROM)
     # Neighbours within the session, as the filters on messages allow (the session's are met).
-    message_where, message_params = _on_messages(session_id=session_id, role=role, since=since, until=until,
+    message_where, message_params = _on_messages(session_ids=session_ids, role=role, since=since, until=until,
                                                  include_tools=include_tools)
     neighbours = {mid: (previous, following) for mid, previous, following in conn.execute(
         f"SELECT c.id, (SELECT max(m.id) FROM messages AS m WHERE m.session_id = c.session_id AND m.id < c.id "

@@ -206,6 +206,26 @@ def test_filters_narrow_the_hits(store, kyoto):
     assert len(store.search("kyoto OR fushimi OR quieter", limit=2)) == 2
 
 
+def test_a_conversation_search_reads_every_session_compactions_rotated_it_into_and_only_those(store):
+    root = store.create_session("cli")
+    store.append(root.id, {"uid": "first", "role": "user", "content": "lantern festival plans"})
+    lease = store.begin_compaction(root.id)
+    tip = store.commit_compaction(lease, [{"role": "system", "content": "summary"}], mode="rotate").id
+    store.append(tip, {"uid": "later", "role": "user", "content": "the lantern is booked"})
+    branch = store.create_session("cli", parent_session_id=tip, parent_relation="branch")  # a conversation of its own
+    store.append(branch.id, {"uid": "branched", "role": "user", "content": "a lantern elsewhere"})
+    assert uids(store.search("lantern", session_id=root.id)) == ["first"]
+    for named in (root.id, tip):  # whichever session of it is named
+        assert set(uids(store.search("lantern", session_id=named, conversation=True))) == {"first", "later"}
+        assert set(uids(store.recall("where is the lantern", session_id=named, conversation=True))) == {
+            "first", "later"}
+    assert store.search("lantern", session_id="never-stored", conversation=True) == []
+    with pytest.raises(InvalidInput, match="name it with session_id"):
+        store.search("lantern", conversation=True)
+    with pytest.raises(InvalidInput, match="conversation must be true or false"):
+        store.recall("lantern", session_id=root.id, conversation="yes")
+
+
 def test_bad_arguments_are_refused(store):
     for bad in (dict(query=None), dict(query="x", limit=0), dict(query="x", role="robot"),
                 dict(query="x", profile="Bad Name"), dict(query="x", include_tools="yes")):
