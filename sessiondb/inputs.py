@@ -14,7 +14,7 @@ import os
 import re
 import threading
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from itertools import islice
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -172,14 +172,24 @@ def check_session_ref(value: Any) -> str:
 
 
 def check_session_refs(value: Any) -> list[str]:
-    """Ids of stored sessions as one call names many: a list (any iterable but text) of at
-    most MAX_PAGE, each checked as check_session_ref checks one; repeats read once."""
+    """Ids of stored sessions as one call names many (`_many`), each checked as check_session_ref checks one."""
+    return _many(value, "session", check_session_ref)
+
+
+def check_message_ids(value: Any) -> list[int]:
+    """Ids of stored messages as one call names many (`_many`), each a non-negative integer."""
+    return _many(value, "message", lambda v: check_nonnegative(v, "a message id"))
+
+
+def _many(value: Any, noun: str, check: Callable[[Any], Any]) -> list[Any]:
+    """Ids one call reads many of: a list (any iterable but text) of at most MAX_PAGE, each
+    passed through `check`; repeats read once."""
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-        raise InvalidInput(f"session_ids is a list of session ids, not {type(value).__name__}")
+        raise InvalidInput(f"{noun}_ids is a list of {noun} ids, not {type(value).__name__}")
     ids = list(islice(value, MAX_PAGE + 1))
     if len(ids) > MAX_PAGE:
-        raise InvalidInput(f"session_ids names more than {MAX_PAGE:,} sessions; one read takes at most {MAX_PAGE:,}")
-    return list(dict.fromkeys(check_session_ref(v) for v in ids))
+        raise InvalidInput(f"{noun}_ids names more than {MAX_PAGE:,} {noun}s; one read takes at most {MAX_PAGE:,}")
+    return list(dict.fromkeys(check(v) for v in ids))
 
 
 def check_flag(value: Any, what: str) -> bool:

@@ -107,21 +107,15 @@ class SessiondbMemoryService(OnStore, BaseMemoryService):
         return await self._off_loop(self._search, app_name, user_id, query)
 
     def _search(self, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
-        owners: dict[str, bool] = {}
-        found: list[Message] = []
         # The user's own ADK sessions are searched (another user's never are), then those
         # of this app kept: the widest page, so other apps' matches do not crowd theirs out.
-        for hit in self._store.recall(query, source=SOURCE, user_id=user_id, limit=1000):
-            if hit.session_id not in owners:
-                root = self._store.lineage(hit.session_id)[0]  # a rotated continuation belongs to its root
-                owners[hit.session_id] = belongs(root, app_name, user_id)
-            if not owners[hit.session_id]:
-                continue
-            read = self._store.transcript(hit.session_id, after=hit.message_id - 1, limit=1, include_compacted=True)
-            if read and read[0].id == hit.message_id:  # else moved by a compaction since: found next time
-                found.append(read[0])
-                if len(found) == RANKED_PER_MEMORY * self._limit:
-                    break
+        # A rotated continuation has its conversation's app (a compaction copies the metadata).
+        hits = self._store.recall(query, source=SOURCE, user_id=user_id, limit=1000)
+        held = self._store.get_sessions(dict.fromkeys(hit.session_id for hit in hits))
+        kept = [hit.message_id for hit in hits
+                if hit.session_id in held and belongs(held[hit.session_id], app_name, user_id)]
+        # Their events, read at once; one a compaction moved since is found next time.
+        found = list(self._store.get_messages(kept[:RANKED_PER_MEMORY * self._limit]).values())
         memories = []
         for message in ranked(found, recall.question(query))[:self._limit]:
             event = event_of(message)

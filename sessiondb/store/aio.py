@@ -21,7 +21,7 @@ from .optional import Maintainable
 MAX_CONCURRENCY = 32
 
 METHODS = (
-    "create_session", "get_session", "get_sessions", "list_sessions", "end_session", "reopen_session",
+    "create_session", "get_session", "get_sessions", "get_messages", "list_sessions", "end_session", "reopen_session",
     "set_title", "set_flags", "update_metadata", "delete_session", "append", "extend", "flush", "transcript",
     "record_usage", "usage",
     "begin_compaction", "refresh_compaction", "abort_compaction", "commit_compaction",

@@ -35,9 +35,9 @@ from ..model import (
     SpoolReport, StoreStats, Usage, VerifyReport,
 )
 from ..inputs import (
-    MAX_PAGE, NewMessage, check_cost, check_count, check_flag, check_label, check_lease, check_limit, check_metadata,
-    check_nonnegative, check_session_id, check_session_ref, check_session_refs, check_stored_time, check_timestamp,
-    check_ttl, check_unicode, clean_title, new_session_id, new_uid, prepare_messages, prepare_summary,
+    MAX_PAGE, NewMessage, check_cost, check_count, check_flag, check_label, check_lease, check_limit,
+    check_message_ids, check_metadata, check_nonnegative, check_session_id, check_session_ref, check_session_refs,
+    check_stored_time, check_timestamp, check_ttl, check_unicode, clean_title, new_session_id, new_uid, prepare_messages, prepare_summary,
 )
 from . import commands as cmd
 from . import compaction, forgetting, handles, lineage, observed, sessions, spool, usage, verify
@@ -227,6 +227,9 @@ class CheckedStore(Transfer, Identity, Turns, PolicyCalls):
 
     def get_sessions(self, session_ids: Iterable[str]) -> dict[str, Session]:
         return self._open().read(partial(sessions.get_many, session_ids=check_session_refs(session_ids)))
+
+    def get_messages(self, message_ids: Iterable[int]) -> dict[int, Message]:
+        return self._open().read(partial(lineage.get_many, message_ids=check_message_ids(message_ids)))
 
     def list_sessions(
         self,

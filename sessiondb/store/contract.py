@@ -89,6 +89,12 @@ class Store(Protocol):
         """The sessions of `session_ids` that exist, by id in the order asked, read at one
         moment: an id that names none is left out. At most 1,000 ids (InvalidInput beyond)."""
 
+    def get_messages(self, message_ids: Iterable[int]) -> dict[int, Message]:
+        """The messages of `message_ids` (each a message's `id`, as a search hit's
+        `message_id` names it), in whatever sessions they are, by id in the order asked,
+        read at one moment: an id that names no message, or a rewound one, is left out;
+        compacted messages are read (their `state` says so). At most 1,000 ids."""
+
     def list_sessions(
         self,
         *,

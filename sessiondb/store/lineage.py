@@ -66,6 +66,15 @@ def message(row: Row) -> Message:
     ))
 
 
+def get_many(rows: Rows, message_ids: list[int]) -> dict[int, Message]:
+    """The messages of `message_ids` that are stored and not rewound, by id in the order
+    asked; one statement."""
+    found = {row["id"]: row for row in rows.select(
+        "messages", {"id": one_of(message_ids), "state": one_of((_ACTIVE, MessageState.COMPACTED.value))})
+    } if message_ids else {}
+    return {mid: message(found[mid]) for mid in message_ids if mid in found}
+
+
 def by_uids(rows: Rows, session_ids: Sequence[str], uids: Sequence[str]) -> dict[str, Message]:
     """The rows with these uids stored in these sessions, by uid (the first session listed wins)."""
     found: dict[str, Message] = {}

@@ -152,3 +152,29 @@ def test_the_adk_service_lists_sessions_with_one_read_of_every_state_they_merge(
     assert {s.state["app:v"] for s in listed[0].sessions} == {1}
     mine = asyncio.run(service.list_sessions(app_name="app", user_id="bob")).sessions
     assert [s.user_id for s in mine] == ["bob", "bob"] and {s.state["user:seen"] for s in mine} == {"bob"}
+
+
+def test_the_adk_memory_searches_in_three_store_calls_however_many_sessions_it_finds(store):
+    from google.adk.events import Event
+    from google.genai import types
+
+    from sessiondb.adapters.adk import SessiondbMemoryService, SessiondbSessionService
+
+    def said(text):
+        return Event(author="user", invocation_id="i1", content=types.Content(role="user", parts=[types.Part(text=text)]))
+
+    sessions = SessiondbSessionService(store=store)
+    for app in ("app", "other"):  # another app's words are the user's too, and never this app's memories
+        for n in range(3):
+            session = asyncio.run(sessions.create_session(app_name=app, user_id="ada"))
+            asyncio.run(sessions.append_event(session, said(f"lantern {n} early in {app}")))
+            rotate(store, session.id)  # what follows lands in the continuation, still this app's
+            session = asyncio.run(sessions.get_session(app_name=app, user_id="ada", session_id=session.id))
+            asyncio.run(sessions.append_event(session, said(f"lantern {n} later in {app}")))
+    counting = Counting(store)
+    memory = SessiondbMemoryService(store=counting, limit=20)
+    found = []
+    assert counting.calls(lambda: found.extend(asyncio.run(memory.search_memory(
+        app_name="app", user_id="ada", query="lantern")).memories)) == ["recall", "get_sessions", "get_messages"]
+    assert sorted(m.content.parts[0].text for m in found) == [
+        f"lantern {n} {when} in app" for n in range(3) for when in ("early", "later")]

@@ -102,6 +102,28 @@ def test_reading_several_sessions_by_bad_ids_raises_invalid_input(store, session
         store.get_sessions(session_ids)
 
 
+def test_several_messages_are_read_in_one_call_by_id_wherever_they_are_leaving_out_rewound_and_unknown(store):
+    one, two = store.create_session("cli"), store.create_session("cli")
+    a, b = store.append(one.id, [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}])
+    c, undone = store.append(two.id, [{"role": "user", "content": "c"}, {"role": "assistant", "content": "undone"}])
+    store.rewind(two.id, c.id)
+    lease = store.begin_compaction(one.id)
+    store.commit_compaction(lease, {"role": "system", "content": "summary"})  # archives a and b
+    found = store.get_messages([c.id, undone.id, 10**9, a.id, c.id, b.id])
+    assert list(found) == [c.id, a.id, b.id]  # in the order asked, each once
+    assert found[c.id] == c
+    assert [(m.uid, m.content, m.state) for m in (found[a.id], found[b.id])] == [
+        (a.uid, "a", "compacted"), (b.uid, "b", "compacted")]
+    assert store.get_messages([]) == {}
+
+
+@pytest.mark.parametrize("message_ids", [7, ["7"], [-1], [True], list(range(1001))],
+                         ids=["not a list", "text", "negative", "a flag", "too many"])
+def test_reading_several_messages_by_bad_ids_raises_invalid_input(store, message_ids):
+    with pytest.raises(InvalidInput):
+        store.get_messages(message_ids)
+
+
 def test_creating_a_session_with_a_taken_id_is_refused_and_changes_nothing(store):
     first = store.create_session("cli", session_id="dup", title="first")
     with pytest.raises(sessiondb.Conflict):
