@@ -254,10 +254,10 @@ def check_stored_time(value: Any, what: str) -> float | None:
     return seconds
 
 
-def check_count(value: Any, what: str) -> int:
-    """A counter to store (a message's or a usage row's tokens): a non-negative integer up to MAX_COUNT."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
-        raise InvalidInput(f"{what} must be an integer from 0 to {MAX_COUNT:,}, not {value!r}")
+def check_count(value: Any, what: str, least: int = 0) -> int:
+    """A counter to store (a message's or a usage row's tokens): an integer from `least` up to MAX_COUNT."""
+    if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= MAX_COUNT:
+        raise InvalidInput(f"{what} must be an integer from {least} to {MAX_COUNT:,}, not {value!r}")
     return value
 
 

@@ -276,13 +276,22 @@ class StoredConversation:
                                  limit=limit, include_tools=include_tools)
 
     def record_usage(self, usages: list[Any], model: str, provider: str) -> None:
-        """Record each of the SDK's Usage values as one model call."""
-        root = self.root(create=True)
-        for u in usages:
-            self.store.record_usage(
-                root.id, model=model, provider=provider, input_tokens=u.input_tokens, output_tokens=u.output_tokens,
-                cache_read_tokens=u.input_tokens_details.cached_tokens or 0,
-                reasoning_tokens=u.output_tokens_details.reasoning_tokens or 0)
+        """Record the SDK's Usage values (one per model call) in one store call: their sums,
+        counted as that many calls."""
+        if not usages:
+            return
+        record = partial(
+            self.store.record_usage, self.session_id, model=model, provider=provider, calls=len(usages),
+            input_tokens=sum(u.input_tokens for u in usages), output_tokens=sum(u.output_tokens for u in usages),
+            cache_read_tokens=sum(u.input_tokens_details.cached_tokens or 0 for u in usages),
+            # Reported by the SDK's releases that count cache writes; an earlier one has no such field.
+            cache_write_tokens=sum(getattr(u.input_tokens_details, "cache_write_tokens", 0) or 0 for u in usages),
+            reasoning_tokens=sum(u.output_tokens_details.reasoning_tokens or 0 for u in usages))
+        try:
+            record()
+        except NotFound:  # the conversation's first write: its session is created, then recorded in
+            self.root(create=True)
+            record()
 
     def branch(self, turn_number: int, title: str | None) -> Session:
         """A new session copying the live conversation before its `turn_number`-th user message."""
@@ -434,7 +443,8 @@ class SessiondbSession(SessionABC):
         return await self._off_loop(self._conversation.search, query, limit, include_tools)
 
     async def store_run_usage(self, result: RunResult, *, model: str | None = None, provider: str = "openai") -> None:
-        """Add a finished run's model calls to the session's usage, one call per model response.
+        """Add a finished run's model calls to the session's usage (one call per model
+        response), in one store call.
 
         Not idempotent: recording one run twice counts it twice.
         """

@@ -487,6 +487,7 @@ class CheckedStore(Transfer, Identity, Turns, PolicyCalls):
         cache_write_tokens: int = 0,
         reasoning_tokens: int = 0,
         cost_usd: float = 0.0,
+        calls: int = 1,
     ) -> None:
         tokens = {
             "input_tokens": input_tokens, "output_tokens": output_tokens, "cache_read_tokens": cache_read_tokens,
@@ -496,7 +497,8 @@ class CheckedStore(Transfer, Identity, Turns, PolicyCalls):
         amounts["cost_usd"] = check_cost(cost_usd)
         command = cmd.RecordUsage(
             check_session_ref(session_id), check_label(model, "model", required=True),
-            check_label(provider, "provider") or "", check_label(task, "task") or "", amounts)
+            check_label(provider, "provider") or "", check_label(task, "task") or "", amounts,
+            check_count(calls, "calls", least=1))
         backend = self._open()
         # The call's id is minted here, once: every run of the unit of work carries the same.
         backend.write(partial(usage.record, command=command, call_id=new_uid(), clock=self._clock,

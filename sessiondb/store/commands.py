@@ -104,6 +104,7 @@ class RecordUsage:
     provider: str
     task: str
     amounts: dict[str, float]  # input_tokens ... cost_usd, each checked
+    calls: int = 1  # the model calls these amounts sum
 
 
 @dataclass(frozen=True, slots=True)

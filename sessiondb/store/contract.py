@@ -377,8 +377,10 @@ class Store(Protocol):
         cache_write_tokens: int = 0,
         reasoning_tokens: int = 0,
         cost_usd: float = 0.0,
+        calls: int = 1,
     ) -> None:
-        """Add one model call's usage to the session's per (model, provider, task) totals."""
+        """Add model calls' usage to the session's per (model, provider, task) totals: one
+        call's, or the sums of `calls` calls (a whole run's, counted as that many calls)."""
 
     def usage(self, session_id: str) -> Usage:
         """The session's accumulated usage: totals and one row per (model, provider, task)."""

@@ -29,7 +29,7 @@ def keep_for(patience: float) -> float:
 
 
 def record(rows: Rows, command: RecordUsage, *, call_id: str, clock: Callable[[], float], keep: float) -> None:
-    """Add one call's amounts, once: `call_id` is written in the same transaction, so the
+    """Add one record_usage call's amounts, once: `call_id` is written in the same transaction, so the
     same call run again (its first commit landed, the acknowledgement did not) adds nothing."""
     sid = command.session_id
     sessions.require(rows, sid)
@@ -42,8 +42,8 @@ def record(rows: Rows, command: RecordUsage, *, call_id: str, clock: Callable[[]
     amounts = {name: command.amounts[name] for name in COUNTERS}
     # The first call of a key inserts its row; a later one (or one that met a concurrent
     # first) adds to it.
-    if rows.insert("usage", [{**key, **amounts, "calls": 1}], skip_taken=True) == [None]:
-        rows.update("usage", key, add={**amounts, "calls": 1})
+    if rows.insert("usage", [{**key, **amounts, "calls": command.calls}], skip_taken=True) == [None]:
+        rows.update("usage", key, add={**amounts, "calls": command.calls})
 
 
 def total(rows: Rows, session_id: str) -> Usage:

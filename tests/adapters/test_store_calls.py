@@ -5,6 +5,7 @@ split, and crosses the store's boundary once. Counted on the public Store's meth
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 
 from langchain_core.messages import AIMessage, HumanMessage
 
@@ -58,6 +59,28 @@ def test_the_agents_session_adds_and_reads_in_one_store_call_each(store):
     # rewinds that item; a clear has nothing to read: the rewind of everything lands on the tip.
     assert counting.calls(lambda: asyncio.run(session.pop_item())) == ["transcript", "update_metadata", "rewind"]
     assert counting.calls(lambda: asyncio.run(session.clear_session())) == ["update_metadata", "rewind"]
+
+
+def test_the_agents_session_records_a_runs_usage_in_one_store_call(store):
+    from agents.usage import InputTokensDetails, OutputTokensDetails, Usage
+
+    def response(tokens_in, tokens_out, cached, written, reasoning):
+        return SimpleNamespace(usage=Usage(
+            requests=1, input_tokens=tokens_in, output_tokens=tokens_out, total_tokens=tokens_in + tokens_out,
+            input_tokens_details=InputTokensDetails(cached_tokens=cached, cache_write_tokens=written),
+            output_tokens_details=OutputTokensDetails(reasoning_tokens=reasoning)))
+    result = SimpleNamespace(raw_responses=[response(10, 4, 3, 2, 1), response(12, 5, 0, 9, 2), response(7, 1, 7, 0, 0)])
+    counting = Counting(store)
+    session = SessiondbSession("usage-calls", store=counting)
+    # The first write creates the conversation's session; every later one is the record alone.
+    assert counting.calls(lambda: asyncio.run(session.store_run_usage(result, model="m"))) == [
+        "record_usage", "get_session", "create_session", "record_usage"]
+    assert counting.calls(lambda: asyncio.run(session.store_run_usage(result, model="m"))) == ["record_usage"]
+    usage = store.usage(session.store_session_id)
+    assert (usage.calls, usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
+            usage.reasoning_tokens) == (6, 58, 20, 20, 22, 6)
+    assert counting.calls(lambda: asyncio.run(session.store_run_usage(SimpleNamespace(raw_responses=[]),
+                                                                      model="m"))) == []
 
 
 def test_the_langchain_history_adds_and_reads_in_one_store_call_each(store):

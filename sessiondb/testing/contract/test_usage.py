@@ -41,6 +41,15 @@ def test_usage_accumulates_per_model_provider_and_task(store, sid):
     assert row.calls == 2
 
 
+def test_a_record_of_several_calls_counts_them_all(store, sid):
+    # A whole run's sums, recorded at once, are the same row its calls recorded one by one make.
+    store.record_usage(sid, model="gpt-x", input_tokens=40, output_tokens=9, cost_usd=0.5, calls=3)
+    store.record_usage(sid, model="gpt-x", input_tokens=2, output_tokens=1)
+    row = row_for(store.usage(sid), "gpt-x", "")
+    assert (row.calls, row.input_tokens, row.output_tokens, row.cost_usd) == (4, 42, 10, 0.5)
+    assert store.usage(sid).calls == 4
+
+
 def test_each_model_provider_and_task_gets_its_own_row(store, sid):
     keys = [
         ("gpt-x", "openai", ""),
@@ -108,6 +117,11 @@ def test_usage_is_per_session(store, sid):
         {"model": "m", "cost_usd": float("inf")},
         {"model": "m", "cost_usd": "0.1"},
         {"model": "m", "cost_usd": True},
+        {"model": "m", "calls": 0},
+        {"model": "m", "calls": -2},
+        {"model": "m", "calls": True},
+        {"model": "m", "calls": 2.0},
+        {"model": "m", "calls": 10**16},
     ],
 )
 def test_bad_usage_raises_invalid_input_and_records_nothing(store, sid, kwargs):
