@@ -163,12 +163,23 @@ def check_session_id(value: Any, what: str = "session_id") -> str:
 
 MAX_PAGE = 1000  # rows a listing or a search returns at most
 MAX_TTL = 7 * 24 * 3600.0  # a compaction lease lasts at most a week between refreshes
+MAX_ROW_ID = 2**63 - 1  # the largest id or position a 64-bit INTEGER (SQLite) or BIGINT column holds
 
 
 def check_session_ref(value: Any) -> str:
     """The id of a stored session, as a call names it: checked as a label, since ids stored
     before today's rules for new ids (check_session_id) must still name their sessions."""
     return check_label(value, "session_id", required=True)
+
+
+def storable_label(value: str) -> bool:
+    """Whether a session could be stored with `value` as a label (a user id...): a lookup by
+    one that could not finds nothing, where check_label would refuse it."""
+    try:
+        check_label(value, "label")
+    except InvalidInput:
+        return False
+    return True
 
 
 def check_session_refs(value: Any) -> list[str]:
@@ -199,11 +210,12 @@ def check_flag(value: Any, what: str) -> bool:
 
 
 def check_nonnegative(value: Any, what: str, *, optional: bool = False) -> int | None:
-    """A position or a number of rows: a non-negative integer (None allowed if `optional`)."""
+    """A position or a number of rows: a non-negative integer a 64-bit column holds, as
+    SQLite's and PostgreSQL's ids are (None allowed if `optional`)."""
     if value is None and optional:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInput(f"{what} must be a non-negative integer, not {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_ROW_ID:
+        raise InvalidInput(f"{what} must be an integer from 0 to {MAX_ROW_ID:,}, not {value!r}")
     return value
 
 

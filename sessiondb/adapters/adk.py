@@ -28,6 +28,7 @@ from google.adk.sessions.session import Session
 from typing_extensions import override
 
 from ..errors import MessageConflict, NotFound, SessionExists
+from ..inputs import storable_label
 from ..model import COMPRESSION, Message
 from ..model import Session as StoredSession
 from ..store.aio import AsyncStore
@@ -147,6 +148,8 @@ class SessiondbSessionService(OnStore, BaseSessionService):
         return await self._off_loop(self._list, app_name, user_id)
 
     def _list(self, app_name: str, user_id: str | None) -> ListSessionsResponse:
+        if user_id and not storable_label(user_id):  # no session can be stored under it: it has none
+            return ListSessionsResponse(sessions=[])
         scopes: dict[str, dict[str, Any]] = {}  # a state session's id -> its state, each read once
         sessions, cursor = [], None
         while True:  # the user's sessions only, when one is named: the store reads nobody else's

@@ -163,6 +163,19 @@ def test_get_session_filters_as_the_sdk_does(where):
     assert ours[1] == ["event-5", "event-6"] and ours[3] == ["event-5", "event-6"] and ours[4] == []
 
 
+def test_a_user_id_no_session_can_be_stored_under_lists_none_as_the_sdks_service_does(where):
+    async def listed(sessions):
+        await sessions.create_session(app_name=APP, user_id="ana", session_id="a1")
+        return [(await sessions.list_sessions(app_name=APP, user_id=u)).sessions for u in ("x" * 201, "a\x00b")]
+
+    async def scenario():
+        async with service(where) as sessions:
+            return await listed(sessions), await listed(InMemorySessionService())
+
+    ours, sdks = asyncio.run(scenario())
+    assert ours == sdks == [[], []]
+
+
 def test_sessions_are_listed_per_app_and_user_and_deleted(where):
     async def scenario():
         async with service(where) as sessions:

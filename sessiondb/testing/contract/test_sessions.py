@@ -117,8 +117,8 @@ def test_several_messages_are_read_in_one_call_by_id_wherever_they_are_leaving_o
     assert store.get_messages([]) == {}
 
 
-@pytest.mark.parametrize("message_ids", [7, ["7"], [-1], [True], list(range(1001))],
-                         ids=["not a list", "text", "negative", "a flag", "too many"])
+@pytest.mark.parametrize("message_ids", [7, ["7"], [-1], [True], [1, 2**63], list(range(1001))],
+                         ids=["not a list", "text", "negative", "a flag", "past 64 bits", "too many"])
 def test_reading_several_messages_by_bad_ids_raises_invalid_input(store, message_ids):
     with pytest.raises(InvalidInput):
         store.get_messages(message_ids)
