@@ -224,12 +224,13 @@ def _filter(where: list[str], params: list[Any], filters: list[tuple[str, Any]])
 def _on_messages(where: list[str], params: list[Any], *, session_ids: tuple[str, ...] | None, role: str | None,
                  since: float | None, until: float | None, include_tools: bool) -> None:
     """Add the conditions of a search's filters on `m`, a message (the session's are the caller's)."""
-    # One session is `=`, not a one-element ANY: the planner then carries the id over to the
-    # join on sessions and reads that row once, not once per message found.
-    one = session_ids is not None and len(session_ids) == 1
-    _filter(where, params, [("m.session_id = %s", session_ids[0] if one else None),
-                            ("m.session_id = ANY(%s)", None if session_ids is None or one else list(session_ids)),
-                            ("m.role = %s", role),
+    if session_ids is not None:
+        # One session is `=`, not a one-element ANY: the planner then carries the id over to
+        # the join on sessions and reads that row once, not once per message found.
+        one = len(session_ids) == 1
+        where.append("m.session_id = %s" if one else "m.session_id = ANY(%s)")
+        params.append(session_ids[0] if one else list(session_ids))
+    _filter(where, params, [("m.role = %s", role),
                             ("m.timestamp >= %s", since), ("m.timestamp < %s", until)])
     if role is None and not include_tools:
         where.append("m.role <> 'tool'")
